@@ -1,0 +1,534 @@
+#include "codegen/JitDecoder.h"
+
+#include "runtime/Interpreter.h"
+
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/Core.h>
+#include <llvm/ExecutionEngine/Orc/IRTransformLayer.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace brevis {
+
+namespace {
+
+/// Produces words [first, first + count) of one region's program, each stored little-endian in
+/// containerBytes(W) bytes at out.
+using DecodeFn = void (*)(const uint8_t *payload, uint8_t *out, uint64_t first, uint64_t count);
+
+Error toError(llvm::Error e, std::string_view what) {
+  return Error{fmt::format("{}: {}", what, llvm::toString(std::move(e)))};
+}
+
+/// Width of a supported expression's words.
+unsigned widthOf(const Expr &e) {
+  switch (e.kind) {
+  case NodeKind::Lit: return as<Lit>(e).type.width;
+  case NodeKind::Const: return as<Const>(e).type.width;
+  case NodeKind::Merge: {
+    unsigned w = 0;
+    for (const auto &f : as<Merge>(e).fields) w += widthOf(*f.expr);
+    return w;
+  }
+  default: __builtin_trap();
+  }
+}
+
+/// Length of a supported expression's stream (merge fields all have the first field's length).
+uint64_t lengthOf(const Expr &e) {
+  switch (e.kind) {
+  case NodeKind::Lit: return as<Lit>(e).type.length;
+  case NodeKind::Const: return as<Const>(e).type.length;
+  case NodeKind::Merge: return lengthOf(*as<Merge>(e).fields.front().expr);
+  default: __builtin_trap();
+  }
+}
+
+/// The operator kinds of `e` the JIT does not compile.
+void collectUnsupported(const Expr &e, std::set<NodeKind> &out) {
+  if (e.kind != NodeKind::Lit && e.kind != NodeKind::Const && e.kind != NodeKind::Merge) out.insert(e.kind);
+  for (const Expr *c : children(e)) collectUnsupported(*c, out);
+}
+
+void appendU64(std::string &key, uint64_t v) { key.append(reinterpret_cast<const char *>(&v), sizeof v); }
+
+/// Appends to `key` everything the generated code for `e` depends on: the program's structure and
+/// constants, and the bitpack bit counts read from the payload. Equal keys mean interchangeable
+/// code. Also checks, in O(1) per literal, that every load the code will make stays inside the
+/// payload (plus its slack), so that even an unvalidated payload cannot make it read wild memory.
+Result<void> appendKey(const Expr &e, const Payload &payload, std::string &key) {
+  switch (e.kind) {
+  case NodeKind::Const: {
+    const auto &c = as<Const>(e);
+    if (c.type.width < 1 || c.type.width > kMaxWordWidth)
+      return Error{fmt::format("constant width {} is not 1..64", c.type.width)};
+    key += 'C';
+    appendU64(key, c.type.width);
+    appendU64(key, c.value & widthMask(c.type.width));
+    return {};
+  }
+  case NodeKind::Merge: {
+    const auto &m = as<Merge>(e);
+    // The loop runs over the first field's length and shifts by the widths: both must be sound
+    // for the loads to stay inside every field's literal.
+    if (m.fields.empty()) return Error{"merge has no fields"};
+    for (const auto &f : m.fields)
+      if (lengthOf(*f.expr) != lengthOf(*m.fields.front().expr)) return Error{"merge fields differ in length"};
+    if (widthOf(e) > kMaxWordWidth) return Error{"merge fields are wider than 64 bits in total"};
+    key += 'M';
+    appendU64(key, m.fields.size());
+    for (const auto &f : m.fields) BREVIS_TRY(appendKey(*f.expr, payload, key));
+    return {};
+  }
+  case NodeKind::Lit: break;
+  default: __builtin_trap();
+  }
+
+  const auto &l = as<Lit>(e);
+  const unsigned width = l.type.width;
+  const uint64_t n = l.type.length;
+  if (width < 1 || width > kMaxWordWidth) return Error{fmt::format("literal width {} is not 1..64", width)};
+  if (l.isInline()) {
+    if (l.words().size() != n) return Error{"inline literal word count does not match its type"};
+    key += 'I';
+    appendU64(key, width);
+    appendU64(key, n);
+    for (uint64_t w : l.words()) appendU64(key, w & widthMask(width));
+    return {};
+  }
+  const ByteRange &r = l.payload();
+  if (!payload.contains(r))
+    return Error{fmt::format("literal range @{}+{} lies outside the payload of {} bytes", r.offset, r.size,
+                             payload.size())};
+  if (l.encoding == Encoding::Raw) {
+    if (r.size / containerBytes(width) != n || r.size % containerBytes(width) != 0)
+      return Error{fmt::format("raw literal {} does not match its range @{}+{}", toString(l.type), r.offset, r.size)};
+    key += 'R';
+    appendU64(key, width);
+    appendU64(key, n);
+    appendU64(key, r.offset);
+    return {};
+  }
+  if (r.size < 1) return Error{fmt::format("bitpack literal at @{} has no bit count byte", r.offset)};
+  const unsigned b = payload.data()[r.offset];
+  if (b > width)
+    return Error{fmt::format("bitpack literal at @{} packs {} bits, more than its {}-bit words", r.offset, b, width)};
+  // Bits needed, computed without overflow: n * b could exceed 64 bits only for absurd lengths.
+  unsigned __int128 bits = static_cast<unsigned __int128>(n) * b;
+  if ((bits + 7) / 8 > r.size - 1)
+    return Error{fmt::format("bitpack literal at @{} holds {} bytes, too few for {} words of {} bits", r.offset,
+                             r.size - 1, n, b)};
+  key += 'B';
+  appendU64(key, width);
+  appendU64(key, n);
+  appendU64(key, r.offset);
+  appendU64(key, b);
+  return {};
+}
+
+/// Emits one decode function per program into a module. Every value is computed in the integer
+/// type of the root's container, which all fields fit (a field is never wider than the root).
+class FunctionEmitter {
+public:
+  FunctionEmitter(llvm::Module &module, const Payload &payload)
+      : module_(module), ctx_(module.getContext()), b_(ctx_), payload_(payload),
+        bigEndian_(module.getDataLayout().isBigEndian()) {}
+
+  void emit(const std::string &name, const Expr &root, llvm::StringRef cpu, llvm::StringRef features) {
+    auto *ptrTy = llvm::PointerType::getUnqual(ctx_);
+    auto *i64 = b_.getInt64Ty();
+    auto *fnTy = llvm::FunctionType::get(b_.getVoidTy(), {ptrTy, ptrTy, i64, i64}, false);
+    auto *fn = llvm::Function::Create(fnTy, llvm::Function::ExternalLinkage, name, module_);
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    fn->addFnAttr(llvm::Attribute::NoFree);
+    fn->addFnAttr(llvm::Attribute::NoSync);
+    fn->addFnAttr(llvm::Attribute::WillReturn);
+    if (!cpu.empty()) fn->addFnAttr("target-cpu", cpu);
+    if (!features.empty()) fn->addFnAttr("target-features", features);
+    // The payload and the output chunk never overlap; saying so spares the vectorizer its
+    // run-time overlap checks.
+    for (unsigned i : {0u, 1u}) {
+      fn->addParamAttr(i, llvm::Attribute::NoAlias);
+      fn->addParamAttr(i, llvm::Attribute::NoCapture);
+    }
+    fn->addParamAttr(0, llvm::Attribute::ReadOnly);
+    fn->addParamAttr(1, llvm::Attribute::WriteOnly);
+
+    llvm::Value *payload = fn->getArg(0);
+    llvm::Value *out = fn->getArg(1);
+    llvm::Value *first = fn->getArg(2);
+    llvm::Value *count = fn->getArg(3);
+    payload->setName("payload");
+    out->setName("out");
+    first->setName("first");
+    count->setName("count");
+
+    auto *entry = llvm::BasicBlock::Create(ctx_, "entry", fn);
+    auto *loop = llvm::BasicBlock::Create(ctx_, "loop", fn);
+    auto *exit = llvm::BasicBlock::Create(ctx_, "exit", fn);
+
+    b_.SetInsertPoint(entry);
+    b_.CreateCondBr(b_.CreateICmpEQ(count, b_.getInt64(0)), exit, loop);
+
+    b_.SetInsertPoint(loop);
+    auto *i = b_.CreatePHI(i64, 2, "i");
+    i->addIncoming(b_.getInt64(0), entry);
+    llvm::Value *index = b_.CreateAdd(first, i, "index", /*HasNUW=*/true);
+    auto *rootTy = b_.getIntNTy(8 * containerBytes(widthOf(root)));
+    llvm::Value *word = value(root, payload, index, rootTy);
+    storeLE(word, b_.CreateInBoundsGEP(rootTy, out, i));
+    llvm::Value *next = b_.CreateAdd(i, b_.getInt64(1), "next", /*HasNUW=*/true);
+    i->addIncoming(next, loop);
+    b_.CreateCondBr(b_.CreateICmpEQ(next, count), exit, loop);
+
+    b_.SetInsertPoint(exit);
+    b_.CreateRetVoid();
+  }
+
+private:
+  /// Word `index` of `e`, as type `ty`.
+  llvm::Value *value(const Expr &e, llvm::Value *payload, llvm::Value *index, llvm::IntegerType *ty) {
+    switch (e.kind) {
+    case NodeKind::Const: {
+      const auto &c = as<Const>(e);
+      return llvm::ConstantInt::get(ty, c.value & widthMask(c.type.width));
+    }
+    case NodeKind::Merge: {
+      // Most significant first: the last field sits at bit 0.
+      const auto &fields = as<Merge>(e).fields;
+      llvm::Value *acc = nullptr;
+      unsigned shift = 0;
+      for (auto it = fields.rbegin(); it != fields.rend(); ++it) {
+        llvm::Value *v = value(*it->expr, payload, index, ty);
+        if (shift > 0) v = b_.CreateShl(v, shift, "", /*HasNUW=*/true);
+        acc = acc ? b_.CreateOr(acc, v) : v;
+        shift += widthOf(*it->expr);
+      }
+      return acc;
+    }
+    case NodeKind::Lit: return litValue(as<Lit>(e), payload, index, ty);
+    default: __builtin_trap();
+    }
+  }
+
+  llvm::Value *litValue(const Lit &l, llvm::Value *payload, llvm::Value *index, llvm::IntegerType *ty) {
+    const unsigned width = l.type.width;
+    // An empty stream's words are never asked for.
+    if (l.type.length == 0) return llvm::ConstantInt::get(ty, 0);
+    if (l.isInline()) {
+      auto *elemTy = b_.getIntNTy(8 * containerBytes(width));
+      std::vector<llvm::Constant *> words;
+      words.reserve(l.words().size());
+      for (uint64_t w : l.words()) words.push_back(llvm::ConstantInt::get(elemTy, w & widthMask(width)));
+      auto *arrayTy = llvm::ArrayType::get(elemTy, words.size());
+      auto *table = new llvm::GlobalVariable(module_, arrayTy, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
+                                             llvm::ConstantArray::get(arrayTy, words), "inline");
+      table->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+      llvm::Value *p = b_.CreateInBoundsGEP(arrayTy, table, {b_.getInt64(0), index});
+      return b_.CreateZExtOrTrunc(b_.CreateLoad(elemTy, p), ty);
+    }
+
+    const ByteRange &r = l.payload();
+    if (l.encoding == Encoding::Raw) {
+      auto *elemTy = b_.getIntNTy(8 * containerBytes(width));
+      llvm::Value *base = b_.CreateInBoundsGEP(b_.getInt8Ty(), payload, b_.getInt64(r.offset));
+      return b_.CreateZExtOrTrunc(loadLE(elemTy, b_.CreateInBoundsGEP(elemTy, base, index)), ty);
+    }
+
+    // Bitpack: the bit count is specialized; appendKey() has checked it against the width.
+    const unsigned bits = payload_.data()[r.offset];
+    if (bits == 0) return llvm::ConstantInt::get(ty, 0);
+    llvm::Value *base = b_.CreateInBoundsGEP(b_.getInt8Ty(), payload, b_.getInt64(r.offset + 1));
+    if (bits % 8 == 0 && (bits & (bits - 1)) == 0) {
+      // Whole aligned words: a plain strided load the vectorizer handles like raw.
+      auto *elemTy = b_.getIntNTy(bits);
+      return b_.CreateZExtOrTrunc(loadLE(elemTy, b_.CreateInBoundsGEP(elemTy, base, index)), ty);
+    }
+    // Word i occupies bits [i*b, i*b+b): load the containing bytes from the byte holding bit i*b
+    // and shift. A 64-bit load covers b + 7 bits for b <= 57; wider fields need 128 bits. Both
+    // loads start at a byte inside the literal, so the payload slack keeps them in bounds.
+    llvm::Value *bitPos = b_.CreateMul(index, b_.getInt64(bits), "bitpos", /*HasNUW=*/true);
+    llvm::Value *byte = b_.CreateLShr(bitPos, 3);
+    llvm::Value *p = b_.CreateInBoundsGEP(b_.getInt8Ty(), base, byte);
+    auto *loadTy = bits <= 57 ? b_.getInt64Ty() : b_.getInt128Ty();
+    llvm::Value *shift = b_.CreateZExt(b_.CreateAnd(bitPos, b_.getInt64(7)), loadTy);
+    llvm::Value *v = b_.CreateLShr(loadLE(loadTy, p), shift);
+    v = b_.CreateTrunc(v, b_.getIntNTy(bits));
+    return b_.CreateZExtOrTrunc(v, ty);
+  }
+
+  /// Unaligned little-endian load; the payload is little-endian whatever the host.
+  llvm::Value *loadLE(llvm::Type *ty, llvm::Value *p) {
+    auto *load = b_.CreateAlignedLoad(ty, p, llvm::MaybeAlign(1));
+    if (!bigEndian_ || ty->getIntegerBitWidth() == 8) return load;
+    return b_.CreateUnaryIntrinsic(llvm::Intrinsic::bswap, load);
+  }
+
+  void storeLE(llvm::Value *v, llvm::Value *p) {
+    if (bigEndian_ && v->getType()->getIntegerBitWidth() > 8) v = b_.CreateUnaryIntrinsic(llvm::Intrinsic::bswap, v);
+    b_.CreateAlignedStore(v, p, llvm::MaybeAlign(1));
+  }
+
+  llvm::Module &module_;
+  llvm::LLVMContext &ctx_;
+  llvm::IRBuilder<> b_;
+  const Payload &payload_;
+  bool bigEndian_;
+};
+
+/// Runs LLVM's O2 pipeline, vectorizers included, tuned for `tm`'s CPU.
+void optimize(llvm::Module &module, llvm::TargetMachine &tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder pb(&tm, tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(module, mam);
+}
+
+void initializeNativeTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+/// Below this many functions per module, splitting a checkpoint across compile threads costs more
+/// than it saves.
+constexpr size_t kMinFunctionsPerModule = 16;
+
+} // namespace
+
+struct JitDecoder::Impl {
+  Notice notice;
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::string cpu, features; ///< the host's, stamped on every function for the optimizer
+  unsigned compileThreads = 1;
+  Interpreter interpreter;
+  /// Compiled functions by specialization key (see appendKey).
+  std::unordered_map<std::string, DecodeFn> functions;
+  std::set<NodeKind> reportedKinds;
+  std::vector<uint8_t> chunk;
+  size_t nextFunction = 0;
+  size_t compiled = 0;
+  size_t interpreted = 0;
+
+  /// A module in the making and the functions emitted into it (key, symbol name).
+  struct Batch {
+    std::unique_ptr<llvm::LLVMContext> ctx;
+    std::unique_ptr<llvm::Module> module;
+    std::vector<std::pair<std::string, std::string>> functions;
+  };
+
+  Batch newBatch() {
+    Batch batch;
+    batch.ctx = std::make_unique<llvm::LLVMContext>();
+    batch.module = std::make_unique<llvm::Module>("brevis", *batch.ctx);
+    batch.module->setDataLayout(jit->getDataLayout());
+    batch.module->setTargetTriple(jit->getTargetTriple().str());
+    return batch;
+  }
+
+  void emit(Batch &batch, std::string key, const Expr &root, const Payload &payload) {
+    std::string name = fmt::format("brevis_decode_{}", nextFunction++);
+    FunctionEmitter(*batch.module, payload).emit(name, root, cpu, features);
+    batch.functions.emplace_back(std::move(key), std::move(name));
+  }
+
+  /// Hands the modules to the JIT and compiles them, concurrently when there are several, then
+  /// records their functions. Optimization runs in the JIT's IR transform layer, on the compile
+  /// threads.
+  Result<void> compile(std::vector<Batch> &batches) {
+    llvm::orc::SymbolLookupSet symbols;
+    std::vector<std::pair<std::string, llvm::orc::SymbolStringPtr>> wanted;
+    for (Batch &batch : batches) {
+      if (batch.functions.empty()) continue;
+      std::string problems;
+      llvm::raw_string_ostream os(problems);
+      if (llvm::verifyModule(*batch.module, &os)) return Error{"the JIT generated invalid code: " + os.str()};
+      for (auto &[key, name] : batch.functions) {
+        auto symbol = jit->mangleAndIntern(name);
+        symbols.add(symbol);
+        wanted.emplace_back(std::move(key), std::move(symbol));
+      }
+      batch.functions.clear();
+      if (auto err = jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(batch.module), std::move(batch.ctx))))
+        return toError(std::move(err), "the JIT could not add a module");
+    }
+    if (wanted.empty()) return {};
+    // One lookup of every symbol: the session materializes all the modules at once, each a task
+    // for the compile threads.
+    auto &session = jit->getExecutionSession();
+    auto found = session.lookup(llvm::orc::makeJITDylibSearchOrder(&jit->getMainJITDylib()), std::move(symbols));
+    if (!found) return toError(found.takeError(), "the JIT could not compile the decoders");
+    for (auto &[key, symbol] : wanted) {
+      auto it = found->find(symbol);
+      if (it == found->end()) return Error{fmt::format("the JIT lost the decoder {}", *symbol)};
+      functions.emplace(std::move(key), it->second.getAddress().toPtr<DecodeFn>());
+    }
+    return {};
+  }
+
+  void report(NodeKind kind, std::string_view regions) {
+    if (!reportedKinds.insert(kind).second || !notice) return;
+    notice(fmt::format("note: the JIT does not compile '{}' yet; {} the interpreter", nodeKindName(kind), regions));
+  }
+};
+
+JitDecoder::JitDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+JitDecoder::~JitDecoder() = default;
+
+Result<std::unique_ptr<JitDecoder>> JitDecoder::create(Notice notice) {
+  initializeNativeTarget();
+  auto impl = std::make_unique<Impl>();
+  impl->notice = std::move(notice);
+
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) return toError(jtmb.takeError(), "the JIT cannot target this CPU");
+  {
+    auto tm = jtmb->createTargetMachine();
+    if (!tm) return toError(tm.takeError(), "the JIT cannot target this CPU");
+    impl->cpu = (*tm)->getTargetCPU().str();
+    impl->features = (*tm)->getTargetFeatureString().str();
+  }
+  impl->compileThreads = std::max(1u, std::thread::hardware_concurrency());
+  llvm::orc::LLJITBuilder builder;
+  builder.setJITTargetMachineBuilder(*jtmb);
+  if (impl->compileThreads > 1) builder.setNumCompileThreads(impl->compileThreads);
+  auto jit = builder.create();
+  if (!jit) return toError(jit.takeError(), "the JIT could not start");
+  impl->jit = std::move(*jit);
+
+  // Each compile thread optimizes with its own TargetMachine: they are not shareable across threads.
+  impl->jit->getIRTransformLayer().setTransform(
+      [jtmb = *jtmb](llvm::orc::ThreadSafeModule tsm,
+                     llvm::orc::MaterializationResponsibility &) -> llvm::Expected<llvm::orc::ThreadSafeModule> {
+        auto builder = jtmb;
+        auto tm = builder.createTargetMachine();
+        if (!tm) return tm.takeError();
+        tsm.withModuleDo([&](llvm::Module &m) { optimize(m, **tm); });
+        return std::move(tsm);
+      });
+  return std::unique_ptr<JitDecoder>(new JitDecoder(std::move(impl)));
+}
+
+bool JitDecoder::supports(const Expr &e) {
+  switch (e.kind) {
+  case NodeKind::Lit:
+  case NodeKind::Const: return true;
+  case NodeKind::Merge: {
+    const auto &fields = as<Merge>(e).fields;
+    return !fields.empty() && std::all_of(fields.begin(), fields.end(), [](const MergeField &f) {
+      return f.expr && supports(*f.expr);
+    });
+  }
+  default: return false;
+  }
+}
+
+Result<void> JitDecoder::prepare(const Checkpoint &c, const Payload &payload) {
+  Impl &impl = *impl_;
+  std::map<NodeKind, size_t> fallbacks;
+  std::vector<std::pair<std::string, const Expr *>> todo;
+  std::unordered_set<std::string> seen;
+  for (const Region &region : c.regions) {
+    if (!region.program) continue;
+    if (!supports(*region.program)) {
+      std::set<NodeKind> kinds;
+      collectUnsupported(*region.program, kinds);
+      for (NodeKind k : kinds) ++fallbacks[k];
+      continue;
+    }
+    std::string key;
+    BREVIS_TRY(appendKey(*region.program, payload, key));
+    if (impl.functions.count(key) || !seen.insert(key).second) continue;
+    todo.emplace_back(std::move(key), region.program.get());
+  }
+  for (const auto &[kind, count] : fallbacks)
+    impl.report(kind, count == 1 ? std::string("1 region uses") : fmt::format("{} regions use", count));
+
+  const size_t modules = std::clamp<size_t>(todo.size() / kMinFunctionsPerModule, 1, impl.compileThreads);
+  std::vector<Impl::Batch> batches;
+  for (size_t i = 0; i < modules; ++i) batches.push_back(impl.newBatch());
+  for (size_t i = 0; i < todo.size(); ++i) impl.emit(batches[i % modules], std::move(todo[i].first), *todo[i].second, payload);
+  return impl.compile(batches);
+}
+
+Result<void> JitDecoder::decode(const Region &region, const Payload &payload, ByteSink &sink) {
+  Impl &impl = *impl_;
+  if (!region.program) return Error{fmt::format("region at byte {} has no program", region.bytes.offset)};
+  const Expr &root = *region.program;
+  if (!supports(root)) {
+    std::set<NodeKind> kinds;
+    collectUnsupported(root, kinds);
+    for (NodeKind k : kinds) impl.report(k, "regions using it run in");
+    ++impl.interpreted;
+    return impl.interpreter.decode(region, payload, sink);
+  }
+
+  const unsigned wordBytes = containerBytes(widthOf(root));
+  const uint64_t words = lengthOf(root);
+  uint64_t bytes;
+  if (__builtin_mul_overflow(words, wordBytes, &bytes) || bytes != region.bytes.size)
+    return Error{fmt::format("region at byte {} holds {} bytes, but its program produces {} words of {} bytes",
+                             region.bytes.offset, region.bytes.size, words, wordBytes)};
+
+  std::string key;
+  BREVIS_TRY(appendKey(root, payload, key));
+  auto it = impl.functions.find(key);
+  if (it == impl.functions.end()) {
+    std::vector<Impl::Batch> batches;
+    batches.push_back(impl.newBatch());
+    impl.emit(batches.back(), key, root, payload);
+    BREVIS_TRY(impl.compile(batches));
+    it = impl.functions.find(key);
+  }
+  DecodeFn fn = it->second;
+
+  const uint64_t chunkWords = kChunkBytes / wordBytes;
+  impl.chunk.resize(kChunkBytes);
+  for (uint64_t first = 0; first < words; first += chunkWords) {
+    const uint64_t n = std::min(chunkWords, words - first);
+    fn(payload.data(), impl.chunk.data(), first, n);
+    BREVIS_TRY(sink.write(impl.chunk.data(), n * wordBytes));
+  }
+  ++impl.compiled;
+  return {};
+}
+
+size_t JitDecoder::compiledRegions() const { return impl_->compiled; }
+size_t JitDecoder::interpretedRegions() const { return impl_->interpreted; }
+
+} // namespace brevis

@@ -1,0 +1,60 @@
+#pragma once
+// A RegionDecoder that runs native code generated per program by LLVM ORC (LLJIT). LLVM stays
+// behind the pimpl: including this header does not pull in LLVM.
+#include "lang/Ast.h"
+#include "lang/Result.h"
+#include "runtime/ByteSink.h"
+#include "runtime/Payload.h"
+#include "runtime/RegionDecoder.h"
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace brevis {
+
+/// Decodes regions with native code generated per program. Programs made only of lit (raw,
+/// bitpack, inline), const and merge — at any nesting — are compiled; any other program is
+/// decoded by the interpreter, and the fallback is reported through the notice callback once
+/// per operator kind, e.g. "note: the JIT does not compile 'scan' yet; 3 regions use the interpreter".
+///
+/// Generated code is specialized to the payload (offsets and bitpack bit counts are constants),
+/// so compiled functions are cached by the program together with the payload bytes it was
+/// specialized to; decoding against a different payload recompiles rather than misdecodes.
+/// Not thread-safe: use one decoder per thread.
+class JitDecoder final : public RegionDecoder {
+public:
+  using Notice = std::function<void(const std::string &)>;
+
+  /// Output is produced in chunks of this many bytes, whatever the region's size.
+  static constexpr size_t kChunkBytes = 64 * 1024;
+
+  /// Sets up the JIT for the host CPU. `notice` may be empty.
+  static Result<std::unique_ptr<JitDecoder>> create(Notice notice);
+  ~JitDecoder() override;
+
+  /// Compiles every supported region of `c`, specialized to `payload`, into one module (one
+  /// function per region) so that a checkpoint costs one LLVM compilation, and reports the
+  /// interpreter fallbacks with their region counts. Optional: decode() compiles on demand.
+  /// The literals of `c` must have been validated against `payload` (validatePayload).
+  Result<void> prepare(const Checkpoint &c, const Payload &payload);
+
+  /// Writes the region's bytes to `sink` in chunks of at most kChunkBytes. Every literal of the
+  /// region must have been validated against `payload`.
+  Result<void> decode(const Region &region, const Payload &payload, ByteSink &sink) override;
+
+  /// Whether `e` is compiled: made only of lit, const and merge.
+  static bool supports(const Expr &e);
+
+  /// Regions decode() has run as native code and through the interpreter, respectively.
+  size_t compiledRegions() const;
+  size_t interpretedRegions() const;
+
+private:
+  struct Impl;
+  explicit JitDecoder(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace brevis

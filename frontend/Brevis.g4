@@ -1,0 +1,102 @@
+// Brevis program text (.bdsl): a checkpoint program, or one bare expression for experiments.
+// lang/Printer.cpp defines the canonical form; this grammar accepts everything it prints.
+//
+// Names that come from a closed list in lang/ (encodings, map functions, scan ops, dtypes,
+// stream types like u8) are plain IDENTs here and are validated by the AST builder
+// (frontend/Parser.cpp), so an unknown name gets a specific error instead of
+// "mismatched input". Numbers are validated there too (hex/decimal, 64-bit range).
+grammar Brevis;
+
+program : (checkpoint | expr) EOF ;
+
+// --- checkpoint programs ------------------------------------------------------------------
+
+checkpoint : BREVIS version=NUMBER sourceDecl payloadDecl region* ;
+
+sourceDecl : SOURCE fileName=STRING SIZE size=NUMBER XXH64 hash=NUMBER ;
+
+payloadDecl : PAYLOAD fileName=STRING SIZE size=NUMBER ;
+
+region
+  : HEADER byteRange '=' expr                                     # headerRegion
+  | BYTES byteRange '=' expr                                      # bytesRegion
+  | TENSOR name=STRING dtype=IDENT '[' numberList ']' byteRange '=' expr # tensorRegion
+  ;
+
+byteRange : '@' offset=NUMBER '+' size=NUMBER ;
+
+// --- expressions ---------------------------------------------------------------------------
+
+expr : term (':' annotation=streamType)? ;
+
+term
+  : LIT encoding=IDENT streamType byteRange                        # payloadLit
+  | LIT streamType '[' numberList ']'                              # inlineLit
+  | CONST streamType value=NUMBER                                  # constExpr
+  | CONCAT '(' (expr (',' expr)*)? ')'                             # concatExpr
+  | REPEAT count=NUMBER '(' expr ')'                               # repeatExpr
+  | MAP fn=IDENT param=NUMBER? '(' expr ')'                        # mapExpr
+  | SCAN op=IDENT init=NUMBER '(' expr ')'                         # scanExpr
+  | MERGE '(' (mergeField (',' mergeField)*)? ')'                  # mergeExpr
+  | '?' streamType                                                 # holeExpr
+  ;
+
+// Field names may be keywords too: the printer writes any name it is given.
+mergeField : (fieldName ':')? expr ;
+
+fieldName
+  : IDENT | BREVIS | SOURCE | SIZE | XXH64 | PAYLOAD | HEADER | BYTES | TENSOR
+  | LIT | CONST | CONCAT | REPEAT | MAP | SCAN | MERGE
+  ;
+
+// `u8[1024]`: the name is checked to be u<W> by the builder.
+streamType : name=IDENT '[' length=NUMBER ']' ;
+
+numberList : (NUMBER (',' NUMBER)*)? ;
+
+// --- tokens --------------------------------------------------------------------------------
+
+BREVIS  : 'brevis' ;
+SOURCE  : 'source' ;
+SIZE    : 'size' ;
+XXH64   : 'xxh64' ;
+PAYLOAD : 'payload' ;
+HEADER  : 'header' ;
+BYTES   : 'bytes' ;
+TENSOR  : 'tensor' ;
+LIT     : 'lit' ;
+CONST   : 'const' ;
+CONCAT  : 'concat' ;
+REPEAT  : 'repeat' ;
+MAP     : 'map' ;
+SCAN    : 'scan' ;
+MERGE   : 'merge' ;
+
+// Punctuation is named (rather than implicit) so that the frontend can count nesting depth
+// before parsing, and so that "expecting {...}" lists keywords first.
+LPAREN   : '(' ;
+RPAREN   : ')' ;
+LBRACKET : '[' ;
+RBRACKET : ']' ;
+COMMA    : ',' ;
+COLON    : ':' ;
+EQUALS   : '=' ;
+AT       : '@' ;
+PLUS     : '+' ;
+QUESTION : '?' ;
+
+IDENT : [a-zA-Z_] [a-zA-Z0-9_]* ;
+
+// Deliberately loose (`12ab`, `0xg` are one token) so the builder can say "malformed number".
+NUMBER : [0-9] [a-zA-Z0-9_]* ;
+
+// Escapes are checked by the builder; only \" \\ \xNN are valid.
+STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])* '"' ;
+
+COMMENT : '#' ~[\r\n]* -> skip ;
+WS      : [ \t\r\n]+ -> skip ;
+
+// The lexer never fails: these become tokens that the frontend reports with a precise message
+// before parsing.
+UNTERMINATED_STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])* ;
+UNEXPECTED_CHAR     : . ;

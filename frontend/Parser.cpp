@@ -1,0 +1,442 @@
+#include "frontend/Parser.h"
+
+#include "BrevisLexer.h"
+#include "BrevisParser.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <string_view>
+
+namespace brevis {
+
+namespace {
+
+using antlr4::Token;
+using G = grammar::BrevisParser;
+
+SourceLoc locOf(const Token *t) {
+  return {static_cast<uint32_t>(t->getLine()), static_cast<uint32_t>(t->getCharPositionInLine() + 1)};
+}
+
+/// Shortens user text quoted in a message, so that hostile input cannot make messages huge.
+std::string excerpt(std::string_view s) {
+  constexpr size_t kMax = 40;
+  if (s.size() <= kMax) return std::string(s);
+  return std::string(s.substr(0, kMax - 3)) + "...";
+}
+
+/// One byte as it should appear between quotes in a message.
+std::string displayChar(unsigned char c) {
+  if (c < 0x20 || c >= 0x7f) return fmt::format("\\x{:02x}", c);
+  return std::string(1, static_cast<char>(c));
+}
+
+/// Value of a hex digit (which covers decimal ones), or 99 for anything else.
+unsigned digitValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return 99;
+}
+
+/// "a, b or c".
+std::string alternatives(const std::vector<std::string_view> &names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i) out += i + 1 == names.size() ? " or " : ", ";
+    out += names[i];
+  }
+  return out;
+}
+
+// Feeds the text to ANTLR one byte per symbol. The stock stream decodes UTF-8, which throws on
+// invalid input and counts columns in code points; bytes keep token offsets and columns in the
+// units Diagnostics uses for its carets.
+class ByteStream final : public antlr4::ANTLRInputStream {
+public:
+  ByteStream(std::string_view bytes, std::string sourceName) : bytes_(bytes) {
+    name = std::move(sourceName);
+    _data.reserve(bytes.size());
+    for (unsigned char c : bytes) _data.push_back(c);
+  }
+
+  std::string getText(const antlr4::misc::Interval &interval) override {
+    if (interval.a < 0 || interval.b < interval.a) return {};
+    size_t start = static_cast<size_t>(interval.a);
+    if (start >= bytes_.size()) return {};
+    size_t stop = std::min(static_cast<size_t>(interval.b), bytes_.size() - 1);
+    return std::string(bytes_.substr(start, stop - start + 1));
+  }
+
+private:
+  std::string_view bytes_;
+};
+
+/// Records the first syntax error; anything after it would be an artefact of recovery.
+class FirstErrorListener final : public antlr4::BaseErrorListener {
+public:
+  explicit FirstErrorListener(Diagnostics &diags) : diags_(diags) {}
+
+  void syntaxError(antlr4::Recognizer *, Token *, size_t line, size_t charPositionInLine, const std::string &msg,
+                   std::exception_ptr) override {
+    if (failed_) return;
+    failed_ = true;
+    diags_.error({static_cast<uint32_t>(line), static_cast<uint32_t>(charPositionInLine + 1)}, msg);
+  }
+
+  bool failed() const { return failed_; }
+
+private:
+  Diagnostics &diags_;
+  bool failed_ = false;
+};
+
+// ANTLR's messages, but no recovery: resynchronizing only produces follow-on errors, and
+// stopping at once bounds the work spent on broken input. Quoted input is kept short.
+class FirstErrorStrategy final : public antlr4::DefaultErrorStrategy {
+public:
+  void recover(antlr4::Parser *, std::exception_ptr) override { throw antlr4::ParseCancellationException(); }
+
+  Token *recoverInline(antlr4::Parser *parser) override {
+    // Reports the error (or throws InputMismatchException, which the rule reports and hands to recover).
+    DefaultErrorStrategy::recoverInline(parser);
+    throw antlr4::ParseCancellationException();
+  }
+
+  void sync(antlr4::Parser *parser) override {
+    DefaultErrorStrategy::sync(parser);
+    if (inErrorRecoveryMode(parser)) throw antlr4::ParseCancellationException();
+  }
+
+protected:
+  std::string getTokenErrorDisplay(Token *t) override {
+    std::string quoted = DefaultErrorStrategy::getTokenErrorDisplay(t);
+    return quoted.size() <= 42 ? quoted : excerpt(quoted) + "'";
+  }
+
+  void reportNoViableAlternative(antlr4::Parser *parser, const antlr4::NoViableAltException &e) override {
+    Token *start = e.getStartToken();
+    Token *bad = e.getOffendingToken();
+    std::string msg;
+    if (start == bad) {
+      // The decision failed on its first token, so the expected set is exactly the decision's.
+      msg = fmt::format("mismatched input {} expecting {}", getTokenErrorDisplay(bad),
+                        e.getExpectedTokens().toString(parser->getVocabulary()));
+    } else {
+      // Quote the source text (with its spacing) rather than ANTLR's glued-together tokens.
+      antlr4::misc::Interval span(start->getStartIndex(), bad->getStopIndex());
+      std::string text = bad->getInputStream()->getText(span);
+      msg = "no viable alternative at input " + escapeWSAndQuote(excerpt(text));
+    }
+    parser->notifyErrorListeners(bad, msg, std::make_exception_ptr(e));
+  }
+};
+
+/// Rejects tokens the lexer made only to report them, and nesting deeper than the parser's stack
+/// allows. Reports the first problem and returns false.
+bool checkTokens(const std::vector<Token *> &tokens, Diagnostics &diags) {
+  unsigned depth = 0;
+  for (Token *t : tokens) {
+    switch (t->getType()) {
+    case G::UNEXPECTED_CHAR:
+      diags.error(locOf(t), fmt::format("unexpected character '{}'", displayChar(t->getText()[0])));
+      return false;
+    case G::UNTERMINATED_STRING:
+      diags.error(locOf(t), "unterminated string");
+      return false;
+    case G::LPAREN:
+    case G::LBRACKET:
+      if (++depth > kMaxNestingDepth) {
+        diags.error(locOf(t), fmt::format("expressions nest deeper than {} levels", kMaxNestingDepth));
+        return false;
+      }
+      break;
+    case G::RPAREN:
+    case G::RBRACKET:
+      if (depth) --depth;
+      break;
+    default: break;
+    }
+  }
+  return true;
+}
+
+/// Builds the AST from a parse tree without syntax errors, reporting bad names, numbers and
+/// escapes. Recursion depth is bounded by checkTokens.
+class AstBuilder {
+public:
+  explicit AstBuilder(Diagnostics &diags) : diags_(diags) {}
+
+  /// program : (checkpoint | expr) EOF
+  Module program(G::ProgramContext *ctx) {
+    if (auto *c = ctx->checkpoint()) return Module{checkpoint(c)};
+    return Module{expr(ctx->expr())};
+  }
+
+private:
+  /// checkpoint : BREVIS NUMBER sourceDecl payloadDecl region*
+  Checkpoint checkpoint(G::CheckpointContext *ctx) {
+    Checkpoint c;
+    c.loc = locOf(ctx->getStart());
+    // The type checker rejects unsupported versions; saturate so a huge one is not mistaken for 1.
+    c.version = static_cast<unsigned>(std::min<uint64_t>(number(ctx->version), std::numeric_limits<unsigned>::max()));
+    G::SourceDeclContext *src = ctx->sourceDecl();
+    c.source.fileName = unquote(src->fileName);
+    c.source.size = number(src->size);
+    c.source.xxh64 = number(src->hash);
+    G::PayloadDeclContext *payload = ctx->payloadDecl();
+    c.payloadFile = unquote(payload->fileName);
+    c.payloadSize = number(payload->size);
+    for (G::RegionContext *r : ctx->region()) c.regions.push_back(region(r));
+    return c;
+  }
+
+  /// region : HEADER byteRange '=' expr | BYTES ... | TENSOR STRING IDENT '[' numberList ']' ...
+  Region region(G::RegionContext *ctx) {
+    Region r;
+    r.loc = locOf(ctx->getStart());
+    if (auto *h = dynamic_cast<G::HeaderRegionContext *>(ctx)) {
+      r.kind = RegionKind::Header;
+      r.bytes = byteRange(h->byteRange());
+      r.program = expr(h->expr());
+    } else if (auto *b = dynamic_cast<G::BytesRegionContext *>(ctx)) {
+      r.kind = RegionKind::Bytes;
+      r.bytes = byteRange(b->byteRange());
+      r.program = expr(b->expr());
+    } else {
+      auto *t = dynamic_cast<G::TensorRegionContext *>(ctx);
+      r.kind = RegionKind::Tensor;
+      r.name = unquote(t->name);
+      std::string dtype = t->dtype->getText();
+      if (auto d = dtypeFromBdslName(dtype))
+        r.dtype = *d;
+      else
+        diags_.error(locOf(t->dtype), fmt::format("unknown dtype '{}'", excerpt(dtype)));
+      r.shape = numbers(t->numberList());
+      r.bytes = byteRange(t->byteRange());
+      r.program = expr(t->expr());
+    }
+    return r;
+  }
+
+  /// byteRange : '@' NUMBER '+' NUMBER
+  ByteRange byteRange(G::ByteRangeContext *ctx) {
+    ByteRange r;
+    r.offset = number(ctx->offset);
+    r.size = number(ctx->size);
+    return r;
+  }
+
+  /// expr : term (':' streamType)?
+  ExprPtr expr(G::ExprContext *ctx) {
+    ExprPtr e = term(ctx->term());
+    if (ctx->annotation) e->annotation = streamType(ctx->annotation);
+    return e;
+  }
+
+  /// term : one alternative per expression kind (payloadLit, inlineLit, constExpr, ...)
+  ExprPtr term(G::TermContext *ctx) {
+    ExprPtr e = termBody(ctx);
+    e->loc = locOf(ctx->getStart());
+    return e;
+  }
+
+  ExprPtr termBody(G::TermContext *ctx) {
+    if (auto *l = dynamic_cast<G::PayloadLitContext *>(ctx)) {
+      std::string name = l->encoding->getText();
+      auto encoding = encodingFromName(name);
+      if (!encoding)
+        diags_.error(locOf(l->encoding), fmt::format("unknown encoding '{}'; expected {} or {}", excerpt(name),
+                                                     encodingName(Encoding::Raw), encodingName(Encoding::Bitpack)));
+      StreamType type = streamType(l->streamType());
+      return Lit::make(type, encoding.value_or(Encoding::Raw), byteRange(l->byteRange()));
+    }
+    if (auto *l = dynamic_cast<G::InlineLitContext *>(ctx)) {
+      StreamType type = streamType(l->streamType());
+      return Lit::make(type, numbers(l->numberList()));
+    }
+    if (auto *c = dynamic_cast<G::ConstExprContext *>(ctx)) {
+      StreamType type = streamType(c->streamType());
+      return Const::make(type, number(c->value));
+    }
+    if (auto *c = dynamic_cast<G::ConcatExprContext *>(ctx)) {
+      std::vector<ExprPtr> parts;
+      for (G::ExprContext *part : c->expr()) parts.push_back(expr(part));
+      return Concat::make(std::move(parts));
+    }
+    if (auto *r = dynamic_cast<G::RepeatExprContext *>(ctx)) {
+      uint64_t count = number(r->count);
+      return Repeat::make(count, expr(r->expr()));
+    }
+    if (auto *m = dynamic_cast<G::MapExprContext *>(ctx)) return mapExpr(m);
+    if (auto *s = dynamic_cast<G::ScanExprContext *>(ctx)) {
+      std::string name = s->op->getText();
+      auto op = scanOpFromName(name);
+      if (!op)
+        diags_.error(locOf(s->op), fmt::format("unknown scan operator '{}'; expected {} or {}", excerpt(name),
+                                               scanOpName(ScanOp::Xor), scanOpName(ScanOp::Add)));
+      uint64_t init = number(s->init);
+      return Scan::make(op.value_or(ScanOp::Add), init, expr(s->expr()));
+    }
+    if (auto *m = dynamic_cast<G::MergeExprContext *>(ctx)) {
+      std::vector<MergeField> fields;
+      for (G::MergeFieldContext *f : m->mergeField()) fields.push_back(mergeField(f));
+      return Merge::make(std::move(fields));
+    }
+    auto *h = dynamic_cast<G::HoleExprContext *>(ctx);
+    return Hole::make(streamType(h->streamType()));
+  }
+
+  /// term alternative mapExpr : MAP IDENT NUMBER? '(' expr ')'
+  ExprPtr mapExpr(G::MapExprContext *ctx) {
+    std::string name = ctx->fn->getText();
+    auto fn = mapFnFromName(name);
+    if (!fn) {
+      std::vector<std::string_view> known = {
+#define BREVIS_MAPFN(E, kw, param, doc) kw,
+#include "lang/MapFns.def"
+      };
+      diags_.error(locOf(ctx->fn),
+                   fmt::format("unknown map function '{}'; expected {}", excerpt(name), alternatives(known)));
+    } else if (mapFnTakesParameter(*fn) && !ctx->param) {
+      diags_.error(locOf(ctx->fn), fmt::format("map {} needs a parameter", name));
+    } else if (!mapFnTakesParameter(*fn) && ctx->param) {
+      diags_.error(locOf(ctx->param), fmt::format("map {} takes no parameter", name));
+    }
+    uint64_t param = ctx->param ? number(ctx->param) : 0;
+    return Map::make(fn.value_or(MapFn::Xor), param, expr(ctx->expr()));
+  }
+
+  /// mergeField : (fieldName ':')? expr
+  MergeField mergeField(G::MergeFieldContext *ctx) {
+    MergeField f;
+    if (ctx->fieldName()) f.name = ctx->fieldName()->getText();
+    f.expr = expr(ctx->expr());
+    return f;
+  }
+
+  /// streamType : IDENT '[' NUMBER ']', where IDENT is u<W>
+  StreamType streamType(G::StreamTypeContext *ctx) {
+    StreamType t;
+    std::string name = ctx->name->getText();
+    bool wellFormed = name.size() >= 2 && name[0] == 'u' &&
+                      name.find_first_not_of("0123456789", 1) == std::string::npos;
+    if (!wellFormed) {
+      diags_.error(locOf(ctx->name),
+                   fmt::format("expected a stream type like u8[1024], found '{}'", excerpt(name)));
+    } else {
+      // Widths outside 1..64 are the type checker's to report; saturate so huge ones cannot wrap.
+      uint64_t width = 0;
+      for (size_t i = 1; i < name.size(); ++i)
+        width = std::min<uint64_t>(width * 10 + (name[i] - '0'), std::numeric_limits<unsigned>::max());
+      t.width = static_cast<unsigned>(width);
+    }
+    t.length = number(ctx->length);
+    return t;
+  }
+
+  /// numberList : (NUMBER (',' NUMBER)*)?
+  std::vector<uint64_t> numbers(G::NumberListContext *ctx) {
+    // One call: NUMBER(i) rescans the children, which would be quadratic on long word lists.
+    std::vector<antlr4::tree::TerminalNode *> nodes = ctx->NUMBER();
+    std::vector<uint64_t> out;
+    out.reserve(nodes.size());
+    for (auto *n : nodes) out.push_back(number(n->getSymbol()));
+    return out;
+  }
+
+  /// NUMBER: decimal or 0x-prefixed hex, at most 64 bits. Reports and returns 0 otherwise.
+  uint64_t number(Token *t) {
+    std::string text = t->getText();
+    bool hex = text.size() >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+    unsigned base = hex ? 16 : 10;
+    std::string_view digits = std::string_view(text).substr(hex ? 2 : 0);
+    uint64_t value = 0;
+    bool overflow = false;
+    for (char c : digits) {
+      unsigned d = digitValue(c);
+      if (d >= base) {
+        diags_.error(locOf(t), fmt::format("malformed number '{}'", excerpt(text)));
+        return 0;
+      }
+      overflow |= __builtin_mul_overflow(value, base, &value) || __builtin_add_overflow(value, d, &value);
+    }
+    if (digits.empty()) {
+      diags_.error(locOf(t), fmt::format("malformed number '{}'", excerpt(text)));
+      return 0;
+    }
+    if (overflow) {
+      diags_.error(locOf(t), fmt::format("number {} does not fit in 64 bits", excerpt(text)));
+      return 0;
+    }
+    return value;
+  }
+
+  /// STRING: the bytes between the quotes, with \" \\ and \xNN decoded.
+  std::string unquote(Token *t) {
+    std::string text = t->getText();
+    std::string_view body = std::string_view(text).substr(1, text.size() - 2);
+    std::string out;
+    out.reserve(body.size());
+    for (size_t i = 0; i < body.size(); ++i) {
+      if (body[i] != '\\') {
+        out += body[i];
+        continue;
+      }
+      // The lexer guarantees a character after every backslash inside a terminated string.
+      char next = body[i + 1];
+      if (next == '"' || next == '\\') {
+        out += next;
+        ++i;
+      } else if (next == 'x' && i + 3 < body.size() && digitValue(body[i + 2]) < 16 && digitValue(body[i + 3]) < 16) {
+        out += static_cast<char>(digitValue(body[i + 2]) * 16 + digitValue(body[i + 3]));
+        i += 3;
+      } else {
+        SourceLoc loc = locOf(t);
+        loc.column += static_cast<uint32_t>(i + 1);
+        diags_.error(loc, fmt::format("invalid escape '\\{}' in string; expected \\\", \\\\ or \\xNN",
+                                      displayChar(static_cast<unsigned char>(next))));
+        ++i;
+      }
+    }
+    return out;
+  }
+
+  Diagnostics &diags_;
+};
+
+} // namespace
+
+std::optional<Module> parseModule(Diagnostics &diags) {
+  ByteStream input(diags.text(), diags.fileName());
+  FirstErrorListener listener(diags);
+  grammar::BrevisLexer lexer(&input);
+  lexer.removeErrorListeners();
+  lexer.addErrorListener(&listener);
+  antlr4::CommonTokenStream tokens(&lexer);
+  tokens.fill();
+  if (listener.failed() || !checkTokens(tokens.getTokens(), diags)) return std::nullopt;
+
+  G parser(&tokens);
+  parser.removeErrorListeners();
+  parser.addErrorListener(&listener);
+  parser.setErrorHandler(std::make_shared<FirstErrorStrategy>());
+  G::ProgramContext *tree = nullptr;
+  try {
+    tree = parser.program();
+  } catch (const antlr4::ParseCancellationException &) {
+    // Thrown by FirstErrorStrategy after the listener has reported the error.
+  }
+  if (listener.failed() || !tree) {
+    if (!listener.failed()) diags.error({}, "the program could not be parsed");
+    return std::nullopt;
+  }
+
+  size_t errorsBefore = diags.errorCount();
+  Module m = AstBuilder(diags).program(tree);
+  if (diags.errorCount() != errorsBefore) return std::nullopt;
+  return m;
+}
+
+} // namespace brevis

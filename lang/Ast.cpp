@@ -1,0 +1,134 @@
+#include "Ast.h"
+
+#include <array>
+
+namespace brevis {
+
+std::string_view nodeKindName(NodeKind k) {
+  static constexpr std::array<std::string_view, 8> names = {
+#define BREVIS_NODE(Class, kw, doc) kw,
+#include "NodeKinds.def"
+  };
+  return names[static_cast<size_t>(k)];
+}
+
+std::string_view encodingName(Encoding e) { return e == Encoding::Raw ? "raw" : "bitpack"; }
+
+std::optional<Encoding> encodingFromName(std::string_view s) {
+  if (s == "raw") return Encoding::Raw;
+  if (s == "bitpack") return Encoding::Bitpack;
+  return std::nullopt;
+}
+
+namespace {
+struct MapFnInfo {
+  MapFn fn;
+  std::string_view name;
+  bool param;
+};
+constexpr std::array kMapFns = {
+#define BREVIS_MAPFN(E, kw, param, doc) MapFnInfo{MapFn::E, kw, param},
+#include "MapFns.def"
+};
+} // namespace
+
+std::string_view mapFnName(MapFn f) { return kMapFns[static_cast<size_t>(f)].name; }
+bool mapFnTakesParameter(MapFn f) { return kMapFns[static_cast<size_t>(f)].param; }
+std::optional<MapFn> mapFnFromName(std::string_view s) {
+  for (const auto &info : kMapFns)
+    if (info.name == s) return info.fn;
+  return std::nullopt;
+}
+
+std::string_view scanOpName(ScanOp op) { return op == ScanOp::Xor ? "xor" : "add"; }
+std::optional<ScanOp> scanOpFromName(std::string_view s) {
+  if (s == "xor") return ScanOp::Xor;
+  if (s == "add") return ScanOp::Add;
+  return std::nullopt;
+}
+
+std::unique_ptr<Lit> Lit::make(StreamType t, Encoding e, ByteRange r) {
+  auto n = std::make_unique<Lit>();
+  n->type = t;
+  n->encoding = e;
+  n->data = r;
+  return n;
+}
+std::unique_ptr<Lit> Lit::make(StreamType t, std::vector<uint64_t> words) {
+  auto n = std::make_unique<Lit>();
+  n->type = t;
+  n->data = std::move(words);
+  return n;
+}
+std::unique_ptr<Const> Const::make(StreamType t, uint64_t v) {
+  auto n = std::make_unique<Const>();
+  n->type = t;
+  n->value = v;
+  return n;
+}
+std::unique_ptr<Concat> Concat::make(std::vector<ExprPtr> parts) {
+  auto n = std::make_unique<Concat>();
+  n->parts = std::move(parts);
+  return n;
+}
+std::unique_ptr<Repeat> Repeat::make(uint64_t count, ExprPtr body) {
+  auto n = std::make_unique<Repeat>();
+  n->count = count;
+  n->body = std::move(body);
+  return n;
+}
+std::unique_ptr<Map> Map::make(MapFn fn, uint64_t param, ExprPtr body) {
+  auto n = std::make_unique<Map>();
+  n->fn = fn;
+  n->param = param;
+  n->body = std::move(body);
+  return n;
+}
+std::unique_ptr<Scan> Scan::make(ScanOp op, uint64_t init, ExprPtr body) {
+  auto n = std::make_unique<Scan>();
+  n->op = op;
+  n->init = init;
+  n->body = std::move(body);
+  return n;
+}
+std::unique_ptr<Merge> Merge::make(std::vector<MergeField> fields) {
+  auto n = std::make_unique<Merge>();
+  n->fields = std::move(fields);
+  return n;
+}
+std::unique_ptr<Hole> Hole::make(StreamType t) {
+  auto n = std::make_unique<Hole>();
+  n->type = t;
+  return n;
+}
+
+std::vector<const Expr *> children(const Expr &e) {
+  std::vector<const Expr *> out;
+  switch (e.kind) {
+  case NodeKind::Lit:
+  case NodeKind::Const:
+  case NodeKind::Hole:
+    break;
+  case NodeKind::Concat:
+    for (const auto &p : as<Concat>(e).parts) out.push_back(p.get());
+    break;
+  case NodeKind::Repeat: out.push_back(as<Repeat>(e).body.get()); break;
+  case NodeKind::Map: out.push_back(as<Map>(e).body.get()); break;
+  case NodeKind::Scan: out.push_back(as<Scan>(e).body.get()); break;
+  case NodeKind::Merge:
+    for (const auto &f : as<Merge>(e).fields) out.push_back(f.expr.get());
+    break;
+  }
+  return out;
+}
+
+std::optional<uint64_t> elementCount(const std::vector<uint64_t> &shape) {
+  uint64_t n = 1;
+  for (uint64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  return n;
+}
+
+std::string toString(StreamType t) { return "u" + std::to_string(t.width) + "[" + std::to_string(t.length) + "]"; }
+
+} // namespace brevis

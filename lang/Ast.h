@@ -1,0 +1,214 @@
+#pragma once
+// The Brevis AST. Every expression denotes a stream u<W>[N]; node kinds are listed once in
+// NodeKinds.def. Nodes own their children; every node carries its source location and an
+// optional type annotation written by the user (`expr : u8[1024]`).
+#include "DType.h"
+#include "SourceLoc.h"
+#include "StreamType.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace brevis {
+
+enum class NodeKind {
+#define BREVIS_NODE(Class, kw, doc) Class,
+#include "NodeKinds.def"
+};
+std::string_view nodeKindName(NodeKind); ///< the keyword: "lit", "merge", "?"
+
+/// Physical encodings of a literal's payload (wire formats in docs/format/literals.md).
+enum class Encoding { Raw, Bitpack };
+std::string_view encodingName(Encoding);
+std::optional<Encoding> encodingFromName(std::string_view);
+
+enum class MapFn {
+#define BREVIS_MAPFN(E, kw, param, doc) E,
+#include "MapFns.def"
+};
+std::string_view mapFnName(MapFn);
+std::optional<MapFn> mapFnFromName(std::string_view);
+bool mapFnTakesParameter(MapFn);
+
+enum class ScanOp { Xor, Add };
+std::string_view scanOpName(ScanOp);
+std::optional<ScanOp> scanOpFromName(std::string_view);
+
+/// A byte range [offset, offset + size) in the payload sidecar (or in the output file).
+struct ByteRange {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  bool operator==(const ByteRange &) const = default;
+};
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+/// Base of all expression nodes.
+struct Expr {
+  const NodeKind kind;
+  SourceLoc loc;
+  std::optional<StreamType> annotation; ///< user-written `: u<W>[N]`, checked against the derived type
+
+  virtual ~Expr() = default;
+  Expr(const Expr &) = delete;
+  Expr &operator=(const Expr &) = delete;
+
+protected:
+  explicit Expr(NodeKind k) : kind(k) {}
+};
+
+/// `lit raw u8[N] @off+size` (payload reference) or `lit u8[3] [1, 2, 3]` (inline words).
+struct Lit final : Expr {
+  static constexpr NodeKind Kind = NodeKind::Lit;
+  StreamType type;
+  Encoding encoding = Encoding::Raw; ///< meaningful for payload references only
+  std::variant<ByteRange, std::vector<uint64_t>> data;
+  bool isInline() const { return data.index() == 1; }
+  const ByteRange &payload() const { return std::get<ByteRange>(data); }
+  const std::vector<uint64_t> &words() const { return std::get<std::vector<uint64_t>>(data); }
+  static std::unique_ptr<Lit> make(StreamType, Encoding, ByteRange);
+  static std::unique_ptr<Lit> make(StreamType, std::vector<uint64_t> words);
+  Lit() : Expr(Kind) {}
+};
+
+/// `const u16[64] 0x3f80`: one word repeated.
+struct Const final : Expr {
+  static constexpr NodeKind Kind = NodeKind::Const;
+  StreamType type;
+  uint64_t value = 0;
+  static std::unique_ptr<Const> make(StreamType, uint64_t value);
+  Const() : Expr(Kind) {}
+};
+
+/// `concat(a, b, ...)`: children of one width, lengths add.
+struct Concat final : Expr {
+  static constexpr NodeKind Kind = NodeKind::Concat;
+  std::vector<ExprPtr> parts;
+  static std::unique_ptr<Concat> make(std::vector<ExprPtr> parts);
+  Concat() : Expr(Kind) {}
+};
+
+/// `repeat k (body)`: body's stream k times.
+struct Repeat final : Expr {
+  static constexpr NodeKind Kind = NodeKind::Repeat;
+  uint64_t count = 0;
+  ExprPtr body;
+  static std::unique_ptr<Repeat> make(uint64_t count, ExprPtr body);
+  Repeat() : Expr(Kind) {}
+};
+
+/// `map xor 0x8000 (body)`: a bijection word by word.
+struct Map final : Expr {
+  static constexpr NodeKind Kind = NodeKind::Map;
+  MapFn fn = MapFn::Xor;
+  uint64_t param = 0; ///< constant for xor/add, rotation for rotl; 0 otherwise
+  ExprPtr body;
+  static std::unique_ptr<Map> make(MapFn, uint64_t param, ExprPtr body);
+  Map() : Expr(Kind) {}
+};
+
+/// `scan add 0 (body)`: out[0] = init, out[i] = out[i-1] op body[i-1].
+struct Scan final : Expr {
+  static constexpr NodeKind Kind = NodeKind::Scan;
+  ScanOp op = ScanOp::Add;
+  uint64_t init = 0;
+  ExprPtr body;
+  static std::unique_ptr<Scan> make(ScanOp, uint64_t init, ExprPtr body);
+  Scan() : Expr(Kind) {}
+};
+
+/// One bit field of a merge, optionally named (`exp: ...`).
+struct MergeField {
+  std::string name;
+  ExprPtr expr;
+};
+
+/// `merge(sign: a, exp: b, mant: c)`: fields packed most significant first.
+struct Merge final : Expr {
+  static constexpr NodeKind Kind = NodeKind::Merge;
+  std::vector<MergeField> fields;
+  static std::unique_ptr<Merge> make(std::vector<MergeField> fields);
+  Merge() : Expr(Kind) {}
+};
+
+/// `? u8[1024]`: a typed hole.
+struct Hole final : Expr {
+  static constexpr NodeKind Kind = NodeKind::Hole;
+  StreamType type;
+  static std::unique_ptr<Hole> make(StreamType);
+  Hole() : Expr(Kind) {}
+};
+
+/// Checked downcast by kind (asserts on a wrong kind: that is an internal bug).
+template <typename T> const T &as(const Expr &e) {
+  if (e.kind != T::Kind) __builtin_trap();
+  return static_cast<const T &>(e);
+}
+template <typename T> T &as(Expr &e) {
+  if (e.kind != T::Kind) __builtin_trap();
+  return static_cast<T &>(e);
+}
+template <typename T> const T *dynAs(const Expr &e) {
+  return e.kind == T::Kind ? static_cast<const T *>(&e) : nullptr;
+}
+
+/// Children of any node, in order (empty for leaves).
+std::vector<const Expr *> children(const Expr &e);
+
+// ---------------------------------------------------------------------------------------
+// Checkpoint programs: how a whole file is rebuilt.
+
+/// Which part of the output file a region produces.
+enum class RegionKind {
+  Header, ///< the verbatim safetensors header (length prefix + JSON + padding), u8 stream
+  Tensor, ///< one tensor's bytes, read as words of its dtype's width
+  Bytes,  ///< bytes no tensor covers (or a whole non-safetensors file), u8 stream
+};
+
+struct Region {
+  RegionKind kind = RegionKind::Bytes;
+  SourceLoc loc;
+  std::string name;              ///< tensor name (Tensor only)
+  DType dtype = DType::U8;       ///< Tensor only
+  std::vector<uint64_t> shape;   ///< Tensor only
+  ByteRange bytes;               ///< where the region lies in the output file
+  ExprPtr program;
+};
+
+/// The file a checkpoint program reproduces.
+struct SourceInfo {
+  std::string fileName;
+  uint64_t size = 0;
+  uint64_t xxh64 = 0; ///< of the whole file, verified after decoding
+};
+
+struct Checkpoint {
+  unsigned version = 1;
+  SourceLoc loc;
+  SourceInfo source;
+  std::string payloadFile; ///< sidecar file name, relative to the program file
+  uint64_t payloadSize = 0;
+  std::vector<Region> regions; ///< in file order
+};
+
+inline constexpr unsigned kLanguageVersion = 1;
+
+/// A parsed `.bdsl` file: a whole checkpoint, or a single expression (for experiments).
+struct Module {
+  std::variant<Checkpoint, ExprPtr> body;
+  bool isCheckpoint() const { return body.index() == 0; }
+  Checkpoint &checkpoint() { return std::get<Checkpoint>(body); }
+  const Checkpoint &checkpoint() const { return std::get<Checkpoint>(body); }
+  const Expr &expr() const { return *std::get<ExprPtr>(body); }
+};
+
+/// Element count of a shape (1 for a scalar); nullopt on overflow.
+std::optional<uint64_t> elementCount(const std::vector<uint64_t> &shape);
+
+} // namespace brevis

@@ -1,0 +1,56 @@
+#include "Diagnostics.h"
+
+#include <fmt/format.h>
+
+namespace brevis {
+
+Diagnostics::Diagnostics(std::string fileName, std::string text)
+    : fileName_(std::move(fileName)), text_(std::move(text)) {
+  lineStarts_.push_back(0);
+  for (size_t i = 0; i < text_.size(); ++i)
+    if (text_[i] == '\n') lineStarts_.push_back(i + 1);
+}
+
+void Diagnostics::error(SourceLoc loc, std::string message) {
+  ++errorCount_;
+  if (errorCount_ <= kMaxReported)
+    diagnostics_.push_back({Severity::Error, loc, std::move(message)});
+}
+
+void Diagnostics::note(SourceLoc loc, std::string message) {
+  if (errorCount_ <= kMaxReported)
+    diagnostics_.push_back({Severity::Note, loc, std::move(message)});
+}
+
+std::string_view Diagnostics::line(uint32_t lineNumber) const {
+  if (lineNumber == 0 || lineNumber > lineStarts_.size()) return {};
+  size_t begin = lineStarts_[lineNumber - 1];
+  size_t end = text_.find('\n', begin);
+  if (end == std::string::npos) end = text_.size();
+  if (end > begin && text_[end - 1] == '\r') --end;
+  return std::string_view(text_).substr(begin, end - begin);
+}
+
+std::string Diagnostics::render(const Diagnostic &d) const {
+  const char *severity = d.severity == Severity::Error ? "error" : "note";
+  if (!d.loc.valid()) return fmt::format("{}: {}: {}\n", fileName_, severity, d.message);
+  std::string out =
+      fmt::format("{}:{}:{}: {}: {}\n", fileName_, d.loc.line, d.loc.column, severity, d.message);
+  std::string_view src = line(d.loc.line);
+  out += src;
+  out += '\n';
+  // Keep tabs so the caret lines up under the same column in any terminal.
+  for (size_t i = 0; i + 1 < d.loc.column && i < src.size(); ++i) out += src[i] == '\t' ? '\t' : ' ';
+  out += "^\n";
+  return out;
+}
+
+std::string Diagnostics::render() const {
+  std::string out;
+  for (const auto &d : diagnostics_) out += render(d);
+  if (errorCount_ > kMaxReported)
+    out += fmt::format("{}: note: {} more errors not shown\n", fileName_, errorCount_ - kMaxReported);
+  return out;
+}
+
+} // namespace brevis

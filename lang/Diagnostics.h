@@ -1,0 +1,51 @@
+#pragma once
+// Compiler-style diagnostics for program text: `file:line:col: error: message`, followed by
+// the source line and a caret. Messages are lowercase, specific, with no trailing period.
+#include "SourceLoc.h"
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace brevis {
+
+enum class Severity { Error, Note };
+
+struct Diagnostic {
+  Severity severity;
+  SourceLoc loc;
+  std::string message;
+};
+
+class Diagnostics {
+public:
+  /// Errors beyond this count are dropped (a summary line says how many).
+  static constexpr size_t kMaxReported = 20;
+
+  Diagnostics(std::string fileName, std::string text);
+
+  void error(SourceLoc loc, std::string message);
+  void note(SourceLoc loc, std::string message);
+
+  bool hasErrors() const { return errorCount_ != 0; }
+  size_t errorCount() const { return errorCount_; }
+  const std::vector<Diagnostic> &all() const { return diagnostics_; }
+  const std::string &fileName() const { return fileName_; }
+  const std::string &text() const { return text_; }
+
+  /// All diagnostics, each with its source line and caret, in the order reported.
+  std::string render() const;
+  std::string render(const Diagnostic &) const;
+
+private:
+  std::string_view line(uint32_t lineNumber) const;
+
+  std::string fileName_;
+  std::string text_;
+  std::vector<size_t> lineStarts_;
+  std::vector<Diagnostic> diagnostics_;
+  size_t errorCount_ = 0;
+};
+
+} // namespace brevis

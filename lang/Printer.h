@@ -1,0 +1,21 @@
+#pragma once
+// The one canonical printer. Its output is the golden format for tests and the text users
+// edit; print(parse(print(m))) == print(m).
+#include "Ast.h"
+
+#include <string>
+
+namespace brevis {
+
+/// Lines are wrapped so that none is longer than this, where the structure allows it.
+inline constexpr unsigned kPrintWidth = 100;
+
+/// Prints an expression whose first line starts at column `indent` (0-based).
+std::string printExpr(const Expr &e, unsigned indent = 0);
+std::string printModule(const Module &m);
+std::string printCheckpoint(const Checkpoint &c);
+
+/// A double-quoted string literal with `"`, `\` and control bytes escaped.
+std::string quoteString(std::string_view s);
+
+} // namespace brevis

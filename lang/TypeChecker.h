@@ -1,0 +1,40 @@
+#pragma once
+// Derives every expression's stream type and reports each violated typing rule
+// (docs/language.md, "Typing") as a diagnostic at the offending node.
+#include "Ast.h"
+#include "Diagnostics.h"
+
+#include <optional>
+#include <unordered_map>
+
+namespace brevis {
+
+class TypeChecker {
+public:
+  explicit TypeChecker(Diagnostics &diags) : diags_(diags) {}
+
+  /// Type of `e`, or nullopt if it (or a child) is ill-typed. `payloadSize`, when known,
+  /// bounds payload references.
+  std::optional<StreamType> check(const Expr &e, std::optional<uint64_t> payloadSize = std::nullopt);
+
+  /// Checks a whole module; for a checkpoint also the regions against the source layout.
+  bool checkModule(const Module &m);
+
+  /// True if any checked expression contains a hole (well-typed, but not runnable).
+  bool sawHole() const { return sawHole_; }
+
+  /// Derived type of every well-typed node checked so far.
+  const std::unordered_map<const Expr *, StreamType> &types() const { return types_; }
+
+private:
+  std::optional<StreamType> derive(const Expr &e);
+  bool checkWidth(SourceLoc loc, unsigned width, const char *what);
+  void checkCheckpoint(const Checkpoint &c);
+
+  Diagnostics &diags_;
+  std::optional<uint64_t> payloadSize_;
+  std::unordered_map<const Expr *, StreamType> types_;
+  bool sawHole_ = false;
+};
+
+} // namespace brevis

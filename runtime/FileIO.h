@@ -1,0 +1,40 @@
+#pragma once
+// Whole-file reads and crash-safe writes: output goes to a temporary file beside the target
+// and is renamed into place only by commit(), so a failed run never leaves a partial file.
+#include "lang/Result.h"
+#include "runtime/ByteSink.h"
+#include "runtime/Bytes.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+namespace brevis {
+
+Result<Bytes> readFile(const std::string &path);
+Result<std::string> readTextFile(const std::string &path);
+
+class OutputFile final : public ByteSink {
+public:
+  /// Opens a temporary file next to `path`. With overwrite false, fails if `path` exists.
+  static Result<std::unique_ptr<OutputFile>> create(const std::string &path, bool overwrite);
+  ~OutputFile() override; ///< removes the temporary file unless committed
+
+  Result<void> write(const uint8_t *data, size_t size) override;
+  /// Flushes, closes and renames the temporary file to the target path.
+  Result<void> commit();
+  uint64_t bytesWritten() const { return written_; }
+
+private:
+  OutputFile(std::string path, std::string tempPath, std::FILE *f)
+      : path_(std::move(path)), tempPath_(std::move(tempPath)), file_(f) {}
+  std::string path_, tempPath_;
+  std::FILE *file_;
+  uint64_t written_ = 0;
+  bool committed_ = false;
+};
+
+/// Writes a whole buffer to `path` through OutputFile.
+Result<void> writeFile(const std::string &path, ByteSpan data, bool overwrite);
+
+} // namespace brevis

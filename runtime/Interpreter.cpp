@@ -1,0 +1,286 @@
+#include "runtime/Interpreter.h"
+
+#include "runtime/LitDecode.h"
+#include "runtime/WordOps.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace brevis {
+
+namespace {
+
+// Pull-based streaming: every node is a Reader that produces its words in order, at most
+// Interpreter::kChunkWords per call. reset() rewinds it (repeat replays its body).
+class Reader {
+public:
+  explicit Reader(StreamType t) : type(t) {}
+  virtual ~Reader() = default;
+  /// Produces the next n words (n <= kChunkWords, and no more than remain).
+  virtual void read(uint64_t *out, size_t n) = 0;
+  virtual void reset() = 0;
+  const StreamType type;
+};
+using ReaderPtr = std::unique_ptr<Reader>;
+
+ReaderPtr makeReader(const Expr &e, const Payload &payload);
+
+class LitReader final : public Reader {
+public:
+  LitReader(const Lit &lit, const Payload &payload) : Reader(lit.type), lit_(lit), payload_(payload) {}
+  void read(uint64_t *out, size_t n) override {
+    decodeLitWords(lit_, payload_, pos_, n, out);
+    pos_ += n;
+  }
+  void reset() override { pos_ = 0; }
+
+private:
+  const Lit &lit_;
+  const Payload &payload_;
+  uint64_t pos_ = 0;
+};
+
+class ConstReader final : public Reader {
+public:
+  explicit ConstReader(const Const &c) : Reader(c.type), value_(c.value) {}
+  void read(uint64_t *out, size_t n) override { std::fill_n(out, n, value_); }
+  void reset() override {}
+
+private:
+  uint64_t value_;
+};
+
+class ConcatReader final : public Reader {
+public:
+  ConcatReader(StreamType t, std::vector<ReaderPtr> parts) : Reader(t), parts_(std::move(parts)) {}
+  void read(uint64_t *out, size_t n) override {
+    while (n) {
+      Reader &part = *parts_[index_];
+      uint64_t left = part.type.length - pos_;
+      if (left == 0) {
+        ++index_;
+        pos_ = 0;
+        continue;
+      }
+      size_t take = static_cast<size_t>(std::min<uint64_t>(left, n));
+      part.read(out, take);
+      out += take;
+      n -= take;
+      pos_ += take;
+    }
+  }
+  void reset() override {
+    for (auto &p : parts_) p->reset();
+    index_ = 0;
+    pos_ = 0;
+  }
+
+private:
+  std::vector<ReaderPtr> parts_;
+  size_t index_ = 0;
+  uint64_t pos_ = 0;
+};
+
+class RepeatReader final : public Reader {
+public:
+  RepeatReader(StreamType t, ReaderPtr body) : Reader(t), body_(std::move(body)) {}
+  void read(uint64_t *out, size_t n) override {
+    while (n) {
+      if (pos_ == body_->type.length) {
+        body_->reset();
+        pos_ = 0;
+      }
+      size_t take = static_cast<size_t>(std::min<uint64_t>(body_->type.length - pos_, n));
+      body_->read(out, take);
+      out += take;
+      n -= take;
+      pos_ += take;
+    }
+  }
+  void reset() override {
+    body_->reset();
+    pos_ = 0;
+  }
+
+private:
+  ReaderPtr body_;
+  uint64_t pos_ = 0;
+};
+
+class MapReader final : public Reader {
+public:
+  MapReader(StreamType t, const Map &m, ReaderPtr body) : Reader(t), fn_(m.fn), param_(m.param), body_(std::move(body)) {}
+  void read(uint64_t *out, size_t n) override {
+    body_->read(out, n);
+    for (size_t i = 0; i < n; ++i) out[i] = applyMap(fn_, param_, type.width, out[i]);
+  }
+  void reset() override { body_->reset(); }
+
+private:
+  MapFn fn_;
+  uint64_t param_;
+  ReaderPtr body_;
+};
+
+class ScanReader final : public Reader {
+public:
+  ScanReader(StreamType t, const Scan &s, ReaderPtr body) : Reader(t), op_(s.op), init_(s.init), body_(std::move(body)) {}
+  void read(uint64_t *out, size_t n) override {
+    if (n == 0) return;
+    size_t i = 0;
+    if (!started_) {
+      out[0] = acc_ = init_;
+      started_ = true;
+      i = 1;
+    }
+    body_->read(out + i, n - i);
+    for (; i < n; ++i) out[i] = acc_ = scanStep(op_, type.width, acc_, out[i]);
+  }
+  void reset() override {
+    body_->reset();
+    started_ = false;
+  }
+
+private:
+  ScanOp op_;
+  uint64_t init_;
+  ReaderPtr body_;
+  uint64_t acc_ = 0;
+  bool started_ = false;
+};
+
+class MergeReader final : public Reader {
+public:
+  MergeReader(StreamType t, std::vector<ReaderPtr> fields)
+      : Reader(t), fields_(std::move(fields)), scratch_(Interpreter::kChunkWords) {}
+  void read(uint64_t *out, size_t n) override {
+    fields_[0]->read(out, n);
+    for (size_t f = 1; f < fields_.size(); ++f) {
+      unsigned w = fields_[f]->type.width; // < 64: widths sum to at most 64 and field 0 has >= 1
+      fields_[f]->read(scratch_.data(), n);
+      for (size_t i = 0; i < n; ++i) out[i] = (out[i] << w) | scratch_[i];
+    }
+  }
+  void reset() override {
+    for (auto &f : fields_) f->reset();
+  }
+
+private:
+  std::vector<ReaderPtr> fields_;
+  std::vector<uint64_t> scratch_;
+};
+
+StreamType typeOf(const std::vector<ReaderPtr> &rs, bool merge) {
+  StreamType t{rs[0]->type.width, merge ? rs[0]->type.length : 0};
+  if (merge) {
+    t.width = 0;
+    for (const auto &r : rs) t.width += r->type.width;
+  } else {
+    for (const auto &r : rs) t.length += r->type.length;
+  }
+  return t;
+}
+
+ReaderPtr makeReader(const Expr &e, const Payload &payload) {
+  switch (e.kind) {
+  case NodeKind::Lit: return std::make_unique<LitReader>(as<Lit>(e), payload);
+  case NodeKind::Const: return std::make_unique<ConstReader>(as<Const>(e));
+  case NodeKind::Concat: {
+    std::vector<ReaderPtr> parts;
+    for (const auto &p : as<Concat>(e).parts) parts.push_back(makeReader(*p, payload));
+    StreamType t = typeOf(parts, false);
+    return std::make_unique<ConcatReader>(t, std::move(parts));
+  }
+  case NodeKind::Repeat: {
+    const auto &r = as<Repeat>(e);
+    auto body = makeReader(*r.body, payload);
+    StreamType t{body->type.width, body->type.length * r.count};
+    return std::make_unique<RepeatReader>(t, std::move(body));
+  }
+  case NodeKind::Map: {
+    auto body = makeReader(*as<Map>(e).body, payload);
+    StreamType t = body->type;
+    return std::make_unique<MapReader>(t, as<Map>(e), std::move(body));
+  }
+  case NodeKind::Scan: {
+    auto body = makeReader(*as<Scan>(e).body, payload);
+    StreamType t{body->type.width, body->type.length + 1};
+    return std::make_unique<ScanReader>(t, as<Scan>(e), std::move(body));
+  }
+  case NodeKind::Merge: {
+    std::vector<ReaderPtr> fields;
+    for (const auto &f : as<Merge>(e).fields) fields.push_back(makeReader(*f.expr, payload));
+    StreamType t = typeOf(fields, true);
+    return std::make_unique<MergeReader>(t, std::move(fields));
+  }
+  case NodeKind::Hole: break;
+  }
+  __builtin_trap(); // callers reject holes before execution
+}
+
+} // namespace
+
+Result<void> validateForExecution(const Expr &e, const Payload &payload) {
+  if (e.kind == NodeKind::Hole)
+    return Error{fmt::format("the program has a hole at line {}, column {}; fill it before running", e.loc.line,
+                             e.loc.column)};
+  if (e.kind == NodeKind::Lit) return validateLit(as<Lit>(e), payload);
+  for (const Expr *c : children(e)) BREVIS_TRY(validateForExecution(*c, payload));
+  return {};
+}
+
+namespace {
+
+/// Streams the words of `e` to `consume(rootType, words, n)` chunk by chunk.
+template <typename Consume> void stream(const Expr &e, const Payload &payload, Consume consume) {
+  ReaderPtr root = makeReader(e, payload);
+  std::vector<uint64_t> words(Interpreter::kChunkWords);
+  for (uint64_t done = 0; done < root->type.length;) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(Interpreter::kChunkWords, root->type.length - done));
+    root->read(words.data(), n);
+    consume(root->type, words.data(), n);
+    done += n;
+  }
+}
+
+void storeLE(const uint64_t *words, size_t n, unsigned cb, uint8_t *out) {
+  for (size_t i = 0; i < n; ++i) std::memcpy(out + i * cb, &words[i], cb); // little-endian host
+}
+
+} // namespace
+
+Result<void> Interpreter::decode(const Region &region, const Payload &payload, ByteSink &sink) {
+  // The caller validated the program (RegionDecoder's contract); see validatePayload().
+  std::vector<uint8_t> bytes(kChunkWords * 8);
+  Result<void> status;
+  stream(*region.program, payload, [&](StreamType t, const uint64_t *words, size_t n) {
+    if (!status) return;
+    unsigned cb = containerBytes(t.width);
+    storeLE(words, n, cb, bytes.data());
+    status = sink.write(bytes.data(), n * cb);
+  });
+  return status;
+}
+
+Result<std::vector<uint64_t>> evaluateWords(const Expr &e, const Payload &payload) {
+  BREVIS_TRY(validateForExecution(e, payload));
+  std::vector<uint64_t> out;
+  stream(e, payload, [&](StreamType, const uint64_t *words, size_t n) { out.insert(out.end(), words, words + n); });
+  return out;
+}
+
+Result<Bytes> evaluate(const Expr &e, const Payload &payload) {
+  BREVIS_TRY(validateForExecution(e, payload));
+  Bytes out;
+  stream(e, payload, [&](StreamType t, const uint64_t *words, size_t n) {
+    unsigned cb = containerBytes(t.width);
+    size_t at = out.size();
+    out.resize(at + n * cb);
+    storeLE(words, n, cb, out.data() + at);
+  });
+  return out;
+}
+
+} // namespace brevis

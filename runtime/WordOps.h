@@ -1,0 +1,58 @@
+#pragma once
+// Word-level semantics of `map` and `scan`, shared by every executor (interpreter, JIT
+// fallbacks, synthesizer inverses) so that they cannot drift apart.
+#include "lang/Ast.h"
+
+#include <cstdint>
+
+namespace brevis {
+
+/// The 64 bits of x in reverse order.
+constexpr uint64_t reverseBits64(uint64_t x) {
+  x = ((x >> 1) & 0x5555555555555555) | ((x & 0x5555555555555555) << 1);
+  x = ((x >> 2) & 0x3333333333333333) | ((x & 0x3333333333333333) << 2);
+  x = ((x >> 4) & 0x0f0f0f0f0f0f0f0f) | ((x & 0x0f0f0f0f0f0f0f0f) << 4);
+  return __builtin_bswap64(x);
+}
+
+/// f(x) for the map function `fn` with parameter `param` on `width`-bit words (x < 2^width).
+inline uint64_t applyMap(MapFn fn, uint64_t param, unsigned width, uint64_t x) {
+  const uint64_t mask = widthMask(width);
+  switch (fn) {
+  case MapFn::Xor: return x ^ param;
+  case MapFn::Add: return (x + param) & mask;
+  case MapFn::ZigZag: {
+    uint64_t negative = (x >> (width - 1)) & 1;
+    return ((x << 1) & mask) ^ (negative ? mask : 0);
+  }
+  case MapFn::Gray: return x ^ (x >> 1);
+  case MapFn::Rotl: return param == 0 ? x : ((x << param) | (x >> (width - param))) & mask;
+  case MapFn::BitRev: return reverseBits64(x) >> (64 - width);
+  }
+  return x;
+}
+
+/// f^-1(y): the inverse of applyMap, so that applyMap(inverseMap(y)) == y.
+inline uint64_t inverseMap(MapFn fn, uint64_t param, unsigned width, uint64_t y) {
+  const uint64_t mask = widthMask(width);
+  switch (fn) {
+  case MapFn::Xor: return y ^ param;
+  case MapFn::Add: return (y - param) & mask;
+  case MapFn::ZigZag: return (y >> 1) ^ ((y & 1) ? mask : 0);
+  case MapFn::Gray: {
+    uint64_t x = y;
+    for (unsigned s = 1; s < 64; s <<= 1) x ^= x >> s;
+    return x;
+  }
+  case MapFn::Rotl: return param == 0 ? y : ((y >> param) | (y << (width - param))) & mask;
+  case MapFn::BitRev: return reverseBits64(y) >> (64 - width);
+  }
+  return y;
+}
+
+/// One scan step: the next output word from the previous one and an update word.
+inline uint64_t scanStep(ScanOp op, unsigned width, uint64_t previous, uint64_t update) {
+  return op == ScanOp::Xor ? previous ^ update : (previous + update) & widthMask(width);
+}
+
+} // namespace brevis

@@ -1,0 +1,27 @@
+#pragma once
+// The template synthesizer: one fixed program shape per dtype, built through the real AST.
+// Float tensors become a merge of their IEEE fields (sign, exponent, mantissa), each a
+// literal in its smallest encoding; everything else is one literal. The search-based
+// synthesizer replaces this; the template stays as its baseline and fallback.
+#include "lang/Ast.h"
+#include "runtime/Bytes.h"
+
+#include <optional>
+#include <string>
+
+namespace brevis {
+
+struct SynthOutput {
+  Checkpoint checkpoint;
+  Bytes payload;
+  /// Set when the input is not valid safetensors and was kept as one byte stream.
+  std::optional<std::string> notSafetensorsReason;
+};
+
+SynthOutput synthesizeTemplate(ByteSpan file, const std::string &sourceName, const std::string &payloadName);
+
+/// The program for one tensor's bytes (`bytes` holds words of dtype's width, little-endian);
+/// literal payloads are appended to `payload`.
+ExprPtr synthesizeTensor(DType dtype, ByteSpan bytes, Bytes &payload);
+
+} // namespace brevis

@@ -1,0 +1,14 @@
+# lit configuration for brevisc's tests: every *.bdsl and *.test file under this directory.
+import os
+import lit.formats
+
+config.name = "brevis"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".bdsl", ".test"]
+config.excludes = ["Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(os.path.dirname(config.brevis_tools_dir), "..", "test", "lit")
+
+config.environment["PATH"] = os.pathsep.join(
+    [config.brevis_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
+config.substitutions.append(("%data", config.brevis_test_data))

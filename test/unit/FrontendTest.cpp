@@ -1,0 +1,354 @@
+// Tests of the frontend: the parser accepts exactly what the printer prints, places every node,
+// and reports each class of error at the right place with a specific message.
+#include "frontend/Parser.h"
+#include "lang/Printer.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+namespace brevis {
+namespace {
+
+std::optional<Module> parse(Diagnostics &diags) { return parseModule(diags); }
+
+/// print(parse(text)), or the rendered diagnostics if parsing failed.
+std::string reprint(const std::string &text) {
+  Diagnostics diags("t.bdsl", text);
+  auto m = parse(diags);
+  if (!m) return "PARSE FAILED:\n" + diags.render();
+  return printModule(*m);
+}
+
+/// The first line of the first diagnostic, or "" if the text parsed.
+std::string firstError(const std::string &text) {
+  Diagnostics diags("t.bdsl", text);
+  auto m = parse(diags);
+  EXPECT_EQ(m.has_value(), !diags.hasErrors());
+  if (!diags.hasErrors()) return "";
+  std::string rendered = diags.render();
+  return rendered.substr(0, rendered.find('\n'));
+}
+
+Module parseOk(const std::string &text) {
+  Diagnostics diags("t.bdsl", text);
+  auto m = parse(diags);
+  EXPECT_TRUE(m.has_value()) << diags.render();
+  if (!m) return Module{ExprPtr(Hole::make({8, 0}))};
+  return std::move(*m);
+}
+
+// --- round trips ---------------------------------------------------------------------------
+
+const char *const kCheckpoint = R"(brevis 1
+source "model.safetensors" size 533480 xxh64 0x00ed4cee77c976ca
+payload "model.bdsl.bin" size 533489
+
+header @0+2345 = lit raw u8[2345] @0+2345
+
+bytes @5000+12 = lit raw u8[12] @2345+12
+
+tensor "tok_embeddings.weight" bf16[512, 64] @2345+65536 =
+  merge(
+    sign: lit bitpack u1[32768] @2357+4097,
+    exp: lit raw u8[32768] @6454+32768,
+    mant: lit bitpack u7[32768] @39222+28673
+  )
+
+tensor "scalar" f32[] @67881+4 = const u32[1] 0x3f800000
+
+tensor "layers.0.attention.wq.weight" f8_e4m3[3, 1, 7] @67885+21 = ? u8[21]
+)";
+
+TEST(FrontendRoundTrip, Checkpoint) {
+  EXPECT_EQ(reprint(kCheckpoint), kCheckpoint);
+  Module m = parseOk(kCheckpoint);
+  ASSERT_TRUE(m.isCheckpoint());
+  const Checkpoint &c = m.checkpoint();
+  EXPECT_EQ(c.version, 1u);
+  EXPECT_EQ(c.source.fileName, "model.safetensors");
+  EXPECT_EQ(c.source.size, 533480u);
+  EXPECT_EQ(c.source.xxh64, 0x00ed4cee77c976caull);
+  EXPECT_EQ(c.payloadFile, "model.bdsl.bin");
+  EXPECT_EQ(c.payloadSize, 533489u);
+  ASSERT_EQ(c.regions.size(), 5u);
+  EXPECT_EQ(c.regions[0].kind, RegionKind::Header);
+  EXPECT_EQ(c.regions[1].kind, RegionKind::Bytes);
+  EXPECT_EQ(c.regions[1].bytes, (ByteRange{5000, 12}));
+  const Region &t = c.regions[2];
+  EXPECT_EQ(t.kind, RegionKind::Tensor);
+  EXPECT_EQ(t.name, "tok_embeddings.weight");
+  EXPECT_EQ(t.dtype, DType::BF16);
+  EXPECT_EQ(t.shape, (std::vector<uint64_t>{512, 64}));
+  const auto &merge = as<Merge>(*t.program);
+  ASSERT_EQ(merge.fields.size(), 3u);
+  EXPECT_EQ(merge.fields[1].name, "exp");
+  const auto &exp = as<Lit>(*merge.fields[1].expr);
+  EXPECT_EQ(exp.encoding, Encoding::Raw);
+  EXPECT_EQ(exp.type, (StreamType{8, 32768}));
+  EXPECT_EQ(exp.payload(), (ByteRange{6454, 32768}));
+  EXPECT_EQ(as<Lit>(*merge.fields[2].expr).encoding, Encoding::Bitpack);
+  EXPECT_TRUE(c.regions[3].shape.empty());
+  EXPECT_EQ(as<Const>(*c.regions[3].program).value, 0x3f800000u);
+  EXPECT_EQ(c.regions[4].dtype, DType::F8E4M3);
+}
+
+TEST(FrontendRoundTrip, CheckpointWithoutRegionsAndEscapedNames) {
+  std::string text = "brevis 1\n"
+                     "source \"a\\\"b\\\\c\\x01\\x7f\xc3\xbc.st\" size 0 xxh64 0x0000000000000000\n"
+                     "payload \"p.bin\" size 0\n";
+  EXPECT_EQ(reprint(text), text);
+  EXPECT_EQ(parseOk(text).checkpoint().source.fileName, "a\"b\\c\x01\x7f\xc3\xbc.st");
+}
+
+TEST(FrontendRoundTrip, EveryExpressionForm) {
+  const char *forms[] = {
+      "lit raw u8[12] @2345+12",
+      "lit bitpack u7[32768] @39222+28673",
+      "lit u8[3] [1, 2, 3]",
+      "lit u64[2] [0, 18446744073709551615]",
+      "lit u8[0] []",
+      "const u16[64] 0x3f80",
+      "const u8[4] 7",
+      "const u64[1] 0xffffffffffffffff",
+      "concat(lit u8[1] [1], const u8[2] 0, ? u8[3])",
+      "repeat 4 (const u8[3] 0)",
+      "map xor 0x8000 (? u16[10])",
+      "map xor 3 (? u16[10])",
+      "map add 5 (? u8[10])",
+      "map rotl 3 (? u8[10])",
+      "map zigzag (? u8[10])",
+      "map gray (? u8[10])",
+      "map bitrev (? u8[10])",
+      "scan add 0 (? u8[10])",
+      "scan xor 0x1f (? u8[10])",
+      "merge(sign: ? u1[4], exp: ? u8[4], ? u7[4])",
+      "merge(? u4[4], ? u4[4])",
+      "? u8[100]",
+      "? u99[3]",
+      "? u0[3]",
+      "concat(lit u8[1] [1] : u8[1], ? u8[2]) : u8[3]",
+      "map gray (? u8[3] : u8[3]) : u8[3]",
+      "merge(hi: ? u8[2] : u8[2], lo: ? u8[2]) : u16[2]",
+      "lit raw u8[3] @0+3 : u8[3]",
+      "merge(size: ? u8[1], lit: ? u8[1], map: ? u8[1])",
+      "concat()",
+      "merge()",
+  };
+  for (const char *form : forms) {
+    std::string text = std::string(form) + "\n";
+    EXPECT_EQ(reprint(text), text);
+  }
+}
+
+TEST(FrontendRoundTrip, ParsedFormsHaveTheirFields) {
+  Module m = parseOk("scan xor 0x1f (map rotl 3 (repeat 4 (lit u8[3] [1, 2, 3]))) : u8[12]");
+  const auto &scan = as<Scan>(m.expr());
+  EXPECT_EQ(scan.op, ScanOp::Xor);
+  EXPECT_EQ(scan.init, 0x1fu);
+  EXPECT_EQ(scan.annotation, (StreamType{8, 12}));
+  const auto &map = as<Map>(*scan.body);
+  EXPECT_EQ(map.fn, MapFn::Rotl);
+  EXPECT_EQ(map.param, 3u);
+  EXPECT_FALSE(map.annotation.has_value());
+  const auto &repeat = as<Repeat>(*map.body);
+  EXPECT_EQ(repeat.count, 4u);
+  const auto &lit = as<Lit>(*repeat.body);
+  EXPECT_EQ(lit.words(), (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(as<Map>(parseOk("map gray (? u8[1])").expr()).fn, MapFn::Gray);
+}
+
+/// A program long enough that the printer wraps it over many lines at several depths.
+ExprPtr longProgram() {
+  std::vector<ExprPtr> parts;
+  for (uint64_t i = 0; i < 6; ++i) {
+    std::vector<MergeField> fields;
+    fields.push_back({"sign", Lit::make({1, 4096}, Encoding::Bitpack, ByteRange{i * 100000, 513})});
+    fields.push_back({"exp", Map::make(MapFn::Xor, 0x80, Lit::make({8, 4096}, Encoding::Raw, ByteRange{i, 4096}))});
+    fields.push_back({"", Scan::make(ScanOp::Add, 0, Lit::make({7, 4096}, std::vector<uint64_t>(30, 127)))});
+    parts.push_back(Merge::make(std::move(fields)));
+  }
+  auto body = Concat::make(std::move(parts));
+  body->annotation = StreamType{16, 6 * 4096};
+  return Repeat::make(2, std::move(body));
+}
+
+TEST(FrontendRoundTrip, WrappedLongPrograms) {
+  std::string expr = printModule(Module{longProgram()});
+  EXPECT_GT(std::count(expr.begin(), expr.end(), '\n'), 10);
+  EXPECT_EQ(reprint(expr), expr);
+
+  Checkpoint c;
+  c.source = {"m.safetensors", 49152, 0xabc};
+  c.payloadFile = "m.bin";
+  c.payloadSize = 1000;
+  Region r;
+  r.kind = RegionKind::Tensor;
+  r.name = "w";
+  r.dtype = DType::F16;
+  r.shape = {6, 4096};
+  r.bytes = {0, 49152};
+  r.program = longProgram();
+  c.regions.push_back(std::move(r));
+  std::string text = printCheckpoint(c);
+  EXPECT_EQ(reprint(text), text);
+}
+
+TEST(FrontendRoundTrip, NonCanonicalTextReachesAFixedPoint) {
+  const char *text = "# a comment line\n"
+                     "  map   xor 0X8000(  # trailing comment\n"
+                     "\tconcat( lit raw u8[0x3]@0+3 ,const u8[2] 0x0 ,\r\n"
+                     "lit u8[ 2 ] [ 0x1,2 ] ) ) :u16[0005]";
+  std::string once = reprint(text);
+  EXPECT_EQ(once, "map xor 0x8000 (concat(lit raw u8[3] @0+3, const u8[2] 0, lit u8[2] [1, 2])) : u16[5]\n");
+  EXPECT_EQ(reprint(once), once);
+}
+
+TEST(FrontendRoundTrip, LongInlineWordList) {
+  std::string text = "lit u16[100000] [";
+  for (int i = 0; i < 100000; ++i) text += (i ? ", " : "") + std::to_string(i % 65536);
+  text += "]\n";
+  Module m = parseOk(text);
+  EXPECT_EQ(as<Lit>(m.expr()).words().size(), 100000u);
+  EXPECT_EQ(as<Lit>(m.expr()).words()[70000], 70000u % 65536);
+}
+
+// --- locations -----------------------------------------------------------------------------
+
+TEST(FrontendLocations, EveryNodeIsPlaced) {
+  Module m = parseOk("brevis 1\n"
+                     "source \"a\" size 3 xxh64 0x0\n"
+                     "payload \"b\" size 3\n"
+                     "\n"
+                     "bytes @0+3 = concat(\n"
+                     "  lit u8[1] [1],\n"
+                     "  merge(x: map gray (? u8[2]) : u8[2])\n"
+                     ")\n");
+  const Checkpoint &c = m.checkpoint();
+  auto at = [](SourceLoc loc) { return std::make_pair(loc.line, loc.column); };
+  using P = std::pair<uint32_t, uint32_t>;
+  EXPECT_EQ(at(c.loc), P(1, 1));
+  EXPECT_EQ(at(c.regions[0].loc), P(5, 1));
+  const auto &concat = as<Concat>(*c.regions[0].program);
+  EXPECT_EQ(at(concat.loc), P(5, 14));
+  EXPECT_EQ(at(concat.parts[0]->loc), P(6, 3));
+  EXPECT_EQ(at(concat.parts[1]->loc), P(7, 3));
+  const auto &map = as<Map>(*as<Merge>(*concat.parts[1]).fields[0].expr);
+  EXPECT_EQ(at(map.loc), P(7, 12));
+  EXPECT_EQ(at(map.body->loc), P(7, 22));
+}
+
+TEST(FrontendLocations, ColumnsCountBytes) {
+  // Diagnostics places carets by byte, so a two-byte character before a node counts twice.
+  Module m = parseOk("brevis 1\nsource \"a\" size 1 xxh64 0x0\npayload \"b\" size 1\n"
+                     "tensor \"\xc3\xbc\" u8[1] @0+1 = ? u8[1]\n");
+  EXPECT_EQ(m.checkpoint().regions[0].name, "\xc3\xbc");
+  EXPECT_EQ(m.checkpoint().regions[0].program->loc.column, 26u);
+}
+
+TEST(FrontendLocations, InvalidUtf8InStringsIsKept) {
+  std::string text = "brevis 1\nsource \"\xff\xfe\" size 1 xxh64 0x0000000000000000\npayload \"b\" size 1\n";
+  EXPECT_EQ(reprint(text), text);
+}
+
+// --- errors --------------------------------------------------------------------------------
+
+TEST(FrontendErrors, UnknownNames) {
+  EXPECT_EQ(firstError("lit rawx u8[3] @0+3"), "t.bdsl:1:5: error: unknown encoding 'rawx'; expected raw or bitpack");
+  EXPECT_EQ(firstError("lit raw x8[3] @0+3"),
+            "t.bdsl:1:9: error: expected a stream type like u8[1024], found 'x8'");
+  EXPECT_EQ(firstError("? u[3]"), "t.bdsl:1:3: error: expected a stream type like u8[1024], found 'u'");
+  EXPECT_EQ(firstError("map foo (? u8[1])"),
+            "t.bdsl:1:5: error: unknown map function 'foo'; expected xor, add, zigzag, gray, rotl or bitrev");
+  EXPECT_EQ(firstError("scan mul 0 (? u8[1])"), "t.bdsl:1:6: error: unknown scan operator 'mul'; expected xor or add");
+  EXPECT_EQ(firstError("brevis 1\nsource \"a\" size 1 xxh64 0x0\npayload \"b\" size 1\n"
+                       "tensor \"w\" bf17[1] @0+2 = ? u16[1]\n"),
+            "t.bdsl:4:12: error: unknown dtype 'bf17'");
+}
+
+TEST(FrontendErrors, MapParameters) {
+  EXPECT_EQ(firstError("map xor (? u8[1])"), "t.bdsl:1:5: error: map xor needs a parameter");
+  EXPECT_EQ(firstError("map gray 3 (? u8[1])"), "t.bdsl:1:10: error: map gray takes no parameter");
+}
+
+TEST(FrontendErrors, Numbers) {
+  EXPECT_EQ(firstError("const u64[1] 123456789012345678901234567890"),
+            "t.bdsl:1:14: error: number 123456789012345678901234567890 does not fit in 64 bits");
+  EXPECT_EQ(firstError("const u64[1] 18446744073709551616"),
+            "t.bdsl:1:14: error: number 18446744073709551616 does not fit in 64 bits");
+  EXPECT_EQ(firstError("const u64[1] 0x10000000000000000"),
+            "t.bdsl:1:14: error: number 0x10000000000000000 does not fit in 64 bits");
+  EXPECT_EQ(firstError("const u8[1] 12ab"), "t.bdsl:1:13: error: malformed number '12ab'");
+  EXPECT_EQ(firstError("const u8[1] 0x"), "t.bdsl:1:13: error: malformed number '0x'");
+  EXPECT_EQ(firstError("? u8[" + std::string(100, '9') + "]"),
+            "t.bdsl:1:6: error: number 9999999999999999999999999999999999999... does not fit in 64 bits");
+  // Widths are the type checker's business, but must not wrap around when stored.
+  Module m = parseOk("? u99999999999999999999999[3]");
+  EXPECT_EQ(as<Hole>(m.expr()).type.width, std::numeric_limits<unsigned>::max());
+}
+
+TEST(FrontendErrors, Lexical) {
+  EXPECT_EQ(firstError("? u8[1] %"), "t.bdsl:1:9: error: unexpected character '%'");
+  EXPECT_EQ(firstError("? u8[1]\n\x01"), "t.bdsl:2:1: error: unexpected character '\\x01'");
+  EXPECT_EQ(firstError("brevis 1\nsource \"abc size 1"), "t.bdsl:2:8: error: unterminated string");
+  EXPECT_EQ(firstError("brevis 1\nsource \"a\\qb\" size 1 xxh64 0x0\npayload \"b\" size 1\n"),
+            "t.bdsl:2:10: error: invalid escape '\\q' in string; expected \\\", \\\\ or \\xNN");
+  EXPECT_EQ(firstError("brevis 1\nsource \"a\\x4\" size 1 xxh64 0x0\npayload \"b\" size 1\n"),
+            "t.bdsl:2:10: error: invalid escape '\\x' in string; expected \\\", \\\\ or \\xNN");
+}
+
+TEST(FrontendErrors, Syntax) {
+  EXPECT_EQ(firstError("lit raw u8[3] @0+"), "t.bdsl:1:18: error: missing NUMBER at '<EOF>'");
+  EXPECT_EQ(firstError("concat(? u8[1] ? u8[2])"), "t.bdsl:1:16: error: mismatched input '?' expecting {')', ','}");
+  EXPECT_EQ(firstError("lit raw 5"), "t.bdsl:1:9: error: no viable alternative at input 'lit raw 5'");
+  EXPECT_EQ(firstError(""), "t.bdsl:1:1: error: mismatched input '<EOF>' expecting {'brevis', 'lit', 'const', "
+                            "'concat', 'repeat', 'map', 'scan', 'merge', '?'}");
+  EXPECT_EQ(firstError("? u8[1] ? u8[1]"), "t.bdsl:1:9: error: mismatched input '?' expecting <EOF>");
+  EXPECT_EQ(firstError("brevis 1\nsource \"a\" size 1 xxh64 0x0\nheader @0+1 = ? u8[1]\n"),
+            "t.bdsl:3:1: error: mismatched input 'header' expecting 'payload'");
+}
+
+TEST(FrontendErrors, OnlyTheFirstSyntaxErrorIsReported) {
+  Diagnostics diags("t.bdsl", "concat(? u8[1] ? u8[2] ? ? ?) ) ) merge(,,,");
+  EXPECT_FALSE(parse(diags).has_value());
+  EXPECT_EQ(diags.errorCount(), 1u);
+}
+
+TEST(FrontendErrors, SemanticErrorsAreAllReportedInOrder) {
+  Diagnostics diags("t.bdsl", "concat(map foo (? u8[1]), lit rawx u8[1] @0+1)");
+  EXPECT_FALSE(parse(diags).has_value());
+  ASSERT_EQ(diags.errorCount(), 2u);
+  EXPECT_EQ(diags.all()[0].loc.column, 12u);
+  EXPECT_EQ(diags.all()[1].loc.column, 31u);
+}
+
+std::string nestedMaps(int depth) {
+  std::string text;
+  for (int i = 0; i < depth; ++i) text += "map gray (";
+  text += "? u8[1]";
+  return text + std::string(depth, ')');
+}
+
+TEST(FrontendErrors, DeepNesting) {
+  // 199 parentheses plus the type's bracket is exactly the limit.
+  EXPECT_EQ(firstError(nestedMaps(199)), "");
+  EXPECT_EQ(firstError(nestedMaps(200)), "t.bdsl:1:2005: error: expressions nest deeper than 200 levels");
+  // The 201st "map gray (" starts at byte 2000; its parenthesis is column 2010.
+  EXPECT_EQ(firstError(nestedMaps(10000)), "t.bdsl:1:2010: error: expressions nest deeper than 200 levels");
+  EXPECT_EQ(firstError(std::string(100000, '(')), "t.bdsl:1:201: error: expressions nest deeper than 200 levels");
+  EXPECT_EQ(firstError(std::string(100000, '[')), "t.bdsl:1:201: error: expressions nest deeper than 200 levels");
+}
+
+TEST(FrontendErrors, HostileBytesDoNotCrash) {
+  std::string all;
+  for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
+  EXPECT_NE(firstError(all), "");
+  EXPECT_NE(firstError(std::string("lit u8[1] [\0]", 13)), "");
+  EXPECT_NE(firstError(std::string(100000, ')')), "");
+  EXPECT_NE(firstError("\"" + std::string(100000, 'a') + "\""), "");
+}
+
+} // namespace
+} // namespace brevis

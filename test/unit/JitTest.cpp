@@ -1,0 +1,374 @@
+// The JIT decoder against the interpreter and against words computed here directly: every
+// literal encoding and width, nested merges, chunk boundaries, the interpreter fallback and its
+// notice, and payload specialization.
+#include "codegen/JitDecoder.h"
+#include "runtime/Interpreter.h"
+#include "runtime/LitEncode.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace brevis {
+namespace {
+
+/// A program together with the words it must produce.
+struct Built {
+  ExprPtr expr;
+  std::vector<uint64_t> words;
+  unsigned width = 0;
+};
+
+/// Records what it receives, and the largest single write (chunking must bound it).
+class RecordingSink final : public ByteSink {
+public:
+  Result<void> write(const uint8_t *data, size_t size) override {
+    bytes.insert(bytes.end(), data, data + size);
+    largestWrite = std::max(largestWrite, size);
+    return {};
+  }
+  Bytes bytes;
+  size_t largestWrite = 0;
+};
+
+Bytes storeWords(const std::vector<uint64_t> &words, unsigned width) {
+  Bytes out;
+  const unsigned cb = containerBytes(width);
+  for (uint64_t w : words)
+    for (unsigned k = 0; k < cb; ++k) out.push_back(static_cast<uint8_t>(w >> (8 * k)));
+  return out;
+}
+
+/// Builds random programs and the payload their literals live in.
+class ProgramBuilder {
+public:
+  explicit ProgramBuilder(uint64_t seed) : rng_(seed) {}
+
+  Bytes &payload() { return payload_; }
+
+  /// Words below 2^bits, with the top bit used once so that bitpack really packs `bits` bits.
+  std::vector<uint64_t> randomWords(uint64_t n, unsigned bits) {
+    std::vector<uint64_t> words(n);
+    if (bits == 0) return words;
+    // Runs of small values alongside uniform ones, as real tensors have.
+    for (auto &w : words) w = (rng_() % 4 == 0 ? rng_() % 3 : rng_()) & widthMask(bits);
+    if (n > 0) words[rng_() % n] |= uint64_t{1} << (bits - 1);
+    return words;
+  }
+
+  Built lit(unsigned width, uint64_t n, Encoding encoding, unsigned bits) {
+    std::vector<uint64_t> words = randomWords(n, bits);
+    ByteRange r{payload_.size(), 0};
+    encodeLit(encoding, words, width, payload_);
+    r.size = payload_.size() - r.offset;
+    return {Lit::make(StreamType{width, n}, encoding, r), std::move(words), width};
+  }
+
+  Built inlineLit(unsigned width, uint64_t n) {
+    std::vector<uint64_t> words = randomWords(n, width);
+    return {Lit::make(StreamType{width, n}, words), words, width};
+  }
+
+  Built constant(unsigned width, uint64_t n) {
+    uint64_t v = rng_() & widthMask(width);
+    return {Const::make(StreamType{width, n}, v), std::vector<uint64_t>(n, v), width};
+  }
+
+  static Built merge(std::vector<Built> fields) {
+    Built out;
+    std::vector<MergeField> mf;
+    out.words.assign(fields.front().words.size(), 0);
+    for (auto &f : fields) {
+      for (size_t i = 0; i < out.words.size(); ++i)
+        out.words[i] = (f.width == 64 ? 0 : out.words[i] << f.width) | f.words[i];
+      out.width += f.width;
+      mf.push_back(MergeField{"", std::move(f.expr)});
+    }
+    out.expr = Merge::make(std::move(mf));
+    return out;
+  }
+
+  /// A random supported program of type u<width>[n]: merges nested up to `depth` deep.
+  Built random(unsigned width, uint64_t n, int depth) {
+    unsigned choice = rng_() % 10;
+    if (depth > 0 && width >= 2 && choice < 4) {
+      unsigned parts = 2 + rng_() % std::min(3u, width - 1);
+      // Cut [0, width) at parts-1 distinct points.
+      std::vector<unsigned> cuts;
+      while (cuts.size() < parts - 1) {
+        unsigned c = 1 + rng_() % (width - 1);
+        if (std::find(cuts.begin(), cuts.end(), c) == cuts.end()) cuts.push_back(c);
+      }
+      std::sort(cuts.begin(), cuts.end());
+      cuts.push_back(width);
+      std::vector<Built> fields;
+      unsigned prev = 0;
+      for (unsigned c : cuts) {
+        fields.push_back(random(c - prev, n, depth - 1));
+        prev = c;
+      }
+      return merge(std::move(fields));
+    }
+    if (choice < 6) return lit(width, n, Encoding::Raw, rng_() % (width + 1));
+    if (choice < 8) return lit(width, n, Encoding::Bitpack, rng_() % (width + 1));
+    if (choice < 9 && n <= 5000) return inlineLit(width, n);
+    return constant(width, n);
+  }
+
+private:
+  std::mt19937_64 rng_;
+  Bytes payload_;
+};
+
+Region makeRegion(Built &b, uint64_t offset = 0) {
+  Region r;
+  r.kind = RegionKind::Bytes;
+  r.bytes = ByteRange{offset, b.words.size() * containerBytes(b.width)};
+  r.program = std::move(b.expr);
+  return r;
+}
+
+std::unique_ptr<JitDecoder> makeJit(std::vector<std::string> *notices = nullptr) {
+  auto jit = JitDecoder::create([notices](const std::string &s) {
+    if (notices) notices->push_back(s);
+  });
+  EXPECT_TRUE(jit) << (jit ? "" : jit.error().message);
+  return jit ? std::move(*jit) : nullptr;
+}
+
+/// Decodes `region` with both decoders and checks both against `expected`.
+void expectSameBytes(JitDecoder &jit, const Region &region, const Payload &payload, const Bytes &expected,
+                     const std::string &what) {
+  ASSERT_TRUE(validateForExecution(*region.program, payload)) << what;
+  Bytes interpreted;
+  VectorSink interpreterSink(interpreted);
+  auto ir = Interpreter().decode(region, payload, interpreterSink);
+  ASSERT_TRUE(ir) << what << ": " << ir.error().message;
+  RecordingSink jitSink;
+  auto jr = jit.decode(region, payload, jitSink);
+  ASSERT_TRUE(jr) << what << ": " << jr.error().message;
+  EXPECT_LE(jitSink.largestWrite, JitDecoder::kChunkBytes) << what;
+  ASSERT_EQ(interpreted.size(), expected.size()) << what;
+  EXPECT_TRUE(interpreted == expected) << what << ": the interpreter disagrees with the expected words";
+  ASSERT_EQ(jitSink.bytes.size(), expected.size()) << what;
+  if (jitSink.bytes != expected) {
+    auto at = std::mismatch(jitSink.bytes.begin(), jitSink.bytes.end(), expected.begin()).first - jitSink.bytes.begin();
+    ADD_FAILURE() << what << ": the JIT's bytes differ first at byte " << at;
+  }
+}
+
+TEST(Jit, SupportsOnlyLitConstMerge) {
+  auto lit = Lit::make(StreamType{8, 4}, Encoding::Raw, ByteRange{0, 4});
+  EXPECT_TRUE(JitDecoder::supports(*lit));
+  EXPECT_TRUE(JitDecoder::supports(*Const::make(StreamType{8, 4}, 1)));
+  std::vector<MergeField> fields;
+  fields.push_back({"hi", Const::make(StreamType{4, 4}, 1)});
+  fields.push_back({"lo", Lit::make(StreamType{4, 4}, Encoding::Bitpack, ByteRange{0, 3})});
+  EXPECT_TRUE(JitDecoder::supports(*Merge::make(std::move(fields))));
+  EXPECT_FALSE(JitDecoder::supports(*Scan::make(ScanOp::Add, 0, Const::make(StreamType{8, 4}, 1))));
+  EXPECT_FALSE(JitDecoder::supports(*Map::make(MapFn::Gray, 0, Const::make(StreamType{8, 4}, 1))));
+  std::vector<MergeField> nested;
+  nested.push_back({"", Const::make(StreamType{4, 5}, 1)});
+  nested.push_back({"", Scan::make(ScanOp::Xor, 0, Const::make(StreamType{4, 4}, 1))});
+  EXPECT_FALSE(JitDecoder::supports(*Merge::make(std::move(nested))));
+}
+
+// Every literal width 1..64 in both payload encodings, at every packed bit count for bitpack,
+// padded by a constant (above or below) to a region width. All in one checkpoint: one compilation.
+TEST(Jit, EveryLiteralWidthAndEncoding) {
+  ProgramBuilder pb(1);
+  std::vector<Built> built;
+  for (unsigned w = 1; w <= 64; ++w) {
+    const unsigned rootWidth = 8 * containerBytes(w);
+    for (Encoding enc : {Encoding::Raw, Encoding::Bitpack}) {
+      std::vector<unsigned> bitCounts;
+      if (enc == Encoding::Raw) bitCounts = {w, w / 2};
+      else
+        for (unsigned b = 0; b <= w; ++b) bitCounts.push_back(b);
+      for (unsigned bits : bitCounts) {
+        const uint64_t n = std::vector<uint64_t>{1, 2, 7, 9, 64, 333}[(w + bits) % 6];
+        Built l = pb.lit(w, n, enc, bits);
+        if (w == rootWidth) {
+          built.push_back(std::move(l));
+          continue;
+        }
+        Built pad = pb.constant(rootWidth - w, n);
+        std::vector<Built> fields;
+        if (bits % 2) {
+          fields.push_back(std::move(pad));
+          fields.push_back(std::move(l));
+        } else {
+          fields.push_back(std::move(l));
+          fields.push_back(std::move(pad));
+        }
+        built.push_back(ProgramBuilder::merge(std::move(fields)));
+      }
+    }
+  }
+  Checkpoint c;
+  std::vector<Bytes> expected;
+  uint64_t offset = 0;
+  for (auto &b : built) {
+    expected.push_back(storeWords(b.words, b.width));
+    c.regions.push_back(makeRegion(b, offset));
+    offset += c.regions.back().bytes.size;
+  }
+  Payload payload = Payload::fromBytes(pb.payload());
+  std::vector<std::string> notices;
+  auto jit = makeJit(&notices);
+  ASSERT_TRUE(jit);
+  auto prepared = jit->prepare(c, payload);
+  ASSERT_TRUE(prepared) << prepared.error().message;
+  for (size_t i = 0; i < c.regions.size(); ++i)
+    expectSameBytes(*jit, c.regions[i], payload, expected[i], "region " + std::to_string(i));
+  EXPECT_EQ(jit->compiledRegions(), c.regions.size());
+  EXPECT_EQ(jit->interpretedRegions(), 0u);
+  EXPECT_TRUE(notices.empty());
+}
+
+// Random nested programs at every region width and at lengths around the chunk size, compiled
+// on demand (no prepare).
+TEST(Jit, RandomProgramsMatchInterpreter) {
+  auto jit = makeJit();
+  ASSERT_TRUE(jit);
+  size_t regions = 0;
+  for (unsigned width : {8u, 16u, 32u, 64u}) {
+    const uint64_t chunkWords = JitDecoder::kChunkBytes / containerBytes(width);
+    for (uint64_t n : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{8}, uint64_t{63}, uint64_t{1000},
+                       chunkWords - 1, chunkWords, chunkWords + 1, 2 * chunkWords + 5}) {
+      for (uint64_t seed = 0; seed < 2; ++seed) {
+        ProgramBuilder pb(width * 1000003 + n * 31 + seed);
+        Built b = pb.random(width, n, 3);
+        Bytes expected = storeWords(b.words, b.width);
+        Region region = makeRegion(b);
+        Payload payload = Payload::fromBytes(pb.payload());
+        expectSameBytes(*jit, region, payload, expected,
+                        "u" + std::to_string(width) + "[" + std::to_string(n) + "] seed " + std::to_string(seed));
+        ++regions;
+      }
+    }
+  }
+  EXPECT_EQ(jit->compiledRegions(), regions);
+}
+
+// A prepared checkpoint of random programs decodes the same as on demand.
+TEST(Jit, PreparedRandomCheckpoint) {
+  ProgramBuilder pb(77);
+  Checkpoint c;
+  std::vector<Bytes> expected;
+  uint64_t offset = 0;
+  for (int i = 0; i < 40; ++i) {
+    const unsigned width = 8u << (i % 4);
+    Built b = pb.random(width, 1 + (i * 977) % 20000, 4);
+    expected.push_back(storeWords(b.words, b.width));
+    c.regions.push_back(makeRegion(b, offset));
+    offset += c.regions.back().bytes.size;
+  }
+  Payload payload = Payload::fromBytes(pb.payload());
+  auto jit = makeJit();
+  ASSERT_TRUE(jit);
+  auto prepared = jit->prepare(c, payload);
+  ASSERT_TRUE(prepared) << prepared.error().message;
+  for (size_t i = 0; i < c.regions.size(); ++i)
+    expectSameBytes(*jit, c.regions[i], payload, expected[i], "region " + std::to_string(i));
+}
+
+/// `scan add init (lit raw u<width>[n - 1])` and its words.
+Built scanProgram(ProgramBuilder &pb, unsigned width, uint64_t n, uint64_t init) {
+  Built body = pb.lit(width, n - 1, Encoding::Raw, width);
+  Built out;
+  out.width = width;
+  out.words.push_back(init);
+  for (uint64_t w : body.words) out.words.push_back((out.words.back() + w) & widthMask(width));
+  out.expr = Scan::make(ScanOp::Add, init, std::move(body.expr));
+  return out;
+}
+
+TEST(Jit, ScanFallsBackToInterpreterOnDemand) {
+  ProgramBuilder pb(5);
+  Built a = scanProgram(pb, 16, 70000, 3);
+  Built b = scanProgram(pb, 8, 10, 0);
+  Bytes ea = storeWords(a.words, a.width), eb = storeWords(b.words, b.width);
+  Region ra = makeRegion(a), rb = makeRegion(b);
+  Payload payload = Payload::fromBytes(pb.payload());
+  std::vector<std::string> notices;
+  auto jit = makeJit(&notices);
+  ASSERT_TRUE(jit);
+  expectSameBytes(*jit, ra, payload, ea, "scan u16");
+  expectSameBytes(*jit, rb, payload, eb, "scan u8");
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_NE(notices[0].find("'scan'"), std::string::npos) << notices[0];
+  EXPECT_EQ(jit->interpretedRegions(), 2u);
+  EXPECT_EQ(jit->compiledRegions(), 0u);
+}
+
+TEST(Jit, ScanFallbackIsReportedOncePerKindWhenPrepared) {
+  ProgramBuilder pb(6);
+  Checkpoint c;
+  std::vector<Bytes> expected;
+  uint64_t offset = 0;
+  std::vector<Built> built;
+  for (int i = 0; i < 3; ++i) built.push_back(scanProgram(pb, 32, 100 + i, i));
+  built.push_back(pb.random(16, 500, 2));
+  for (auto &b : built) {
+    expected.push_back(storeWords(b.words, b.width));
+    c.regions.push_back(makeRegion(b, offset));
+    offset += c.regions.back().bytes.size;
+  }
+  Payload payload = Payload::fromBytes(pb.payload());
+  std::vector<std::string> notices;
+  auto jit = makeJit(&notices);
+  ASSERT_TRUE(jit);
+  ASSERT_TRUE(jit->prepare(c, payload));
+  for (size_t i = 0; i < c.regions.size(); ++i)
+    expectSameBytes(*jit, c.regions[i], payload, expected[i], "region " + std::to_string(i));
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_NE(notices[0].find("'scan'"), std::string::npos) << notices[0];
+  EXPECT_NE(notices[0].find("3 regions"), std::string::npos) << notices[0];
+  EXPECT_EQ(jit->interpretedRegions(), 3u);
+  EXPECT_EQ(jit->compiledRegions(), 1u);
+}
+
+// Code is specialized to the bitpack bit count found in the payload; the same program against a
+// payload with another bit count must not reuse it.
+TEST(Jit, SpecializationFollowsThePayload) {
+  auto program = [] {
+    return Lit::make(StreamType{8, 2}, Encoding::Bitpack, ByteRange{0, 2});
+  };
+  Bytes three, four;
+  encodeLit(Encoding::Bitpack, std::vector<uint64_t>{5, 2}, 8, three);
+  encodeLit(Encoding::Bitpack, std::vector<uint64_t>{9, 3}, 8, four);
+  ASSERT_EQ(three.size(), 2u);
+  ASSERT_EQ(four.size(), 2u);
+  ASSERT_EQ(three[0], 3);
+  ASSERT_EQ(four[0], 4);
+  Payload p3 = Payload::fromBytes(three), p4 = Payload::fromBytes(four);
+  Checkpoint c;
+  Region r;
+  r.bytes = ByteRange{0, 2};
+  r.program = program();
+  c.regions.push_back(std::move(r));
+  auto jit = makeJit();
+  ASSERT_TRUE(jit);
+  ASSERT_TRUE(jit->prepare(c, p3));
+  expectSameBytes(*jit, c.regions[0], p3, Bytes{5, 2}, "b = 3");
+  expectSameBytes(*jit, c.regions[0], p4, Bytes{9, 3}, "b = 4");
+  expectSameBytes(*jit, c.regions[0], p3, Bytes{5, 2}, "b = 3 again");
+}
+
+TEST(Jit, RegionSizeMismatchIsAnError) {
+  Region r;
+  r.bytes = ByteRange{0, 7};
+  r.program = Const::make(StreamType{16, 4}, 0x1234);
+  auto jit = makeJit();
+  ASSERT_TRUE(jit);
+  Bytes out;
+  VectorSink sink(out);
+  EXPECT_FALSE(jit->decode(r, Payload(), sink));
+}
+
+} // namespace
+} // namespace brevis

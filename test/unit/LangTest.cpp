@@ -1,0 +1,163 @@
+// Unit tests for lang/: the type checker's rules and the printer's canonical form.
+#include "lang/Ast.h"
+#include "lang/Diagnostics.h"
+#include "lang/Printer.h"
+#include "lang/TypeChecker.h"
+
+#include <gtest/gtest.h>
+
+using namespace brevis;
+
+namespace {
+
+ExprPtr rawLit(unsigned w, uint64_t n, uint64_t offset = 0) {
+  return Lit::make(StreamType{w, n}, Encoding::Raw, ByteRange{offset, n * containerBytes(w)});
+}
+
+/// Type of `e`, with the first diagnostic (if any) in `firstError`.
+std::optional<StreamType> typeOf(const Expr &e, std::string *firstError = nullptr,
+                                 std::optional<uint64_t> payloadSize = std::nullopt) {
+  Diagnostics diags("t.bdsl", "");
+  TypeChecker checker(diags);
+  auto t = checker.check(e, payloadSize);
+  if (firstError) *firstError = diags.all().empty() ? "" : diags.all().front().message;
+  return t;
+}
+
+std::vector<MergeField> fields(ExprPtr a, ExprPtr b) {
+  std::vector<MergeField> f;
+  f.push_back({"hi", std::move(a)});
+  f.push_back({"lo", std::move(b)});
+  return f;
+}
+
+} // namespace
+
+TEST(TypeChecker, DerivesTypesOfEveryOperator) {
+  EXPECT_EQ(typeOf(*rawLit(7, 10)), (StreamType{7, 10}));
+  EXPECT_EQ(typeOf(*Const::make({16, 64}, 0x3f80)), (StreamType{16, 64}));
+  std::vector<ExprPtr> parts;
+  parts.push_back(rawLit(8, 3));
+  parts.push_back(Const::make({8, 5}, 1));
+  EXPECT_EQ(typeOf(*Concat::make(std::move(parts))), (StreamType{8, 8}));
+  EXPECT_EQ(typeOf(*Repeat::make(4, Const::make({8, 3}, 1))), (StreamType{8, 12}));
+  EXPECT_EQ(typeOf(*Map::make(MapFn::Xor, 0x80, rawLit(8, 4))), (StreamType{8, 4}));
+  EXPECT_EQ(typeOf(*Scan::make(ScanOp::Add, 0, rawLit(16, 9))), (StreamType{16, 10}));
+  EXPECT_EQ(typeOf(*Merge::make(fields(rawLit(1, 5), rawLit(15, 5)))), (StreamType{16, 5}));
+  EXPECT_EQ(typeOf(*Hole::make({32, 7})), (StreamType{32, 7}));
+}
+
+TEST(TypeChecker, RejectsEachBrokenRule) {
+  std::string err;
+  EXPECT_FALSE(typeOf(*Const::make({65, 1}, 0), &err));
+  EXPECT_EQ(err, "constant word width must be between 1 and 64 bits, but is 65");
+
+  EXPECT_FALSE(typeOf(*Const::make({4, 1}, 16), &err));
+  EXPECT_EQ(err, "constant 0x10 does not fit in 4 bits");
+
+  std::vector<ExprPtr> parts;
+  parts.push_back(rawLit(8, 3));
+  parts.push_back(rawLit(16, 3));
+  EXPECT_FALSE(typeOf(*Concat::make(std::move(parts)), &err));
+  EXPECT_EQ(err, "concat part 2 is u16[3], but the first part has width 8");
+
+  EXPECT_FALSE(typeOf(*Repeat::make(1, rawLit(8, 3)), &err));
+  EXPECT_EQ(err, "repeat count must be at least 2, but is 1");
+  EXPECT_FALSE(typeOf(*Repeat::make(2, rawLit(8, 0)), &err));
+  EXPECT_EQ(err, "repeat needs a non-empty child stream, but it has length 0");
+  EXPECT_FALSE(typeOf(*Repeat::make(UINT64_MAX, rawLit(8, 3)), &err));
+  EXPECT_EQ(err, "repeat length overflows 64 bits");
+
+  EXPECT_FALSE(typeOf(*Map::make(MapFn::Rotl, 8, rawLit(8, 3)), &err));
+  EXPECT_EQ(err, "rotl amount must be below the width 8, but is 8");
+  EXPECT_FALSE(typeOf(*Map::make(MapFn::Xor, 0x100, rawLit(8, 3)), &err));
+  EXPECT_EQ(err, "map xor constant 0x100 does not fit in 8 bits");
+
+  EXPECT_FALSE(typeOf(*Scan::make(ScanOp::Xor, 0x100, rawLit(8, 3)), &err));
+  EXPECT_EQ(err, "scan initial word 0x100 does not fit in 8 bits");
+
+  EXPECT_FALSE(typeOf(*Merge::make(fields(rawLit(1, 5), rawLit(15, 6))), &err));
+  EXPECT_EQ(err, "merge field 2 has length 6, but the first field has length 5");
+  EXPECT_FALSE(typeOf(*Merge::make(fields(rawLit(60, 5), rawLit(8, 5))), &err));
+  EXPECT_EQ(err, "merge field widths sum to 68, more than 64 bits");
+
+  auto annotated = rawLit(8, 4);
+  annotated->annotation = StreamType{8, 5};
+  EXPECT_FALSE(typeOf(*annotated, &err));
+  EXPECT_EQ(err, "annotated type u8[5] does not match the derived type u8[4]");
+
+  EXPECT_FALSE(typeOf(*Lit::make({8, 3}, Encoding::Raw, ByteRange{0, 2}), &err));
+  EXPECT_EQ(err, "raw literal u8[3] needs 3 payload bytes, but the range holds 2");
+  EXPECT_FALSE(typeOf(*rawLit(8, 3, 10), &err, 12));
+  EXPECT_EQ(err, "payload range @10+3 lies outside the payload of 12 bytes");
+  EXPECT_FALSE(typeOf(*Lit::make({4, 2}, std::vector<uint64_t>{1, 16}), &err));
+  EXPECT_EQ(err, "inline word 1 (16) does not fit in 4 bits");
+}
+
+TEST(TypeChecker, ChecksCheckpointLayout) {
+  Checkpoint c;
+  c.source = SourceInfo{"m.safetensors", 10, 0};
+  c.payloadSize = 100;
+  Region h;
+  h.kind = RegionKind::Header;
+  h.bytes = ByteRange{0, 4};
+  h.program = rawLit(8, 4);
+  c.regions.push_back(std::move(h));
+  Region t;
+  t.kind = RegionKind::Tensor;
+  t.name = "w";
+  t.dtype = DType::BF16;
+  t.shape = {3};
+  t.bytes = ByteRange{4, 6};
+  t.program = rawLit(8, 3); // wrong: a bf16 tensor needs u16[3]
+  c.regions.push_back(std::move(t));
+  Module m{std::move(c)};
+  Diagnostics diags("m.bdsl", "");
+  TypeChecker checker(diags);
+  EXPECT_FALSE(checker.checkModule(m));
+  ASSERT_EQ(diags.all().size(), 1u);
+  EXPECT_EQ(diags.all()[0].message, "program produces u8[3], but the tensor needs u16[3]");
+}
+
+TEST(Printer, PrintsEachFormCanonically) {
+  EXPECT_EQ(printExpr(*rawLit(7, 10, 4)), "lit raw u7[10] @4+10");
+  EXPECT_EQ(printExpr(*Lit::make({8, 3}, std::vector<uint64_t>{1, 2, 3})), "lit u8[3] [1, 2, 3]");
+  EXPECT_EQ(printExpr(*Const::make({16, 64}, 0x3f80)), "const u16[64] 0x3f80");
+  EXPECT_EQ(printExpr(*Repeat::make(4, Const::make({8, 3}, 1))), "repeat 4 (const u8[3] 1)");
+  EXPECT_EQ(printExpr(*Map::make(MapFn::Xor, 0x80, rawLit(8, 4))), "map xor 0x80 (lit raw u8[4] @0+4)");
+  EXPECT_EQ(printExpr(*Map::make(MapFn::ZigZag, 0, rawLit(8, 4))), "map zigzag (lit raw u8[4] @0+4)");
+  EXPECT_EQ(printExpr(*Scan::make(ScanOp::Add, 0, rawLit(8, 4))), "scan add 0 (lit raw u8[4] @0+4)");
+  EXPECT_EQ(printExpr(*Hole::make({8, 100})), "? u8[100]");
+  EXPECT_EQ(printExpr(*Merge::make(fields(rawLit(1, 5), rawLit(15, 5, 5)))),
+            "merge(hi: lit raw u1[5] @0+5, lo: lit raw u15[5] @5+10)");
+}
+
+TEST(Printer, WrapsLongProgramsOneChildPerLine) {
+  std::vector<ExprPtr> parts;
+  for (int i = 0; i < 6; ++i) parts.push_back(rawLit(8, 1000, 1000 * i));
+  std::string text = printExpr(*Concat::make(std::move(parts)));
+  EXPECT_EQ(text, "concat(\n"
+                  "  lit raw u8[1000] @0+1000,\n"
+                  "  lit raw u8[1000] @1000+1000,\n"
+                  "  lit raw u8[1000] @2000+1000,\n"
+                  "  lit raw u8[1000] @3000+1000,\n"
+                  "  lit raw u8[1000] @4000+1000,\n"
+                  "  lit raw u8[1000] @5000+1000\n"
+                  ")");
+  for (size_t start = 0, end; start < text.size(); start = end + 1) {
+    end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    EXPECT_LE(end - start, kPrintWidth);
+  }
+}
+
+TEST(Printer, QuotesStrings) {
+  EXPECT_EQ(quoteString("a\"b\\c\n"), "\"a\\\"b\\\\c\\x0a\"");
+}
+
+TEST(Diagnostics, RendersLocationSourceLineAndCaret) {
+  Diagnostics diags("f.bdsl", "first\n  second line\n");
+  diags.error(SourceLoc{2, 3}, "something is wrong");
+  EXPECT_EQ(diags.render(), "f.bdsl:2:3: error: something is wrong\n  second line\n  ^\n");
+  EXPECT_TRUE(diags.hasErrors());
+}

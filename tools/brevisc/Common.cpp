@@ -1,0 +1,68 @@
+#include "tools/brevisc/Common.h"
+
+#include "codegen/JitDecoder.h"
+#include "frontend/Parser.h"
+#include "lang/Diagnostics.h"
+#include "lang/TypeChecker.h"
+#include "runtime/CheckpointRunner.h"
+#include "runtime/Interpreter.h"
+
+#include <filesystem>
+#include <iostream>
+
+namespace brevis::cli {
+
+std::optional<Module> loadProgram(const std::string &name, std::string text, bool requireRunnable) {
+  Diagnostics diags(name, std::move(text));
+  auto module = parseModule(diags);
+  if (module) {
+    TypeChecker checker(diags);
+    checker.checkModule(*module);
+    if (!diags.hasErrors() && requireRunnable && checker.sawHole())
+      diags.error(SourceLoc{}, "the program has holes ('?'); fill them before running it");
+  }
+  std::cerr << diags.render();
+  if (diags.hasErrors()) return std::nullopt;
+  return module;
+}
+
+Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, bool jit, ByteSink &sink) {
+  if (!jit) {
+    Interpreter interpreter;
+    return runCheckpoint(c, payload, interpreter, sink);
+  }
+  auto decoder = JitDecoder::create([](const std::string &notice) { std::cerr << "brevisc: " << notice << "\n"; });
+  if (!decoder) return decoder.error();
+  BREVIS_TRY(validatePayload(c, payload));
+  BREVIS_TRY((*decoder)->prepare(c, payload));
+  return runCheckpoint(c, payload, **decoder, sink);
+}
+
+int fail(const std::string &message) {
+  std::cerr << "brevisc: error: " << message << "\n";
+  return kExitFailure;
+}
+
+std::string withExtension(const std::string &path, const std::string &extension) {
+  return std::filesystem::path(path).replace_extension(extension).string();
+}
+
+std::string directoryOf(const std::string &path) {
+  auto parent = std::filesystem::path(path).parent_path();
+  return parent.empty() ? std::string(".") : parent.string();
+}
+
+std::string baseName(const std::string &path) { return std::filesystem::path(path).filename().string(); }
+
+std::string humanBytes(uint64_t bytes) {
+  const char *units[] = {"B", "KB", "MB", "GB", "TB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1000 && u < 4) {
+    v /= 1000;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", v, units[u]);
+}
+
+} // namespace brevis::cli

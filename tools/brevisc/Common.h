@@ -1,0 +1,46 @@
+#pragma once
+// Pieces every brevisc subcommand shares: loading and checking program text, decoding a
+// checkpoint with the chosen executor, and reporting.
+#include "lang/Ast.h"
+#include "lang/Result.h"
+#include "runtime/ByteSink.h"
+#include "runtime/Payload.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <string>
+
+namespace brevis::cli {
+
+/// Exit statuses, as documented in `brevisc --help`.
+enum ExitCode : int { kExitOk = 0, kExitFailure = 1, kExitUsage = 2 };
+
+/// Output verbosity shared by all subcommands.
+struct Verbosity {
+  bool quiet = false;
+  bool verbose = false;
+};
+
+/// Parses and type-checks program text, printing diagnostics to stderr. With
+/// `requireRunnable`, a program with holes is refused.
+std::optional<Module> loadProgram(const std::string &name, std::string text, bool requireRunnable);
+
+/// Decodes a checkpoint with the interpreter or the JIT into `sink`, verified against the
+/// program's source checksum.
+Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, bool jit, ByteSink &sink);
+
+/// `brevisc: error: message` on stderr; returns kExitFailure.
+int fail(const std::string &message);
+
+/// Replaces a path's extension (or appends one if it has none).
+std::string withExtension(const std::string &path, const std::string &extension);
+/// The directory part of a path ("." if none).
+std::string directoryOf(const std::string &path);
+/// The last component of a path.
+std::string baseName(const std::string &path);
+
+/// "1.23 MB" style sizes for people.
+std::string humanBytes(uint64_t bytes);
+
+} // namespace brevis::cli

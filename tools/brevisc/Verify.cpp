@@ -1,0 +1,24 @@
+#include "tools/brevisc/Verify.h"
+
+#include "tools/brevisc/Common.h"
+
+namespace brevis::cli {
+
+namespace {
+/// Accepts and drops bytes; the runner's checksum does the comparison.
+class DiscardSink final : public ByteSink {
+public:
+  Result<void> write(const uint8_t *, size_t) override { return {}; }
+};
+} // namespace
+
+Result<void> verifyProgram(const std::string &programName, const std::string &programText, const Bytes &payload) {
+  auto module = loadProgram(programName, programText, /*requireRunnable=*/true);
+  if (!module) return Error{"internal error: the synthesized program does not check"};
+  DiscardSink sink;
+  auto decoded = decodeCheckpoint(module->checkpoint(), Payload::fromBytes(payload), /*jit=*/false, sink);
+  if (!decoded) return Error{"internal error: the synthesized program does not reproduce the input: " + decoded.error().message};
+  return {};
+}
+
+} // namespace brevis::cli

@@ -1,0 +1,67 @@
+// brevisc decompress ARCHIVE.brv [-o OUT] [-f] [--jit]: rebuild the original file, verified
+// against its checksum before it is renamed into place.
+#include "tools/brevisc/Commands.h"
+
+#include "runtime/Archive.h"
+#include "runtime/FileIO.h"
+
+#include <chrono>
+#include <iostream>
+
+namespace brevis::cli {
+
+namespace {
+
+struct DecompressOptions {
+  std::string input;
+  std::string output;
+  bool jit = false;
+  bool force = false;
+};
+
+int runDecompress(const DecompressOptions &o, const Verbosity &v) {
+  auto start = std::chrono::steady_clock::now();
+  std::string output = o.output;
+  if (output.empty()) {
+    const std::string suffix = ".brv";
+    if (o.input.size() <= suffix.size() || o.input.compare(o.input.size() - suffix.size(), suffix.size(), suffix) != 0)
+      return fail(fmt::format("cannot derive an output name from {} (it does not end in .brv); use -o FILE", o.input));
+    output = o.input.substr(0, o.input.size() - suffix.size());
+  }
+  auto bytes = readFile(o.input);
+  if (!bytes) return fail(bytes.error().message);
+  auto archive = readArchive(*bytes, o.input);
+  if (!archive) return fail(archive.error().message);
+  auto module = loadProgram(o.input + ":program", std::move(archive->programText), /*requireRunnable=*/true);
+  if (!module) return fail(o.input + " holds a program that does not check");
+  if (!module->isCheckpoint()) return fail(o.input + " holds a single expression, not a checkpoint program");
+  const Checkpoint &c = module->checkpoint();
+  if (c.source.size != archive->sourceSize || c.source.xxh64 != archive->sourceXxh64)
+    return fail(o.input + " is corrupt: its program and its header describe different source files");
+
+  auto out = OutputFile::create(output, o.force);
+  if (!out) return fail(out.error().message);
+  auto done = decodeCheckpoint(c, Payload::fromBytes(archive->payload), o.jit, **out);
+  if (done) done = (*out)->commit();
+  if (!done) return fail(o.input + ": " + done.error().message);
+
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!v.quiet)
+    std::cerr << fmt::format("{}: {} -> {} ({}), verified, {:.2f} s\n", o.input, humanBytes(bytes->size()), output,
+                             humanBytes(c.source.size), seconds);
+  return kExitOk;
+}
+
+} // namespace
+
+void registerDecompress(CLI::App &app, Context &ctx) {
+  auto o = std::make_shared<DecompressOptions>();
+  auto *cmd = app.add_subcommand("decompress", "Rebuild the original file from a .brv archive, verified");
+  cmd->add_option("archive", o->input, ".brv file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-o,--output", o->output, "file to write (default: ARCHIVE without .brv)");
+  cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
+  cmd->add_flag("-f,--force", o->force, "overwrite the output file");
+  cmd->callback([o, &ctx] { ctx.exitCode = runDecompress(*o, ctx.verbosity); });
+}
+
+} // namespace brevis::cli

@@ -1,0 +1,78 @@
+// brevisc run PROGRAM.bdsl [-o OUT] [--jit]: execute a program. A checkpoint program rebuilds
+// its source file (verified against the program's checksum); a single expression writes its
+// words, little-endian.
+#include "tools/brevisc/Commands.h"
+
+#include "codegen/JitDecoder.h"
+#include "runtime/FileIO.h"
+#include "runtime/Interpreter.h"
+
+#include <iostream>
+
+namespace brevis::cli {
+
+namespace {
+
+struct RunOptions {
+  std::string input;
+  std::string output;
+  std::string payload;
+  bool jit = false;
+  bool force = false;
+};
+
+Result<void> runExpression(const Expr &e, const Payload &payload, bool jit, ByteSink &sink) {
+  if (jit) std::cerr << "brevisc: note: --jit compiles checkpoint programs; interpreting this single expression\n";
+  auto valid = validateForExecution(e, payload);
+  if (!valid) return valid.error();
+  auto bytes = evaluate(e, payload);
+  if (!bytes) return bytes.error();
+  return sink.write(bytes->data(), bytes->size());
+}
+
+int runRun(const RunOptions &o, const Verbosity &v) {
+  auto text = readTextFile(o.input);
+  if (!text) return fail(text.error().message);
+  auto module = loadProgram(o.input, std::move(*text), /*requireRunnable=*/true);
+  if (!module) return kExitFailure;
+
+  std::string payloadPath = o.payload;
+  if (payloadPath.empty() && module->isCheckpoint())
+    payloadPath = directoryOf(o.input) + "/" + module->checkpoint().payloadFile;
+  Payload payload;
+  if (!payloadPath.empty()) {
+    auto loaded = Payload::readFile(payloadPath);
+    if (!loaded) return fail(loaded.error().message);
+    payload = std::move(*loaded);
+  }
+
+  std::string output = o.output;
+  if (output.empty()) {
+    if (!module->isCheckpoint()) return fail("a single expression needs an output file: use -o FILE");
+    output = directoryOf(o.input) + "/" + module->checkpoint().source.fileName;
+  }
+  auto out = OutputFile::create(output, o.force);
+  if (!out) return fail(out.error().message);
+  auto done = module->isCheckpoint() ? decodeCheckpoint(module->checkpoint(), payload, o.jit, **out)
+                                     : runExpression(module->expr(), payload, o.jit, **out);
+  if (done) done = (*out)->commit();
+  if (!done) return fail(o.input + ": " + done.error().message);
+  if (v.verbose) std::cerr << fmt::format("{}: wrote {} ({})\n", o.input, output, humanBytes((*out)->bytesWritten()));
+  return kExitOk;
+}
+
+} // namespace
+
+void registerRun(CLI::App &app, Context &ctx) {
+  auto o = std::make_shared<RunOptions>();
+  auto *cmd = app.add_subcommand("run", "Execute a program and write the bytes it produces");
+  cmd->add_option("program", o->input, ".bdsl file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-o,--output", o->output,
+                  "file to write (default for a checkpoint: its source file name, beside the program)");
+  cmd->add_option("--payload", o->payload, "payload file (default: the one the program names, beside it)");
+  cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
+  cmd->add_flag("-f,--force", o->force, "overwrite the output file");
+  cmd->callback([o, &ctx] { ctx.exitCode = runRun(*o, ctx.verbosity); });
+}
+
+} // namespace brevis::cli

@@ -1,0 +1,64 @@
+// brevisc synth MODEL [-o PROGRAM.bdsl] [-f]: one program per tensor, as editable text plus
+// a binary payload sidecar (PROGRAM.bdsl.bin).
+#include "tools/brevisc/Commands.h"
+#include "tools/brevisc/Verify.h"
+
+#include "lang/Printer.h"
+#include "runtime/FileIO.h"
+#include "synth/TemplateSynth.h"
+
+#include <iostream>
+
+namespace brevis::cli {
+
+namespace {
+
+struct SynthOptions {
+  std::string input;
+  std::string output;
+  bool force = false;
+};
+
+int runSynth(const SynthOptions &o, const Verbosity &v) {
+  std::string output = o.output.empty() ? withExtension(o.input, ".bdsl") : o.output;
+  std::string payloadPath = output + ".bin";
+  auto file = readFile(o.input);
+  if (!file) return fail(file.error().message);
+
+  SynthOutput synth = synthesizeTemplate(*file, baseName(o.input), baseName(payloadPath));
+  if (synth.notSafetensorsReason && !v.quiet)
+    std::cerr << "brevisc: note: " << o.input << " is not valid safetensors (" << *synth.notSafetensorsReason
+              << "); keeping it as one byte stream\n";
+  std::string text = printCheckpoint(synth.checkpoint);
+  if (auto ok = verifyProgram(output, text, synth.payload); !ok) return fail(ok.error().message);
+
+  auto textFile = OutputFile::create(output, o.force);
+  if (!textFile) return fail(textFile.error().message);
+  auto payloadFile = OutputFile::create(payloadPath, o.force);
+  if (!payloadFile) return fail(payloadFile.error().message);
+  auto written = (*textFile)->write(reinterpret_cast<const uint8_t *>(text.data()), text.size());
+  if (written) written = (*payloadFile)->write(synth.payload.data(), synth.payload.size());
+  if (written) written = (*payloadFile)->commit();
+  if (written) written = (*textFile)->commit();
+  if (!written) return fail(written.error().message);
+  if (!v.quiet)
+    std::cerr << fmt::format("{}: {} regions -> {} ({}) + {} ({})\n", o.input, synth.checkpoint.regions.size(), output,
+                             humanBytes(text.size()), payloadPath, humanBytes(synth.payload.size()));
+  return kExitOk;
+}
+
+} // namespace
+
+void registerSynth(CLI::App &app, Context &ctx) {
+  auto o = std::make_shared<SynthOptions>();
+  auto *cmd = app.add_subcommand("synth", "Synthesize a program for every tensor of a checkpoint");
+  cmd->add_option("input", o->input, "safetensors file (any other file is kept as one byte stream)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-o,--output", o->output, "program file to write (default: INPUT with extension .bdsl); "
+                                            "the payload goes to OUTPUT.bin");
+  cmd->add_flag("-f,--force", o->force, "overwrite existing output files");
+  cmd->callback([o, &ctx] { ctx.exitCode = runSynth(*o, ctx.verbosity); });
+}
+
+} // namespace brevis::cli
