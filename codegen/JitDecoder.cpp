@@ -439,7 +439,7 @@ Result<std::unique_ptr<JitDecoder>> JitDecoder::create(Notice notice) {
         auto tm = builder.createTargetMachine();
         if (!tm) return tm.takeError();
         tsm.withModuleDo([&](llvm::Module &m) { optimize(m, **tm); });
-        return std::move(tsm);
+        return tsm;
       });
   return std::unique_ptr<JitDecoder>(new JitDecoder(std::move(impl)));
 }

@@ -5,8 +5,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace brevis {
 
@@ -19,11 +22,12 @@ SourceLoc locOf(const Token *t) {
   return {static_cast<uint32_t>(t->getLine()), static_cast<uint32_t>(t->getCharPositionInLine() + 1)};
 }
 
-/// Shortens user text quoted in a message, so that hostile input cannot make messages huge.
+/// Longest piece of user text quoted in a message, so that hostile input cannot make messages huge.
+constexpr size_t kExcerptChars = 40;
+
 std::string excerpt(std::string_view s) {
-  constexpr size_t kMax = 40;
-  if (s.size() <= kMax) return std::string(s);
-  return std::string(s.substr(0, kMax - 3)) + "...";
+  if (s.size() <= kExcerptChars) return std::string(s);
+  return std::string(s.substr(0, kExcerptChars - 3)) + "...";
 }
 
 /// One byte as it should appear between quotes in a message.
@@ -112,7 +116,8 @@ public:
 protected:
   std::string getTokenErrorDisplay(Token *t) override {
     std::string quoted = DefaultErrorStrategy::getTokenErrorDisplay(t);
-    return quoted.size() <= 42 ? quoted : excerpt(quoted) + "'";
+    // The display is quoted: keep the closing quote when shortening.
+    return quoted.size() <= kExcerptChars + 2 ? quoted : excerpt(quoted) + "'";
   }
 
   void reportNoViableAlternative(antlr4::Parser *parser, const antlr4::NoViableAltException &e) override {
@@ -242,6 +247,7 @@ private:
     return e;
   }
 
+  /// term: the node for whichever labelled alternative matched, without its location.
   ExprPtr termBody(G::TermContext *ctx) {
     if (auto *l = dynamic_cast<G::PayloadLitContext *>(ctx)) {
       std::string name = l->encoding->getText();

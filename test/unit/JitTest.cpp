@@ -176,18 +176,22 @@ TEST(Jit, SupportsOnlyLitConstMerge) {
   EXPECT_FALSE(JitDecoder::supports(*Merge::make(std::move(nested))));
 }
 
-// Every literal width 1..64 in both payload encodings, at every packed bit count for bitpack,
-// padded by a constant (above or below) to a region width. All in one checkpoint: one compilation.
+// Every literal width 1..64 in both payload encodings, at the packed bit counts that matter for
+// bitpack, padded by a constant (above or below) to a region width. All in one checkpoint.
 TEST(Jit, EveryLiteralWidthAndEncoding) {
   ProgramBuilder pb(1);
   std::vector<Built> built;
   for (unsigned w = 1; w <= 64; ++w) {
     const unsigned rootWidth = 8 * containerBytes(w);
     for (Encoding enc : {Encoding::Raw, Encoding::Bitpack}) {
-      std::vector<unsigned> bitCounts;
-      if (enc == Encoding::Raw) bitCounts = {w, w / 2};
-      else
-        for (unsigned b = 0; b <= w; ++b) bitCounts.push_back(b);
+      // For bitpack, the packed bit counts the generated code distinguishes: none, whole power-of-two
+      // words, other multiples of 8, fits a 64-bit load with its shift (<= 57), needs 128 bits.
+      std::vector<unsigned> bitCounts = {w, w - 1, w / 2};
+      if (enc == Encoding::Bitpack)
+        for (unsigned b : {0, 1, 2, 3, 5, 7, 8, 9, 13, 16, 17, 24, 31, 32, 33, 40, 48, 55, 56, 57, 58, 59, 63, 64})
+          if (b <= w) bitCounts.push_back(b);
+      std::sort(bitCounts.begin(), bitCounts.end());
+      bitCounts.erase(std::unique(bitCounts.begin(), bitCounts.end()), bitCounts.end());
       for (unsigned bits : bitCounts) {
         const uint64_t n = std::vector<uint64_t>{1, 2, 7, 9, 64, 333}[(w + bits) % 6];
         Built l = pb.lit(w, n, enc, bits);

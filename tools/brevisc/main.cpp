@@ -9,6 +9,7 @@ int main(int argc, char **argv) {
   app.footer("Exit status: 0 on success, 1 when an input is invalid or corrupt or a result fails verification, "
              "2 on a usage error.");
   app.require_subcommand(1);
+  app.fallthrough(); // -q and -v work after the subcommand name too
   Context ctx;
   app.add_flag("-q,--quiet", ctx.verbosity.quiet, "print nothing but errors");
   app.add_flag("-v,--verbose", ctx.verbosity.verbose, "print more about what is done");

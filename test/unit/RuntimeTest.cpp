@@ -1,0 +1,290 @@
+// Unit tests for runtime/: literal codecs, the interpreter against a direct reference
+// evaluation, safetensors layout parsing, and the archive's corruption checks.
+#include "runtime/Archive.h"
+#include "runtime/Checksum.h"
+#include "runtime/Interpreter.h"
+#include "runtime/LitDecode.h"
+#include "runtime/LitEncode.h"
+#include "runtime/Safetensors.h"
+#include "runtime/WordOps.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+using namespace brevis;
+
+namespace {
+
+std::vector<uint64_t> randomWords(std::mt19937_64 &rng, size_t n, unsigned width) {
+  std::vector<uint64_t> w(n);
+  for (auto &x : w) x = rng() & widthMask(width);
+  return w;
+}
+
+/// A payload holding one literal of `words`, and that literal.
+std::pair<Payload, ExprPtr> makeLiteral(const std::vector<uint64_t> &words, unsigned width, Encoding enc) {
+  Bytes bytes = {0xAA, 0xBB}; // the literal does not start at offset 0
+  encodeLit(enc, words, width, bytes);
+  ExprPtr lit = Lit::make(StreamType{width, words.size()}, enc, ByteRange{2, bytes.size() - 2});
+  return {Payload::fromBytes(bytes), std::move(lit)};
+}
+
+} // namespace
+
+TEST(LitCodec, RoundTripsEveryWidthAndEncoding) {
+  std::mt19937_64 rng(7);
+  for (unsigned width = 1; width <= 64; ++width) {
+    for (Encoding enc : {Encoding::Raw, Encoding::Bitpack}) {
+      for (size_t n : {0, 1, 7, 64, 1000}) {
+        auto words = randomWords(rng, n, width);
+        auto [payload, lit] = makeLiteral(words, width, enc);
+        const Lit &l = as<Lit>(*lit);
+        ASSERT_TRUE(validateLit(l, payload)) << "width " << width << " n " << n;
+        EXPECT_EQ(payload.size() - 2, encodedSize(enc, words, width));
+        std::vector<uint64_t> back(n);
+        decodeLitWords(l, payload, 0, n, back.data());
+        EXPECT_EQ(back, words) << "width " << width << " " << encodingName(enc);
+        if (n > 3) { // decoding from the middle
+          decodeLitWords(l, payload, 3, 1, back.data());
+          EXPECT_EQ(back[0], words[3]);
+        }
+      }
+    }
+  }
+}
+
+TEST(LitCodec, BitpackUsesTheLargestWordsBitWidth) {
+  std::vector<uint64_t> words = {1, 5, 3, 0}; // 3 bits each
+  EXPECT_EQ(encodedSize(Encoding::Bitpack, words, 16), 1u + 2u);
+  EXPECT_EQ(chooseEncoding(words, 16), Encoding::Bitpack);
+  std::vector<uint64_t> zeros(100, 0);
+  EXPECT_EQ(encodedSize(Encoding::Bitpack, zeros, 8), 1u);
+  std::vector<uint64_t> full = {0xff, 0x80};
+  EXPECT_EQ(chooseEncoding(full, 8), Encoding::Raw); // tie-break: raw is smaller by the header byte
+}
+
+TEST(LitCodec, RejectsMalformedPayloads) {
+  // A raw u7 word with its high bit set does not fit the type.
+  Bytes bytes = {0x01, 0x80};
+  Payload p = Payload::fromBytes(bytes);
+  auto lit = Lit::make(StreamType{7, 2}, Encoding::Raw, ByteRange{0, 2});
+  auto r = validateLit(*lit, p);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("wider than 7 bits"), std::string::npos);
+
+  // A bitpack header declaring more bits than the width.
+  Bytes bad = {9, 0xff, 0xff, 0xff};
+  Payload q = Payload::fromBytes(bad);
+  auto bp = Lit::make(StreamType{8, 2}, Encoding::Bitpack, ByteRange{0, 3});
+  EXPECT_FALSE(validateLit(*bp, q));
+
+  // A bitpack body of the wrong size, and one with non-zero padding bits.
+  Bytes shortBody = {4, 0x21};
+  EXPECT_FALSE(validateLit(*Lit::make(StreamType{8, 3}, Encoding::Bitpack, ByteRange{0, 2}), Payload::fromBytes(shortBody)));
+  Bytes padding = {4, 0x21, 0xf3};
+  EXPECT_FALSE(validateLit(*Lit::make(StreamType{8, 3}, Encoding::Bitpack, ByteRange{0, 3}), Payload::fromBytes(padding)));
+
+  // A range past the end of the payload.
+  EXPECT_FALSE(validateLit(*Lit::make(StreamType{8, 4}, Encoding::Raw, ByteRange{1, 4}), Payload::fromBytes(bytes)));
+}
+
+TEST(WordOps, InverseMapUndoesEveryMap) {
+  std::mt19937_64 rng(3);
+  for (unsigned width : {1u, 5u, 8u, 13u, 16u, 32u, 63u, 64u}) {
+    for (int f = 0; f <= static_cast<int>(MapFn::BitRev); ++f) {
+      MapFn fn = static_cast<MapFn>(f);
+      uint64_t param = fn == MapFn::Rotl ? rng() % width : rng() & widthMask(width);
+      for (int i = 0; i < 200; ++i) {
+        uint64_t x = rng() & widthMask(width);
+        uint64_t y = applyMap(fn, param, width, x);
+        EXPECT_EQ(y & ~widthMask(width), 0u) << mapFnName(fn);
+        EXPECT_EQ(inverseMap(fn, param, width, y), x) << mapFnName(fn) << " width " << width;
+      }
+    }
+  }
+  EXPECT_EQ(applyMap(MapFn::ZigZag, 0, 8, 0xff), 1u); // -1 -> 1
+  EXPECT_EQ(applyMap(MapFn::ZigZag, 0, 8, 1), 2u);
+  EXPECT_EQ(applyMap(MapFn::Gray, 0, 8, 2), 3u);
+  EXPECT_EQ(applyMap(MapFn::BitRev, 0, 4, 1), 8u);
+  EXPECT_EQ(applyMap(MapFn::Rotl, 1, 4, 0b1001), 0b0011u);
+}
+
+// A direct, non-streaming evaluation used as the reference the interpreter must match.
+std::vector<uint64_t> reference(const Expr &e, const Payload &p) {
+  switch (e.kind) {
+  case NodeKind::Lit: {
+    const auto &l = as<Lit>(e);
+    std::vector<uint64_t> w(l.type.length);
+    decodeLitWords(l, p, 0, w.size(), w.data());
+    return w;
+  }
+  case NodeKind::Const: return std::vector<uint64_t>(as<Const>(e).type.length, as<Const>(e).value);
+  case NodeKind::Concat: {
+    std::vector<uint64_t> out;
+    for (const auto &c : as<Concat>(e).parts) {
+      auto w = reference(*c, p);
+      out.insert(out.end(), w.begin(), w.end());
+    }
+    return out;
+  }
+  case NodeKind::Repeat: {
+    auto body = reference(*as<Repeat>(e).body, p);
+    std::vector<uint64_t> out;
+    for (uint64_t k = 0; k < as<Repeat>(e).count; ++k) out.insert(out.end(), body.begin(), body.end());
+    return out;
+  }
+  case NodeKind::Map: {
+    const auto &m = as<Map>(e);
+    auto w = reference(*m.body, p);
+    unsigned width = m.body->kind == NodeKind::Lit ? as<Lit>(*m.body).type.width : 0;
+    for (auto &x : w) x = applyMap(m.fn, m.param, width, x);
+    return w;
+  }
+  case NodeKind::Scan: {
+    const auto &s = as<Scan>(e);
+    auto body = reference(*s.body, p);
+    unsigned width = as<Lit>(*s.body).type.width;
+    std::vector<uint64_t> out{s.init};
+    for (uint64_t u : body) out.push_back(scanStep(s.op, width, out.back(), u));
+    return out;
+  }
+  case NodeKind::Merge: {
+    const auto &m = as<Merge>(e);
+    std::vector<uint64_t> out;
+    for (const auto &f : m.fields) {
+      auto w = reference(*f.expr, p);
+      unsigned width = as<Lit>(*f.expr).type.width;
+      if (out.empty()) out.assign(w.size(), 0);
+      for (size_t i = 0; i < w.size(); ++i) out[i] = (out[i] << width) | w[i];
+    }
+    return out;
+  }
+  case NodeKind::Hole: break;
+  }
+  return {};
+}
+
+TEST(Interpreter, MatchesReferenceEvaluationAcrossChunkBoundaries) {
+  std::mt19937_64 rng(11);
+  Bytes bytes;
+  auto lit = [&](unsigned width, size_t n) {
+    auto words = randomWords(rng, n, width);
+    uint64_t at = bytes.size();
+    Encoding enc = rng() % 2 ? Encoding::Raw : Encoding::Bitpack;
+    encodeLit(enc, words, width, bytes);
+    return Lit::make(StreamType{width, n}, enc, ByteRange{at, bytes.size() - at});
+  };
+  const size_t big = Interpreter::kChunkWords * 2 + 17;
+  std::vector<ExprPtr> programs;
+  programs.push_back(Map::make(MapFn::Add, 77, lit(12, big)));
+  programs.push_back(Scan::make(ScanOp::Add, 5, lit(16, big)));
+  programs.push_back(Scan::make(ScanOp::Xor, 0x3ff, lit(10, big)));
+  programs.push_back(Repeat::make(3, lit(8, Interpreter::kChunkWords + 5)));
+  programs.push_back(Repeat::make(1000, lit(32, 7)));
+  std::vector<ExprPtr> parts;
+  parts.push_back(lit(16, 3));
+  parts.push_back(Const::make(StreamType{16, big}, 0xbeef));
+  parts.push_back(lit(16, 9000));
+  programs.push_back(Concat::make(std::move(parts)));
+  std::vector<MergeField> fields;
+  fields.push_back({"sign", lit(1, big)});
+  fields.push_back({"exp", lit(8, big)});
+  fields.push_back({"mant", lit(23, big)});
+  programs.push_back(Merge::make(std::move(fields)));
+
+  Payload payload = Payload::fromBytes(bytes);
+  for (const auto &program : programs) {
+    auto words = evaluateWords(*program, payload);
+    ASSERT_TRUE(words) << words.error().message;
+    EXPECT_EQ(*words, reference(*program, payload)) << nodeKindName(program->kind);
+  }
+}
+
+TEST(Interpreter, StoresWordsLittleEndianAndRefusesHoles) {
+  auto e = Lit::make(StreamType{16, 2}, std::vector<uint64_t>{0x1234, 0xabcd});
+  auto bytes = evaluate(*e, Payload());
+  ASSERT_TRUE(bytes);
+  EXPECT_EQ(*bytes, (Bytes{0x34, 0x12, 0xcd, 0xab}));
+  auto hole = Hole::make(StreamType{8, 4});
+  auto refused = evaluate(*hole, Payload());
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("hole"), std::string::npos);
+}
+
+namespace {
+Bytes safetensors(const std::string &json, size_t dataBytes) {
+  Bytes file;
+  for (int i = 0; i < 8; ++i) file.push_back(static_cast<uint8_t>(json.size() >> (8 * i)));
+  for (char ch : json) file.push_back(static_cast<uint8_t>(ch));
+  file.resize(file.size() + dataBytes, 0x5a);
+  return file;
+}
+} // namespace
+
+TEST(Safetensors, ParsesLayoutSortedByOffset) {
+  auto file = safetensors(R"({"__metadata__":{"format":"pt"},)"
+                          R"("b":{"dtype":"BF16","shape":[2,2],"data_offsets":[4,12]},)"
+                          R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                          12);
+  auto layout = parseSafetensors(file);
+  ASSERT_TRUE(layout) << layout.error().message;
+  ASSERT_EQ(layout->tensors.size(), 2u);
+  EXPECT_EQ(layout->tensors[0].name, "a");
+  EXPECT_EQ(layout->tensors[1].name, "b");
+  EXPECT_EQ(layout->tensors[1].dtype, DType::BF16);
+  EXPECT_EQ(layout->tensors[1].begin, layout->headerSize + 4);
+}
+
+TEST(Safetensors, RejectsInconsistentHeaders) {
+  EXPECT_FALSE(parseSafetensors(Bytes{1, 2, 3}));
+  EXPECT_FALSE(parseSafetensors(safetensors("not json", 0)));
+  EXPECT_FALSE(parseSafetensors(safetensors(R"({"a":{"dtype":"Q4","shape":[1],"data_offsets":[0,1]}})", 1)));
+  auto wrongSize = parseSafetensors(safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 8));
+  ASSERT_FALSE(wrongSize);
+  EXPECT_EQ(wrongSize.error().message, "tensor a has 4 bytes, which does not match its shape and dtype");
+  EXPECT_FALSE(parseSafetensors(safetensors(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},)"
+                                            R"("b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}})",
+                                            6)));
+  Bytes huge(8, 0xff); // header length far beyond the file
+  EXPECT_FALSE(parseSafetensors(huge));
+}
+
+TEST(Archive, RoundTripsAndDetectsDamage) {
+  ArchiveContents c;
+  c.programText = "brevis 1\n# a program\n";
+  c.payload = Bytes(1000, 0x42);
+  c.sourceSize = 12345;
+  c.sourceXxh64 = 0x1122334455667788;
+  Bytes archive = writeArchive(c);
+  auto back = readArchive(archive, "a.brv");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->programText, c.programText);
+  EXPECT_EQ(back->payload, c.payload);
+  EXPECT_EQ(back->sourceSize, c.sourceSize);
+  EXPECT_EQ(back->sourceXxh64, c.sourceXxh64);
+
+  for (size_t cut : {size_t{0}, size_t{10}, kArchiveHeaderSize, archive.size() - 1}) {
+    auto truncated = readArchive(ByteSpan(archive).first(cut), "a.brv");
+    EXPECT_FALSE(truncated) << "cut at " << cut;
+  }
+  for (size_t pos : {size_t{9}, size_t{20}, kArchiveHeaderSize + 3, archive.size() - 20}) {
+    Bytes flipped = archive;
+    flipped[pos] ^= 0x10;
+    EXPECT_FALSE(readArchive(flipped, "a.brv")) << "flip at " << pos;
+  }
+  auto foreign = readArchive(Bytes(100, 0), "zero.bin");
+  ASSERT_FALSE(foreign);
+  EXPECT_EQ(foreign.error().message, "zero.bin is not a brevis archive (bad magic)");
+}
+
+TEST(Checksum, StreamingMatchesOneShot) {
+  Bytes data(10000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 31);
+  Xxh64Stream s;
+  s.update(data.data(), 3000);
+  s.update(data.data() + 3000, 7000);
+  EXPECT_EQ(s.digest(), xxh64(data));
+  EXPECT_NE(xxh64(ByteSpan(data).first(9999)), xxh64(data));
+}
