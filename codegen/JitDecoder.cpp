@@ -2,9 +2,9 @@
 
 #include "runtime/Interpreter.h"
 
-#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/Core.h>
 #include <llvm/ExecutionEngine/Orc/IRTransformLayer.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/Constants.h>
@@ -38,6 +38,9 @@ namespace {
 /// Produces words [first, first + count) of one region's program, each stored little-endian in
 /// containerBytes(W) bytes at out.
 using DecodeFn = void (*)(const uint8_t *payload, uint8_t *out, uint64_t first, uint64_t count);
+
+// Bitpack fields wider than 57 bits are read with a 16-byte load starting at any byte of the literal.
+static_assert(kPayloadSlack >= 15, "generated bitpack loads read up to 15 bytes past a literal's last byte");
 
 Error toError(llvm::Error e, std::string_view what) {
   return Error{fmt::format("{}: {}", what, llvm::toString(std::move(e)))};
@@ -482,7 +485,8 @@ Result<void> JitDecoder::prepare(const Checkpoint &c, const Payload &payload) {
   const size_t modules = std::clamp<size_t>(todo.size() / kMinFunctionsPerModule, 1, impl.compileThreads);
   std::vector<Impl::Batch> batches;
   for (size_t i = 0; i < modules; ++i) batches.push_back(impl.newBatch());
-  for (size_t i = 0; i < todo.size(); ++i) impl.emit(batches[i % modules], std::move(todo[i].first), *todo[i].second, payload);
+  for (size_t i = 0; i < todo.size(); ++i)
+    impl.emit(batches[i % modules], std::move(todo[i].first), *todo[i].second, payload);
   return impl.compile(batches);
 }
 

@@ -34,11 +34,12 @@ public:
   static Result<std::unique_ptr<JitDecoder>> create(Notice notice);
   ~JitDecoder() override;
 
-  /// Compiles every supported region of `c`, specialized to `payload`, into one module (one
-  /// function per region) so that a checkpoint costs one LLVM compilation, and reports the
-  /// interpreter fallbacks with their region counts. Optional: decode() compiles on demand.
+  /// Compiles every supported region of `c`, specialized to `payload`, in one batch (one function
+  /// per region; identical programs share one), split into a few modules that the JIT compiles
+  /// concurrently, one per hardware thread at most; then reports the interpreter fallbacks with
+  /// their region counts. Optional: decode() compiles on demand, one region at a time.
   /// The literals of `c` must have been validated against `payload` (validatePayload).
-  Result<void> prepare(const Checkpoint &c, const Payload &payload);
+  Result<void> prepare(const Checkpoint &c, const Payload &payload) override;
 
   /// Writes the region's bytes to `sink` in chunks of at most kChunkBytes. Every literal of the
   /// region must have been validated against `payload`.

@@ -122,6 +122,47 @@ std::vector<const Expr *> children(const Expr &e) {
   return out;
 }
 
+std::vector<Expr *> children(Expr &e) {
+  std::vector<Expr *> out;
+  for (const Expr *c : children(static_cast<const Expr &>(e))) out.push_back(const_cast<Expr *>(c));
+  return out;
+}
+
+namespace {
+/// The non-child fields of two nodes of the same kind are equal.
+bool sameFields(const Expr &a, const Expr &b) {
+  switch (a.kind) {
+  case NodeKind::Lit: {
+    const auto &x = as<Lit>(a), &y = as<Lit>(b);
+    if (x.type != y.type || x.isInline() != y.isInline()) return false;
+    return x.isInline() ? x.words() == y.words() : x.encoding == y.encoding && x.payload() == y.payload();
+  }
+  case NodeKind::Const: return as<Const>(a).type == as<Const>(b).type && as<Const>(a).value == as<Const>(b).value;
+  case NodeKind::Hole: return as<Hole>(a).type == as<Hole>(b).type;
+  case NodeKind::Concat: return as<Concat>(a).parts.size() == as<Concat>(b).parts.size();
+  case NodeKind::Repeat: return as<Repeat>(a).count == as<Repeat>(b).count;
+  case NodeKind::Map: return as<Map>(a).fn == as<Map>(b).fn && as<Map>(a).param == as<Map>(b).param;
+  case NodeKind::Scan: return as<Scan>(a).op == as<Scan>(b).op && as<Scan>(a).init == as<Scan>(b).init;
+  case NodeKind::Merge: {
+    const auto &x = as<Merge>(a), &y = as<Merge>(b);
+    if (x.fields.size() != y.fields.size()) return false;
+    for (size_t i = 0; i < x.fields.size(); ++i)
+      if (x.fields[i].name != y.fields[i].name) return false;
+    return true;
+  }
+  }
+  return false;
+}
+} // namespace
+
+bool structurallyEqual(const Expr &a, const Expr &b) {
+  if (a.kind != b.kind || a.annotation != b.annotation || !sameFields(a, b)) return false;
+  auto ca = children(a), cb = children(b);
+  for (size_t i = 0; i < ca.size(); ++i)
+    if (!structurallyEqual(*ca[i], *cb[i])) return false;
+  return true;
+}
+
 std::optional<uint64_t> elementCount(const std::vector<uint64_t> &shape) {
   uint64_t n = 1;
   for (uint64_t d : shape)

@@ -160,6 +160,10 @@ template <typename T> const T *dynAs(const Expr &e) {
 
 /// Children of any node, in order (empty for leaves).
 std::vector<const Expr *> children(const Expr &e);
+std::vector<Expr *> children(Expr &e);
+
+/// Same kind, fields, annotations, field names and children, recursively; locations are ignored.
+bool structurallyEqual(const Expr &a, const Expr &b);
 
 // ---------------------------------------------------------------------------------------
 // Checkpoint programs: how a whole file is rebuilt.
@@ -206,6 +210,7 @@ struct Module {
   Checkpoint &checkpoint() { return std::get<Checkpoint>(body); }
   const Checkpoint &checkpoint() const { return std::get<Checkpoint>(body); }
   const Expr &expr() const { return *std::get<ExprPtr>(body); }
+  Expr &expr() { return *std::get<ExprPtr>(body); }
 };
 
 /// Element count of a shape (1 for a scalar); nullopt on overflow.

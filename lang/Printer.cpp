@@ -81,13 +81,33 @@ std::string flat(const Expr &e) {
 
 void printBroken(const Expr &e, unsigned indent, std::string &out);
 
+// A long inline word list: the words fill lines two spaces deeper, the bracket closes alone.
+void printBrokenInline(const Lit &l, unsigned indent, std::string &out) {
+  std::string pad(indent + 2, ' ');
+  out += fmt::format("lit {} [\n", toString(l.type));
+  std::string line = pad;
+  for (size_t i = 0; i < l.words().size(); ++i) {
+    std::string word = std::to_string(l.words()[i]) + (i + 1 < l.words().size() ? "," : "");
+    if (line.size() > pad.size() && line.size() + 1 + word.size() > kPrintWidth) {
+      out += line + "\n";
+      line = pad;
+    }
+    line += (line.size() > pad.size() ? " " : "") + word;
+  }
+  out += line + "\n" + std::string(indent, ' ') + "]" + annotationText(l);
+}
+
 void printAt(const Expr &e, unsigned indent, unsigned firstLineUsed, std::string &out) {
   std::string f = flat(e);
-  if (isLeaf(e) || firstLineUsed + f.size() <= kPrintWidth) {
+  if (firstLineUsed + f.size() <= kPrintWidth) {
     out += f;
-    return;
+  } else if (auto *lit = dynAs<Lit>(e); lit && lit->isInline()) {
+    printBrokenInline(*lit, indent, out);
+  } else if (isLeaf(e)) {
+    out += f;
+  } else {
+    printBroken(e, indent, out);
   }
-  printBroken(e, indent, out);
 }
 
 // Children one per line, two spaces deeper, the closing parenthesis on its own line.

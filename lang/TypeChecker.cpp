@@ -245,4 +245,19 @@ bool TypeChecker::checkModule(const Module &m) {
   return diags_.errorCount() == before;
 }
 
+namespace {
+void annotate(Expr &e, const std::unordered_map<const Expr *, StreamType> &types) {
+  if (auto it = types.find(&e); it != types.end()) e.annotation = it->second;
+  for (Expr *c : children(e)) annotate(*c, types);
+}
+} // namespace
+
+void annotateTypes(Module &m, const TypeChecker &checker) {
+  if (!m.isCheckpoint()) {
+    annotate(m.expr(), checker.types());
+    return;
+  }
+  for (auto &r : m.checkpoint().regions) annotate(*r.program, checker.types());
+}
+
 } // namespace brevis

@@ -37,4 +37,8 @@ private:
   bool sawHole_ = false;
 };
 
+/// Writes every checked node's derived type into its annotation, so that printing the module
+/// shows each node's type (`brevisc check --types`).
+void annotateTypes(Module &m, const TypeChecker &checker);
+
 } // namespace brevis

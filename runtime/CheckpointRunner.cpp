@@ -51,6 +51,7 @@ Result<void> validatePayload(const Checkpoint &c, const Payload &payload) {
 
 Result<void> runCheckpoint(const Checkpoint &c, const Payload &payload, RegionDecoder &decoder, ByteSink &sink) {
   BREVIS_TRY(validatePayload(c, payload));
+  BREVIS_TRY(decoder.prepare(c, payload));
   HashingSink out(sink);
   for (const auto &r : c.regions) {
     uint64_t before = out.written();

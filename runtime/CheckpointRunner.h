@@ -14,6 +14,7 @@ namespace brevis {
 /// is well formed. Run before decoding so that decoders never see malformed input.
 Result<void> validatePayload(const Checkpoint &c, const Payload &payload);
 
+/// Validates the payload, prepares the decoder, decodes every region and verifies the result.
 Result<void> runCheckpoint(const Checkpoint &c, const Payload &payload, RegionDecoder &decoder, ByteSink &sink);
 
 } // namespace brevis

@@ -33,8 +33,6 @@ Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, bool 
   }
   auto decoder = JitDecoder::create([](const std::string &notice) { std::cerr << "brevisc: " << notice << "\n"; });
   if (!decoder) return decoder.error();
-  BREVIS_TRY(validatePayload(c, payload));
-  BREVIS_TRY((*decoder)->prepare(c, payload));
   return runCheckpoint(c, payload, **decoder, sink);
 }
 

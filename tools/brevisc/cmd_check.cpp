@@ -1,22 +1,51 @@
-// brevisc check PROGRAM.bdsl: parse and type-check; silent on success, diagnostics otherwise.
+// brevisc check PROGRAM.bdsl [--types]: parse and type-check; silent on success unless asked
+// to print every node's derived type, diagnostics otherwise.
 #include "tools/brevisc/Commands.h"
 
+#include "frontend/Parser.h"
+#include "lang/Diagnostics.h"
+#include "lang/Printer.h"
+#include "lang/TypeChecker.h"
 #include "runtime/FileIO.h"
+
+#include <iostream>
 
 namespace brevis::cli {
 
+namespace {
+
+struct CheckOptions {
+  std::string input;
+  bool types = false;
+};
+
+int runCheck(const CheckOptions &o) {
+  auto text = readTextFile(o.input);
+  if (!text) return fail(text.error().message);
+  Diagnostics diags(o.input, std::move(*text));
+  auto module = parseModule(diags);
+  std::optional<TypeChecker> checker;
+  if (module) {
+    checker.emplace(diags);
+    checker->checkModule(*module);
+  }
+  std::cerr << diags.render();
+  if (diags.hasErrors()) return kExitFailure;
+  if (o.types) {
+    annotateTypes(*module, *checker);
+    std::cout << printModule(*module);
+  }
+  return kExitOk;
+}
+
+} // namespace
+
 void registerCheck(CLI::App &app, Context &ctx) {
-  auto input = std::make_shared<std::string>();
+  auto o = std::make_shared<CheckOptions>();
   auto *cmd = app.add_subcommand("check", "Parse and type-check a program; exit 1 with diagnostics on errors");
-  cmd->add_option("program", *input, ".bdsl file")->required()->check(CLI::ExistingFile);
-  cmd->callback([input, &ctx] {
-    auto text = readTextFile(*input);
-    if (!text) {
-      ctx.exitCode = fail(text.error().message);
-      return;
-    }
-    ctx.exitCode = loadProgram(*input, std::move(*text), /*requireRunnable=*/false) ? kExitOk : kExitFailure;
-  });
+  cmd->add_option("program", o->input, ".bdsl file")->required()->check(CLI::ExistingFile);
+  cmd->add_flag("--types", o->types, "print the program with every node annotated with its derived type");
+  cmd->callback([o, &ctx] { ctx.exitCode = runCheck(*o); });
 }
 
 } // namespace brevis::cli
