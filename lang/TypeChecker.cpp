@@ -1,5 +1,7 @@
 #include "TypeChecker.h"
 
+#include "Printer.h"
+
 #include <fmt/format.h>
 
 #include <set>
@@ -137,8 +139,8 @@ std::optional<StreamType> TypeChecker::derive(const Expr &e) {
       return std::nullopt;
     }
     if ((m.fn == MapFn::Xor || m.fn == MapFn::Add) && !fits(m.param, body->width)) {
-      diags_.error(e.loc, fmt::format("map {} constant {:#x} does not fit in {} bits", mapFnName(m.fn), m.param,
-                                      body->width));
+      std::string param = m.fn == MapFn::Xor ? fmt::format("{:#x}", m.param) : std::to_string(m.param);
+      diags_.error(e.loc, fmt::format("map {} constant {} does not fit in {} bits", mapFnName(m.fn), param, body->width));
       return std::nullopt;
     }
     t = body;
@@ -214,7 +216,7 @@ void TypeChecker::checkCheckpoint(const Checkpoint &c) {
     StreamType expected{8, r.bytes.size};
     if (r.kind == RegionKind::Tensor) {
       if (!names.insert(r.name).second)
-        diags_.error(r.loc, fmt::format("tensor {} is declared twice", r.name));
+        diags_.error(r.loc, fmt::format("tensor {} is declared twice", quoteString(r.name)));
       const auto &info = dtypeInfo(r.dtype);
       auto count = elementCount(r.shape);
       uint64_t bytes;
