@@ -428,6 +428,8 @@ std::optional<Module> parseModule(Diagnostics &diags) {
   parser.removeErrorListeners();
   parser.addErrorListener(&listener);
   parser.setErrorHandler(std::make_shared<FirstErrorStrategy>());
+  // The grammar is SLL: full-context prediction (ANTLR's default) only costs time here.
+  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::SLL);
   G::ProgramContext *tree = nullptr;
   try {
     tree = parser.program();

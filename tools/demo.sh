@@ -11,8 +11,9 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 cp "$sample" "$work/model.safetensors"
-"$brevisc" compress "$work/model.safetensors" -o "$work/model.brv"
-"$brevisc" decompress "$work/model.brv" -o "$work/restored.safetensors"
+echo "== compress and decompress $(basename "$sample")"
+"$brevisc" compress "$work/model.safetensors" -o "$work/model.brv" 2>&1
+"$brevisc" decompress "$work/model.brv" -o "$work/restored.safetensors" 2>&1
 cmp "$work/model.safetensors" "$work/restored.safetensors"
 echo "bit-exact: restored.safetensors is identical to the original"
 "$brevisc" decompress --jit -q "$work/model.brv" -o "$work/restored-jit.safetensors"
@@ -26,4 +27,4 @@ grep -m1 -A5 '^tensor "layers.0.attention.wq.weight"' "$work/model.bdsl" || head
 original=$(stat -c %s "$work/model.safetensors")
 archive=$(stat -c %s "$work/model.brv")
 echo
-echo "saved $((original - archive)) of $original bytes ($(( (original - archive) * 10000 / original / 100 )).$(( (original - archive) * 10000 / original % 100 ))%)"
+awk -v o="$original" -v a="$archive" 'BEGIN { printf "saved %d of %d bytes (%.2f%%); the archive is %.2f%% of the original\n", o - a, o, 100 * (o - a) / o, 100 * a / o }'
