@@ -1,5 +1,8 @@
 #include "frontend/Parser.h"
 
+#include "frontend/ByteStream.h"
+#include "frontend/Lexer.h"
+
 #include "BrevisLexer.h"
 #include "BrevisParser.h"
 
@@ -53,29 +56,6 @@ std::string alternatives(const std::vector<std::string_view> &names) {
   }
   return out;
 }
-
-// Feeds the text to ANTLR one byte per symbol. The stock stream decodes UTF-8, which throws on
-// invalid input and counts columns in code points; bytes keep token offsets and columns in the
-// units Diagnostics uses for its carets.
-class ByteStream final : public antlr4::ANTLRInputStream {
-public:
-  ByteStream(std::string_view bytes, std::string sourceName) : bytes_(bytes) {
-    name = std::move(sourceName);
-    _data.reserve(bytes.size());
-    for (unsigned char c : bytes) _data.push_back(c);
-  }
-
-  std::string getText(const antlr4::misc::Interval &interval) override {
-    if (interval.a < 0 || interval.b < interval.a) return {};
-    size_t start = static_cast<size_t>(interval.a);
-    if (start >= bytes_.size()) return {};
-    size_t stop = std::min(static_cast<size_t>(interval.b), bytes_.size() - 1);
-    return std::string(bytes_.substr(start, stop - start + 1));
-  }
-
-private:
-  std::string_view bytes_;
-};
 
 /// Records the first syntax error; anything after it would be an artefact of recovery.
 class FirstErrorListener final : public antlr4::BaseErrorListener {
@@ -417,9 +397,7 @@ private:
 std::optional<Module> parseModule(Diagnostics &diags) {
   ByteStream input(diags.text(), diags.fileName());
   FirstErrorListener listener(diags);
-  grammar::BrevisLexer lexer(&input);
-  lexer.removeErrorListeners();
-  lexer.addErrorListener(&listener);
+  Lexer lexer(input); // never fails: stray bytes become tokens that checkTokens reports
   antlr4::CommonTokenStream tokens(&lexer);
   tokens.fill();
   if (listener.failed() || !checkTokens(tokens.getTokens(), diags)) return std::nullopt;
