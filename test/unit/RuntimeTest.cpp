@@ -8,6 +8,8 @@
 #include "runtime/Safetensors.h"
 #include "runtime/WordOps.h"
 
+#include "ReferenceEval.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -111,61 +113,6 @@ TEST(WordOps, InverseMapUndoesEveryMap) {
   EXPECT_EQ(applyMap(MapFn::Rotl, 1, 4, 0b1001), 0b0011u);
 }
 
-// A direct, non-streaming evaluation used as the reference the interpreter must match.
-std::vector<uint64_t> reference(const Expr &e, const Payload &p) {
-  switch (e.kind) {
-  case NodeKind::Lit: {
-    const auto &l = as<Lit>(e);
-    std::vector<uint64_t> w(l.type.length);
-    decodeLitWords(l, p, 0, w.size(), w.data());
-    return w;
-  }
-  case NodeKind::Const: return std::vector<uint64_t>(as<Const>(e).type.length, as<Const>(e).value);
-  case NodeKind::Concat: {
-    std::vector<uint64_t> out;
-    for (const auto &c : as<Concat>(e).parts) {
-      auto w = reference(*c, p);
-      out.insert(out.end(), w.begin(), w.end());
-    }
-    return out;
-  }
-  case NodeKind::Repeat: {
-    auto body = reference(*as<Repeat>(e).body, p);
-    std::vector<uint64_t> out;
-    for (uint64_t k = 0; k < as<Repeat>(e).count; ++k) out.insert(out.end(), body.begin(), body.end());
-    return out;
-  }
-  case NodeKind::Map: {
-    const auto &m = as<Map>(e);
-    auto w = reference(*m.body, p);
-    unsigned width = m.body->kind == NodeKind::Lit ? as<Lit>(*m.body).type.width : 0;
-    for (auto &x : w) x = applyMap(m.fn, m.param, width, x);
-    return w;
-  }
-  case NodeKind::Scan: {
-    const auto &s = as<Scan>(e);
-    auto body = reference(*s.body, p);
-    unsigned width = as<Lit>(*s.body).type.width;
-    std::vector<uint64_t> out{s.init};
-    for (uint64_t u : body) out.push_back(scanStep(s.op, width, out.back(), u));
-    return out;
-  }
-  case NodeKind::Merge: {
-    const auto &m = as<Merge>(e);
-    std::vector<uint64_t> out;
-    for (const auto &f : m.fields) {
-      auto w = reference(*f.expr, p);
-      unsigned width = as<Lit>(*f.expr).type.width;
-      if (out.empty()) out.assign(w.size(), 0);
-      for (size_t i = 0; i < w.size(); ++i) out[i] = (out[i] << width) | w[i];
-    }
-    return out;
-  }
-  case NodeKind::Hole: break;
-  }
-  return {};
-}
-
 TEST(Interpreter, MatchesReferenceEvaluationAcrossChunkBoundaries) {
   std::mt19937_64 rng(11);
   Bytes bytes;
@@ -198,7 +145,7 @@ TEST(Interpreter, MatchesReferenceEvaluationAcrossChunkBoundaries) {
   for (const auto &program : programs) {
     auto words = evaluateWords(*program, payload);
     ASSERT_TRUE(words) << words.error().message;
-    EXPECT_EQ(*words, reference(*program, payload)) << nodeKindName(program->kind);
+    EXPECT_EQ(*words, referenceEvaluate(*program, payload)) << nodeKindName(program->kind);
   }
 }
 
