@@ -1,6 +1,7 @@
 #include "codegen/JitDecoder.h"
 
 #include "runtime/Interpreter.h"
+#include "runtime/LitDecode.h"
 
 #include <llvm/ExecutionEngine/Orc/Core.h>
 #include <llvm/ExecutionEngine/Orc/IRTransformLayer.h>
@@ -36,8 +37,21 @@ namespace brevis {
 namespace {
 
 /// Produces words [first, first + count) of one region's program, each stored little-endian in
-/// containerBytes(W) bytes at out.
-using DecodeFn = void (*)(const uint8_t *payload, uint8_t *out, uint64_t first, uint64_t count);
+/// containerBytes(W) bytes at out. streams[k] holds words [first, first + count) of the k-th
+/// entropy-coded literal (in entropyLiterals() order), decoded by the runtime's kernels.
+using DecodeFn = void (*)(const uint8_t *payload, uint8_t *out, uint64_t first, uint64_t count,
+                          const uint64_t *const *streams);
+
+/// Whether the generated code reads this literal's words from a pre-decoded stream buffer
+/// (entropy-coded) rather than straight from the payload.
+bool isStreamed(const Lit &l) { return !isRandomAccess(l); }
+
+/// The entropy-coded literals of a supported program, in pre-order: their index is their slot
+/// in the generated function's `streams` argument.
+void entropyLiterals(const Expr &e, std::vector<const Lit *> &out) {
+  if (auto *l = dynAs<Lit>(e); l && isStreamed(*l)) out.push_back(l);
+  for (const Expr *c : children(e)) entropyLiterals(*c, out);
+}
 
 // Bitpack fields wider than 57 bits are read with a 16-byte load starting at any byte of the literal.
 static_assert(kPayloadSlack >= 15, "generated bitpack loads read up to 15 bytes past a literal's last byte");
@@ -126,6 +140,12 @@ Result<void> appendKey(const Expr &e, const Payload &payload, std::string &key) 
   if (!payload.contains(r))
     return Error{fmt::format("literal range @{}+{} lies outside the payload of {} bytes", r.offset, r.size,
                              payload.size())};
+  if (isStreamed(l)) {
+    // Read from a buffer the runtime fills: the code depends only on the word width.
+    key += 'E';
+    appendU64(key, width);
+    return {};
+  }
   if (l.encoding == Encoding::Raw) {
     if (r.size / containerBytes(width) != n || r.size % containerBytes(width) != 0)
       return Error{fmt::format("raw literal {} does not match its range @{}+{}", toString(l.type), r.offset, r.size)};
@@ -163,7 +183,7 @@ public:
   void emit(const std::string &name, const Expr &root, llvm::StringRef cpu, llvm::StringRef features) {
     auto *ptrTy = llvm::PointerType::getUnqual(ctx_);
     auto *i64 = b_.getInt64Ty();
-    auto *fnTy = llvm::FunctionType::get(b_.getVoidTy(), {ptrTy, ptrTy, i64, i64}, false);
+    auto *fnTy = llvm::FunctionType::get(b_.getVoidTy(), {ptrTy, ptrTy, i64, i64, ptrTy}, false);
     auto *fn = llvm::Function::Create(fnTy, llvm::Function::ExternalLinkage, name, module_);
     fn->addFnAttr(llvm::Attribute::NoUnwind);
     fn->addFnAttr(llvm::Attribute::NoFree);
@@ -179,6 +199,8 @@ public:
     }
     fn->addParamAttr(0, llvm::Attribute::ReadOnly);
     fn->addParamAttr(1, llvm::Attribute::WriteOnly);
+    fn->addParamAttr(4, llvm::Attribute::ReadOnly);
+    fn->addParamAttr(4, llvm::Attribute::NoCapture);
 
     llvm::Value *payload = fn->getArg(0);
     llvm::Value *out = fn->getArg(1);
@@ -188,18 +210,30 @@ public:
     out->setName("out");
     first->setName("first");
     count->setName("count");
+    llvm::Value *streams = fn->getArg(4);
+    streams->setName("streams");
+    std::vector<const Lit *> streamed;
+    entropyLiterals(root, streamed);
 
     auto *entry = llvm::BasicBlock::Create(ctx_, "entry", fn);
     auto *loop = llvm::BasicBlock::Create(ctx_, "loop", fn);
     auto *exit = llvm::BasicBlock::Create(ctx_, "exit", fn);
 
     b_.SetInsertPoint(entry);
+    // Stream buffer pointers are loop-invariant: load them once.
+    streamBase_.clear();
+    for (size_t k = 0; k < streamed.size(); ++k) {
+      llvm::Value *slot = b_.CreateInBoundsGEP(ptrTy, streams, b_.getInt64(k));
+      auto *base = b_.CreateAlignedLoad(ptrTy, slot, llvm::MaybeAlign(8), "stream");
+      streamBase_[streamed[k]] = base;
+    }
     b_.CreateCondBr(b_.CreateICmpEQ(count, b_.getInt64(0)), exit, loop);
 
     b_.SetInsertPoint(loop);
     auto *i = b_.CreatePHI(i64, 2, "i");
     i->addIncoming(b_.getInt64(0), entry);
     llvm::Value *index = b_.CreateAdd(first, i, "index", /*HasNUW=*/true);
+    chunkIndex_ = i;
     auto *rootTy = b_.getIntNTy(8 * containerBytes(widthOf(root)));
     llvm::Value *word = value(root, payload, index, rootTy);
     storeLE(word, b_.CreateInBoundsGEP(rootTy, out, i));
@@ -254,6 +288,11 @@ private:
       return b_.CreateZExtOrTrunc(b_.CreateLoad(elemTy, p), ty);
     }
 
+    if (isStreamed(l)) {
+      // Pre-decoded by the runtime: word `index` is element index - first of the chunk buffer.
+      llvm::Value *p = b_.CreateInBoundsGEP(b_.getInt64Ty(), streamBase_.at(&l), chunkIndex_);
+      return b_.CreateZExtOrTrunc(b_.CreateAlignedLoad(b_.getInt64Ty(), p, llvm::MaybeAlign(8)), ty);
+    }
     const ByteRange &r = l.payload();
     if (l.encoding == Encoding::Raw) {
       auto *elemTy = b_.getIntNTy(8 * containerBytes(width));
@@ -300,6 +339,8 @@ private:
   llvm::IRBuilder<> b_;
   const Payload &payload_;
   bool bigEndian_;
+  std::unordered_map<const Lit *, llvm::Value *> streamBase_; ///< chunk buffer of each streamed literal
+  llvm::Value *chunkIndex_ = nullptr;                          ///< the loop counter: index - first
 };
 
 /// Runs LLVM's O2 pipeline, vectorizers included, tuned for `tm`'s CPU.
@@ -521,11 +562,24 @@ Result<void> JitDecoder::decode(const Region &region, const Payload &payload, By
   }
   DecodeFn fn = it->second;
 
+  // Entropy-coded literals are decoded chunk by chunk by the runtime's kernels.
+  std::vector<const Lit *> streamed;
+  entropyLiterals(root, streamed);
+  std::vector<std::unique_ptr<LitCursor>> cursors;
+  for (const Lit *l : streamed) {
+    auto cursor = LitCursor::open(*l, payload);
+    if (!cursor) return cursor.error();
+    cursors.push_back(std::move(*cursor));
+  }
   const uint64_t chunkWords = kChunkBytes / wordBytes;
   impl.chunk.resize(kChunkBytes);
+  std::vector<std::vector<uint64_t>> buffers(streamed.size(), std::vector<uint64_t>(chunkWords));
+  std::vector<const uint64_t *> pointers(streamed.size());
+  for (size_t k = 0; k < streamed.size(); ++k) pointers[k] = buffers[k].data();
   for (uint64_t first = 0; first < words; first += chunkWords) {
     const uint64_t n = std::min(chunkWords, words - first);
-    fn(payload.data(), impl.chunk.data(), first, n);
+    for (size_t k = 0; k < cursors.size(); ++k) BREVIS_TRY(cursors[k]->read(buffers[k].data(), n));
+    fn(payload.data(), impl.chunk.data(), first, n, pointers.data());
     BREVIS_TRY(sink.write(impl.chunk.data(), n * wordBytes));
   }
   ++impl.compiled;

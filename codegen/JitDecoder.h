@@ -14,10 +14,12 @@
 
 namespace brevis {
 
-/// Decodes regions with native code generated per program. Programs made only of lit (raw,
-/// bitpack, inline), const and merge — at any nesting — are compiled; any other program is
-/// decoded by the interpreter, and the fallback is reported through the notice callback once
-/// per operator kind, e.g. "note: the JIT does not compile 'scan' yet; 3 regions use the interpreter".
+/// Decodes regions with native code generated per program. Programs made only of lit, const and
+/// merge — at any nesting — are compiled; any other program is decoded by the interpreter, and
+/// the fallback is reported through the notice callback once per operator kind, e.g. "note: the
+/// JIT does not compile 'scan' yet; 3 regions use the interpreter". Raw, bit-packed and inline
+/// literals are read by the generated code itself; entropy-coded literals (huffman, rans) are
+/// decoded chunk by chunk by the runtime's kernels into buffers the generated code reads.
 ///
 /// Generated code is specialized to the payload (offsets and bitpack bit counts are constants),
 /// so compiled functions are cached by the program together with the payload bytes it was

@@ -232,9 +232,11 @@ private:
     if (auto *l = dynamic_cast<G::PayloadLitContext *>(ctx)) {
       std::string name = l->encoding->getText();
       auto encoding = encodingFromName(name);
-      if (!encoding)
-        diags_.error(locOf(l->encoding), fmt::format("unknown encoding '{}'; expected {} or {}", excerpt(name),
-                                                     encodingName(Encoding::Raw), encodingName(Encoding::Bitpack)));
+      if (!encoding) {
+        std::vector<std::string_view> names;
+        for (Encoding e : kAllEncodings) names.push_back(encodingName(e));
+        diags_.error(locOf(l->encoding), fmt::format("unknown encoding '{}'; expected {}", excerpt(name), alternatives(names)));
+      }
       StreamType type = streamType(l->streamType());
       return Lit::make(type, encoding.value_or(Encoding::Raw), byteRange(l->byteRange()));
     }

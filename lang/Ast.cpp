@@ -12,13 +12,24 @@ std::string_view nodeKindName(NodeKind k) {
   return names[static_cast<size_t>(k)];
 }
 
-std::string_view encodingName(Encoding e) { return e == Encoding::Raw ? "raw" : "bitpack"; }
+std::string_view encodingName(Encoding e) {
+  switch (e) {
+  case Encoding::Raw: return "raw";
+  case Encoding::Bitpack: return "bitpack";
+  case Encoding::Huffman: return "huffman";
+  case Encoding::Rans: return "rans";
+  case Encoding::RansO1: return "rans_o1";
+  }
+  return {};
+}
 
 std::optional<Encoding> encodingFromName(std::string_view s) {
-  if (s == "raw") return Encoding::Raw;
-  if (s == "bitpack") return Encoding::Bitpack;
+  for (Encoding e : kAllEncodings)
+    if (encodingName(e) == s) return e;
   return std::nullopt;
 }
+
+unsigned maxEncodingWidth(Encoding e) { return e == Encoding::Rans || e == Encoding::RansO1 ? 8 : 64; }
 
 namespace {
 struct MapFnInfo {

@@ -22,8 +22,13 @@ enum class NodeKind {
 };
 std::string_view nodeKindName(NodeKind); ///< the keyword: "lit", "merge", "?"
 
-/// Physical encodings of a literal's payload (wire formats in docs/format/literals.md).
-enum class Encoding { Raw, Bitpack };
+/// Physical encodings of a literal's payload (wire formats in docs/format/literals.md),
+/// in tie-break order: of two encodings of equal size the earlier is kept.
+enum class Encoding { Raw, Bitpack, Huffman, Rans, RansO1 };
+inline constexpr Encoding kAllEncodings[] = {Encoding::Raw, Encoding::Bitpack, Encoding::Huffman, Encoding::Rans,
+                                             Encoding::RansO1};
+/// The widest words an encoding takes (rANS codes bytes).
+unsigned maxEncodingWidth(Encoding);
 std::string_view encodingName(Encoding);
 std::optional<Encoding> encodingFromName(std::string_view);
 

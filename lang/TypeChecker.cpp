@@ -55,12 +55,24 @@ std::optional<StreamType> TypeChecker::derive(const Expr &e) {
                                           toString(l.type), l.type.length * containerBytes(l.type.width), r.size));
           return std::nullopt;
         }
-      } else {
+      } else if (l.encoding == Encoding::Bitpack) {
         // bitpack: one byte holding the bit count b <= W, then ceil(N * b / 8) bytes.
         unsigned __int128 most = 1 + (static_cast<unsigned __int128>(l.type.length) * l.type.width + 7) / 8;
         if (r.size < 1 || r.size > most) {
           diags_.error(e.loc, fmt::format("bitpack literal {} needs between 1 and {} payload bytes, but the range holds {}",
                                           toString(l.type), static_cast<uint64_t>(most), r.size));
+          return std::nullopt;
+        }
+      } else {
+        // Entropy-coded: sizes depend on the data; the codec validates the payload itself.
+        if (l.type.width > maxEncodingWidth(l.encoding)) {
+          diags_.error(e.loc, fmt::format("{} literals hold words of at most {} bits, but this one is {}",
+                                          encodingName(l.encoding), maxEncodingWidth(l.encoding), toString(l.type)));
+          return std::nullopt;
+        }
+        if (r.size == 0 && l.type.length != 0) {
+          diags_.error(e.loc, fmt::format("{} literal {} has an empty payload range", encodingName(l.encoding),
+                                          toString(l.type)));
           return std::nullopt;
         }
       }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <cstring>
 
 namespace brevis {
@@ -14,6 +15,12 @@ namespace {
 
 // Pull-based streaming: every node is a Reader that produces its words in order, at most
 // Interpreter::kChunkWords per call. reset() rewinds it (repeat replays its body).
+/// The first decoding error of a run; readers stop producing meaningful words after it, and
+/// the driver checks it after every chunk.
+struct RunState {
+  std::optional<Error> error;
+};
+
 class Reader {
 public:
   explicit Reader(StreamType t) : type(t) {}
@@ -25,21 +32,21 @@ public:
 };
 using ReaderPtr = std::unique_ptr<Reader>;
 
-ReaderPtr makeReader(const Expr &e, const Payload &payload);
+Result<ReaderPtr> makeReader(const Expr &e, const Payload &payload, RunState &state);
 
 class LitReader final : public Reader {
 public:
-  LitReader(const Lit &lit, const Payload &payload) : Reader(lit.type), lit_(lit), payload_(payload) {}
+  LitReader(StreamType t, std::unique_ptr<LitCursor> cursor, RunState &state)
+      : Reader(t), cursor_(std::move(cursor)), state_(state) {}
   void read(uint64_t *out, size_t n) override {
-    decodeLitWords(lit_, payload_, pos_, n, out);
-    pos_ += n;
+    auto r = cursor_->read(out, n);
+    if (!r && !state_.error) state_.error = r.error();
   }
-  void reset() override { pos_ = 0; }
+  void reset() override { cursor_->reset(); }
 
 private:
-  const Lit &lit_;
-  const Payload &payload_;
-  uint64_t pos_ = 0;
+  std::unique_ptr<LitCursor> cursor_;
+  RunState &state_;
 };
 
 class ConstReader final : public Reader {
@@ -183,39 +190,52 @@ StreamType typeOf(const std::vector<ReaderPtr> &rs, bool merge) {
   return t;
 }
 
-ReaderPtr makeReader(const Expr &e, const Payload &payload) {
+Result<ReaderPtr> makeReader(const Expr &e, const Payload &payload, RunState &state) {
+  auto children = [&](const std::vector<const Expr *> &kids) -> Result<std::vector<ReaderPtr>> {
+    std::vector<ReaderPtr> out;
+    for (const Expr *k : kids) {
+      auto r = makeReader(*k, payload, state);
+      if (!r) return r.error();
+      out.push_back(std::move(*r));
+    }
+    return out;
+  };
   switch (e.kind) {
-  case NodeKind::Lit: return std::make_unique<LitReader>(as<Lit>(e), payload);
-  case NodeKind::Const: return std::make_unique<ConstReader>(as<Const>(e));
-  case NodeKind::Concat: {
-    std::vector<ReaderPtr> parts;
-    for (const auto &p : as<Concat>(e).parts) parts.push_back(makeReader(*p, payload));
-    StreamType t = typeOf(parts, false);
-    return std::make_unique<ConcatReader>(t, std::move(parts));
+  case NodeKind::Lit: {
+    auto cursor = LitCursor::open(as<Lit>(e), payload);
+    if (!cursor) return cursor.error();
+    return ReaderPtr(std::make_unique<LitReader>(as<Lit>(e).type, std::move(*cursor), state));
   }
-  case NodeKind::Repeat: {
-    const auto &r = as<Repeat>(e);
-    auto body = makeReader(*r.body, payload);
-    StreamType t{body->type.width, body->type.length * r.count};
-    return std::make_unique<RepeatReader>(t, std::move(body));
-  }
-  case NodeKind::Map: {
-    auto body = makeReader(*as<Map>(e).body, payload);
-    StreamType t = body->type;
-    return std::make_unique<MapReader>(t, as<Map>(e), std::move(body));
-  }
-  case NodeKind::Scan: {
-    auto body = makeReader(*as<Scan>(e).body, payload);
-    StreamType t{body->type.width, body->type.length + 1};
-    return std::make_unique<ScanReader>(t, as<Scan>(e), std::move(body));
-  }
-  case NodeKind::Merge: {
-    std::vector<ReaderPtr> fields;
-    for (const auto &f : as<Merge>(e).fields) fields.push_back(makeReader(*f.expr, payload));
-    StreamType t = typeOf(fields, true);
-    return std::make_unique<MergeReader>(t, std::move(fields));
-  }
+  case NodeKind::Const: return ReaderPtr(std::make_unique<ConstReader>(as<Const>(e)));
   case NodeKind::Hole: break;
+  default: {
+    auto kids = children(brevis::children(e));
+    if (!kids) return kids.error();
+    std::vector<ReaderPtr> &rs = *kids;
+    switch (e.kind) {
+    case NodeKind::Concat: {
+      StreamType t = typeOf(rs, false);
+      return ReaderPtr(std::make_unique<ConcatReader>(t, std::move(rs)));
+    }
+    case NodeKind::Repeat: {
+      StreamType t{rs[0]->type.width, rs[0]->type.length * as<Repeat>(e).count};
+      return ReaderPtr(std::make_unique<RepeatReader>(t, std::move(rs[0])));
+    }
+    case NodeKind::Map: {
+      StreamType t = rs[0]->type;
+      return ReaderPtr(std::make_unique<MapReader>(t, as<Map>(e), std::move(rs[0])));
+    }
+    case NodeKind::Scan: {
+      StreamType t{rs[0]->type.width, rs[0]->type.length + 1};
+      return ReaderPtr(std::make_unique<ScanReader>(t, as<Scan>(e), std::move(rs[0])));
+    }
+    case NodeKind::Merge: {
+      StreamType t = typeOf(rs, true);
+      return ReaderPtr(std::make_unique<MergeReader>(t, std::move(rs)));
+    }
+    default: break;
+    }
+  }
   }
   __builtin_trap(); // callers reject holes before execution
 }
@@ -233,16 +253,22 @@ Result<void> validateForExecution(const Expr &e, const Payload &payload) {
 
 namespace {
 
-/// Streams the words of `e` to `consume(rootType, words, n)` chunk by chunk.
-template <typename Consume> void stream(const Expr &e, const Payload &payload, Consume consume) {
-  ReaderPtr root = makeReader(e, payload);
+/// Streams the words of `e` to `consume(rootType, words, n)` chunk by chunk; stops at the first
+/// decoding error or at the first error `consume` returns.
+template <typename Consume> Result<void> stream(const Expr &e, const Payload &payload, Consume consume) {
+  RunState state;
+  auto root = makeReader(e, payload, state);
+  if (!root) return root.error();
+  Reader &r = **root;
   std::vector<uint64_t> words(Interpreter::kChunkWords);
-  for (uint64_t done = 0; done < root->type.length;) {
-    size_t n = static_cast<size_t>(std::min<uint64_t>(Interpreter::kChunkWords, root->type.length - done));
-    root->read(words.data(), n);
-    consume(root->type, words.data(), n);
+  for (uint64_t done = 0; done < r.type.length;) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(Interpreter::kChunkWords, r.type.length - done));
+    r.read(words.data(), n);
+    if (state.error) return *state.error;
+    BREVIS_TRY(consume(r.type, words.data(), n));
     done += n;
   }
+  return {};
 }
 
 void storeLE(const uint64_t *words, size_t n, unsigned cb, uint8_t *out) {
@@ -254,32 +280,33 @@ void storeLE(const uint64_t *words, size_t n, unsigned cb, uint8_t *out) {
 Result<void> Interpreter::decode(const Region &region, const Payload &payload, ByteSink &sink) {
   // The caller validated the program (RegionDecoder's contract); see validatePayload().
   std::vector<uint8_t> bytes(kChunkWords * 8);
-  Result<void> status;
-  stream(*region.program, payload, [&](StreamType t, const uint64_t *words, size_t n) {
-    if (!status) return;
+  return stream(*region.program, payload, [&](StreamType t, const uint64_t *words, size_t n) {
     unsigned cb = containerBytes(t.width);
     storeLE(words, n, cb, bytes.data());
-    status = sink.write(bytes.data(), n * cb);
+    return sink.write(bytes.data(), n * cb);
   });
-  return status;
 }
 
 Result<std::vector<uint64_t>> evaluateWords(const Expr &e, const Payload &payload) {
   BREVIS_TRY(validateForExecution(e, payload));
   std::vector<uint64_t> out;
-  stream(e, payload, [&](StreamType, const uint64_t *words, size_t n) { out.insert(out.end(), words, words + n); });
+  BREVIS_TRY(stream(e, payload, [&](StreamType, const uint64_t *words, size_t n) -> Result<void> {
+    out.insert(out.end(), words, words + n);
+    return {};
+  }));
   return out;
 }
 
 Result<Bytes> evaluate(const Expr &e, const Payload &payload) {
   BREVIS_TRY(validateForExecution(e, payload));
   Bytes out;
-  stream(e, payload, [&](StreamType t, const uint64_t *words, size_t n) {
+  BREVIS_TRY(stream(e, payload, [&](StreamType t, const uint64_t *words, size_t n) -> Result<void> {
     unsigned cb = containerBytes(t.width);
     size_t at = out.size();
     out.resize(at + n * cb);
     storeLE(words, n, cb, out.data() + at);
-  });
+    return {};
+  }));
   return out;
 }
 

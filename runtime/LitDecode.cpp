@@ -1,5 +1,8 @@
 #include "runtime/LitDecode.h"
 
+#include "runtime/HuffmanDecode.h"
+#include "runtime/RansCodec.h"
+
 #include <fmt/format.h>
 
 #include <cstring>
@@ -49,6 +52,12 @@ Result<void> validateLit(const Lit &lit, const Payload &payload) {
     return {};
   }
 
+  if (lit.encoding == Encoding::Huffman || lit.encoding == Encoding::Rans || lit.encoding == Encoding::RansO1) {
+    auto cursor = LitCursor::open(lit, payload);
+    if (!cursor) return Error{fmt::format("{}: {}", where(), cursor.error().message)};
+    return {};
+  }
+
   if (r.size < 1) return Error{fmt::format("{} is missing its bit-count byte", where())};
   unsigned b = bytes[0];
   if (b > t.width) return Error{fmt::format("{} declares {} bits per word, more than the width {}", where(), b, t.width)};
@@ -62,6 +71,10 @@ Result<void> validateLit(const Lit &lit, const Payload &payload) {
 }
 
 unsigned bitpackBits(const Lit &lit, const Payload &payload) { return payload.data()[lit.payload().offset]; }
+
+bool isRandomAccess(const Lit &lit) {
+  return lit.isInline() || lit.encoding == Encoding::Raw || lit.encoding == Encoding::Bitpack;
+}
 
 void decodeLitWords(const Lit &lit, const Payload &payload, uint64_t first, size_t count, uint64_t *out) {
   if (lit.isInline()) {
@@ -88,6 +101,98 @@ void decodeLitWords(const Lit &lit, const Payload &payload, uint64_t first, size
   const uint8_t *bits = base + 1;
   uint64_t bit = first * b;
   for (size_t i = 0; i < count; ++i, bit += b) out[i] = extractBits(bits, bit, b);
+}
+
+namespace {
+
+class RandomAccessCursor final : public LitCursor {
+public:
+  RandomAccessCursor(const Lit &lit, const Payload &payload) : lit_(lit), payload_(payload) {}
+  Result<void> read(uint64_t *out, size_t n) override {
+    decodeLitWords(lit_, payload_, pos_, n, out);
+    pos_ += n;
+    return {};
+  }
+  void reset() override { pos_ = 0; }
+
+private:
+  const Lit &lit_;
+  const Payload &payload_;
+  uint64_t pos_ = 0;
+};
+
+/// Serves words from one decoded block at a time. Decoder: HuffmanDecoder or RansDecoder;
+/// Symbol: what its decodeBlock() writes; toWord maps a symbol to its word.
+template <typename Decoder, typename Symbol> class BlockCursor final : public LitCursor {
+public:
+  explicit BlockCursor(std::unique_ptr<Decoder> d) : decoder_(std::move(d)) {}
+  Result<void> read(uint64_t *out, size_t n) override {
+    while (n) {
+      if (pos_ == length_) {
+        BREVIS_TRY(load(next_));
+        ++next_;
+      }
+      size_t take = static_cast<size_t>(std::min<uint64_t>(n, length_ - pos_));
+      const Symbol *s = symbols_.data() + pos_;
+      if constexpr (std::is_same_v<Symbol, uint16_t>) {
+        const uint64_t *alphabet = decoder_->alphabet().data();
+        for (size_t i = 0; i < take; ++i) out[i] = alphabet[s[i]];
+      } else {
+        for (size_t i = 0; i < take; ++i) out[i] = s[i];
+      }
+      out += take;
+      n -= take;
+      pos_ += take;
+    }
+    return {};
+  }
+  void reset() override {
+    next_ = 0;
+    pos_ = length_ = 0;
+  }
+
+private:
+  Result<void> load(size_t b) {
+    if (b >= decoder_->blockCount()) return Error{"literal read past its end"};
+    length_ = decoder_->blockLength(b);
+    symbols_.resize(static_cast<size_t>(length_));
+    pos_ = 0;
+    return decoder_->decodeBlock(b, symbols_.data());
+  }
+
+  std::unique_ptr<Decoder> decoder_;
+  std::vector<Symbol> symbols_;
+  size_t next_ = 0;
+  uint64_t pos_ = 0, length_ = 0;
+};
+
+} // namespace
+
+Result<std::unique_ptr<LitCursor>> LitCursor::open(const Lit &lit, const Payload &payload) {
+  if (isRandomAccess(lit)) return std::unique_ptr<LitCursor>(new RandomAccessCursor(lit, payload));
+  if (!payload.contains(lit.payload())) return Error{"literal range lies outside the payload"};
+  ByteSpan bytes = payload.slice(lit.payload());
+  if (lit.encoding == Encoding::Huffman) {
+    auto d = HuffmanDecoder::create(bytes, lit.type.width, lit.type.length);
+    if (!d) return d.error();
+    if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
+      return Error{"huffman literal has blocks larger than any encoder writes"};
+    return std::unique_ptr<LitCursor>(new BlockCursor<HuffmanDecoder, uint16_t>(std::move(*d)));
+  }
+  if (lit.type.width > kRansMaxWidth) return Error{"rans literals hold words of at most 8 bits"};
+  auto d = RansDecoder::create(bytes, lit.type.width, lit.type.length);
+  if (!d) return d.error();
+  if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
+    return Error{"rans literal has blocks larger than any encoder writes"};
+  return std::unique_ptr<LitCursor>(new BlockCursor<RansDecoder, uint8_t>(std::move(*d)));
+}
+
+Result<std::vector<uint64_t>> decodeLit(const Lit &lit, const Payload &payload) {
+  auto cursor = LitCursor::open(lit, payload);
+  if (!cursor) return cursor.error();
+  std::vector<uint64_t> words(lit.type.length);
+  BREVIS_TRY((*cursor)->read(words.data(), words.size()));
+  return words;
 }
 
 } // namespace brevis

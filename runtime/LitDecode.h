@@ -4,12 +4,19 @@
 //   raw      N words, each in containerBytes(W) little-endian bytes; every word < 2^W.
 //   bitpack  one byte b (0 <= b <= W), then ceil(N*b/8) bytes holding word i in bits
 //            [i*b, i*b+b) of a little-endian bit stream; unused high bits of the last byte are 0.
+//   huffman  a canonical code and blocks of four interleaved bit streams (HuffmanCode.h).
+//   rans, rans_o1   blocks of htscodecs rANS frames (RansCodec.h).
 //
-// validateLit() checks a literal's payload completely (sizes, headers, every word's range)
-// without decoding it into memory; after it succeeds, a decoder may run unchecked.
+// validateLit() checks a raw or bitpack payload completely (sizes, headers, every word's
+// range), so that decodeLitWords() may then run unchecked and in any order. For entropy-coded
+// literals it checks the table and the block layout; the bit streams themselves are checked
+// while a LitCursor decodes them, which reports corruption as an error.
 #include "lang/Ast.h"
 #include "lang/Result.h"
 #include "runtime/Payload.h"
+
+#include <memory>
+#include <vector>
 
 namespace brevis {
 
@@ -19,7 +26,28 @@ Result<void> validateLit(const Lit &lit, const Payload &payload);
 /// The bit count b of a validated bitpack literal.
 unsigned bitpackBits(const Lit &lit, const Payload &payload);
 
-/// Decodes words [first, first + count) of a validated literal into `out`.
+/// Whether decodeLitWords() can decode this literal (inline, raw, bitpack): any range, any order.
+bool isRandomAccess(const Lit &lit);
+
+/// Decodes words [first, first + count) of a validated random-access literal into `out`.
 void decodeLitWords(const Lit &lit, const Payload &payload, uint64_t first, size_t count, uint64_t *out);
+
+/// Blocks of entropy-coded literals hold at most this many words; larger ones are refused, so
+/// that a decoder's block buffer is bounded whatever a payload claims.
+inline constexpr uint64_t kMaxLitBlockWords = uint64_t{1} << 26;
+
+/// Sequential decoding of any validated literal, one block of memory at most.
+class LitCursor {
+public:
+  static Result<std::unique_ptr<LitCursor>> open(const Lit &lit, const Payload &payload);
+  virtual ~LitCursor() = default;
+  /// The next n words (no more than remain).
+  virtual Result<void> read(uint64_t *out, size_t n) = 0;
+  /// Back to the first word.
+  virtual void reset() = 0;
+};
+
+/// All words of a validated literal (tests and small literals).
+Result<std::vector<uint64_t>> decodeLit(const Lit &lit, const Payload &payload);
 
 } // namespace brevis

@@ -1,6 +1,10 @@
 #include "runtime/LitEncode.h"
 
+#include "runtime/HuffmanEncode.h"
+#include "runtime/RansCodec.h"
+
 #include <bit>
+#include <cmath>
 
 namespace brevis {
 
@@ -13,23 +17,7 @@ unsigned usedBits(std::span<const uint64_t> words) {
   return static_cast<unsigned>(std::bit_width(all));
 }
 
-} // namespace
-
-uint64_t encodedSize(Encoding encoding, std::span<const uint64_t> words, unsigned width) {
-  if (encoding == Encoding::Raw) return words.size() * containerBytes(width);
-  unsigned b = usedBits(words);
-  return 1 + static_cast<uint64_t>((static_cast<unsigned __int128>(words.size()) * b + 7) / 8);
-}
-
-void encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned width, Bytes &out) {
-  if (encoding == Encoding::Raw) {
-    unsigned cb = containerBytes(width);
-    size_t at = out.size();
-    out.resize(at + words.size() * cb);
-    for (uint64_t w : words)
-      for (unsigned k = 0; k < cb; ++k, ++at) out[at] = static_cast<uint8_t>(w >> (8 * k));
-    return;
-  }
+void encodeBitpack(std::span<const uint64_t> words, Bytes &out) {
   unsigned b = usedBits(words);
   out.push_back(static_cast<uint8_t>(b));
   // Accumulate LSB-first into a 128-bit window and flush whole bytes.
@@ -47,9 +35,136 @@ void encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned widt
   if (filled) out.push_back(static_cast<uint8_t>(window));
 }
 
-Encoding chooseEncoding(std::span<const uint64_t> words, unsigned width) {
-  return encodedSize(Encoding::Bitpack, words, width) < encodedSize(Encoding::Raw, words, width) ? Encoding::Bitpack
-                                                                                                : Encoding::Raw;
+void encodeRaw(std::span<const uint64_t> words, unsigned width, Bytes &out) {
+  unsigned cb = containerBytes(width);
+  size_t at = out.size();
+  out.resize(at + words.size() * cb);
+  for (uint64_t w : words)
+    for (unsigned k = 0; k < cb; ++k, ++at) out[at] = static_cast<uint8_t>(w >> (8 * k));
+}
+
+double entropyBits(std::span<const uint64_t> counts, uint64_t total) {
+  double bits = 0;
+  for (uint64_t c : counts)
+    if (c) bits -= static_cast<double>(c) * std::log2(static_cast<double>(c) / static_cast<double>(total));
+  return bits;
+}
+
+uint64_t blocksOf(uint64_t n, uint64_t blockWords) { return n / blockWords + (n % blockWords != 0); }
+
+} // namespace
+
+bool encodingApplies(Encoding encoding, std::span<const uint64_t> words, unsigned width) {
+  switch (encoding) {
+  case Encoding::Raw:
+  case Encoding::Bitpack: return true;
+  case Encoding::Huffman: return !words.empty() && (width <= 16 || histogram(words, width, kHuffmanMaxSymbols));
+  case Encoding::Rans:
+  case Encoding::RansO1: return !words.empty() && width <= kRansMaxWidth;
+  }
+  return false;
+}
+
+bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned width, Bytes &out) {
+  switch (encoding) {
+  case Encoding::Raw: encodeRaw(words, width, out); return true;
+  case Encoding::Bitpack: encodeBitpack(words, out); return true;
+  case Encoding::Huffman: return !words.empty() && encodeHuffman(words, width, out);
+  case Encoding::Rans:
+  case Encoding::RansO1:
+    if (words.empty() || width > kRansMaxWidth) return false;
+    encodeRans(words, encoding == Encoding::Rans ? 0 : 1, out);
+    return true;
+  }
+  return false;
+}
+
+uint64_t encodedSize(Encoding encoding, std::span<const uint64_t> words, unsigned width) {
+  if (encoding == Encoding::Raw) return words.size() * containerBytes(width);
+  unsigned b = usedBits(words);
+  return 1 + static_cast<uint64_t>((static_cast<unsigned __int128>(words.size()) * b + 7) / 8);
+}
+
+Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &out) {
+  Encoding best = encodedSize(Encoding::Bitpack, words, width) < encodedSize(Encoding::Raw, words, width)
+                      ? Encoding::Bitpack
+                      : Encoding::Raw;
+  uint64_t bestSize = encodedSize(best, words, width);
+  Bytes bestBytes, candidate;
+  for (Encoding e : {Encoding::Huffman, Encoding::Rans, Encoding::RansO1}) {
+    // Only encode a candidate whose estimate comes near the best so far.
+    auto estimate = estimateSize(e, words, width);
+    if (!estimate || static_cast<double>(*estimate) > static_cast<double>(bestSize) * (1 + kEstimateRelative) + kEstimateAbsolute)
+      continue;
+    candidate.clear();
+    if (!encodeLit(e, words, width, candidate) || candidate.size() >= bestSize) continue;
+    best = e;
+    bestSize = candidate.size();
+    std::swap(bestBytes, candidate);
+  }
+  if (best == Encoding::Raw || best == Encoding::Bitpack)
+    encodeLit(best, words, width, out);
+  else
+    out.insert(out.end(), bestBytes.begin(), bestBytes.end());
+  return best;
+}
+
+std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t> words, unsigned width) {
+  const uint64_t n = words.size();
+  switch (encoding) {
+  case Encoding::Raw:
+  case Encoding::Bitpack: return encodedSize(encoding, words, width);
+  case Encoding::Huffman: {
+    if (n == 0) return std::nullopt;
+    auto h = histogram(words, width, kHuffmanMaxSymbols);
+    if (!h) return std::nullopt;
+    const size_t k = h->words.size();
+    HuffmanCode code;
+    code.words = h->words;
+    uint64_t bits = 0;
+    if (k >= 2) {
+      unsigned limit = std::max(11u, k <= 1 ? 0u : 64 - static_cast<unsigned>(__builtin_clzll(k - 1)));
+      code.lengths = huffmanLengths(h->counts, limit);
+      for (size_t i = 0; i < k; ++i) bits += h->counts[i] * code.lengths[i];
+    }
+    uint64_t blocks = k >= 2 ? blocksOf(n, kHuffmanBlockWords) : 0;
+    // Per block: four stream sizes (about 3 bytes each) and half a byte of padding per stream.
+    return huffmanCodeSize(code) + (k >= 2 ? 4 : 0) + bits / 8 + blocks * (kHuffmanStreams * 3 + 2);
+  }
+  case Encoding::Rans: {
+    if (n == 0 || width > kRansMaxWidth) return std::nullopt;
+    uint64_t counts[256] = {};
+    for (uint64_t w : words) ++counts[w];
+    unsigned distinct = 0;
+    for (uint64_t c : counts) distinct += c != 0;
+    uint64_t blocks = blocksOf(n, kRansBlockWords);
+    // htscodecs: a frequency table of about 2 bytes per symbol, 32 final states of 4 bytes.
+    return static_cast<uint64_t>(entropyBits(counts, n) / 8) + blocks * (distinct * 2 + 140) + 4;
+  }
+  case Encoding::RansO1: {
+    if (n == 0 || width > kRansMaxWidth) return std::nullopt;
+    std::vector<uint64_t> pairs(256 * 256, 0);
+    uint64_t contexts[256] = {};
+    uint8_t previous = 0;
+    for (uint64_t w : words) {
+      ++pairs[previous * 256 + w];
+      ++contexts[previous];
+      previous = static_cast<uint8_t>(w);
+    }
+    double bits = 0;
+    uint64_t used = 0;
+    for (unsigned c = 0; c < 256; ++c) {
+      if (!contexts[c]) continue;
+      std::span<const uint64_t> row(pairs.data() + c * 256, 256);
+      bits += entropyBits(row, contexts[c]);
+      for (uint64_t x : row) used += x != 0;
+    }
+    uint64_t blocks = blocksOf(n, kRansBlockWords);
+    // Order-1 tables: about 1.5 bytes per used (context, symbol) pair.
+    return static_cast<uint64_t>(bits / 8) + blocks * (used * 3 / 2 + 300) + 4;
+  }
+  }
+  return std::nullopt;
 }
 
 } // namespace brevis

@@ -1,20 +1,37 @@
 #pragma once
-// Encoding of literal payloads; the inverse of LitDecode. The encoder picks the smallest
-// encoding by exact size, ties going to the earlier encoding in Encoding's order.
+// Encoding of literal payloads; the inverse of LitDecode. The encoder keeps the smallest
+// encoding by exact encoded size (tables and framing included); of equal sizes, the earlier
+// in kAllEncodings wins. Size estimators, computed from histograms without encoding, let the
+// synthesizer compare programs cheaply and let the encoder skip hopeless candidates.
 #include "lang/Ast.h"
 #include "runtime/Bytes.h"
 
+#include <optional>
 #include <span>
 
 namespace brevis {
 
-/// Exact payload size of `words` (each < 2^width) in `encoding`.
+/// Whether `encoding` can hold these words (huffman: at most 65,536 distinct; rans: W <= 8).
+bool encodingApplies(Encoding encoding, std::span<const uint64_t> words, unsigned width);
+
+/// Appends the encoding of `words` (each < 2^width) to `out`; false, with nothing appended,
+/// if the encoding does not apply.
+bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned width, Bytes &out);
+
+/// Exact size of raw and bitpack encodings (cheap, no encoding).
 uint64_t encodedSize(Encoding encoding, std::span<const uint64_t> words, unsigned width);
 
-/// Appends the encoding of `words` to `out`.
-void encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned width, Bytes &out);
+/// Appends the smallest encoding of `words` to `out` and returns which one it is.
+Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &out);
 
-/// The smallest encoding for these words.
-Encoding chooseEncoding(std::span<const uint64_t> words, unsigned width);
+/// Estimated encoded size from the words' statistics, without encoding; nullopt where the
+/// encoding does not apply. Raw and bitpack are exact; the entropy coders' estimates are the
+/// empirical entropy (order 0, or order 1 for rans_o1) plus modelled table and framing costs,
+/// within kEstimateTolerance of the exact size (tested on real and synthetic streams).
+std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t> words, unsigned width);
+
+/// |estimate - exact| <= kEstimateRelative * exact + kEstimateAbsolute bytes.
+inline constexpr double kEstimateRelative = 0.03;
+inline constexpr uint64_t kEstimateAbsolute = 600;
 
 } // namespace brevis

@@ -22,9 +22,8 @@ std::vector<uint64_t> readWords(ByteSpan bytes, unsigned wordBytes) {
 
 /// A literal of `words` in its smallest encoding, its payload appended to `payload`.
 ExprPtr makeLit(std::span<const uint64_t> words, unsigned width, Bytes &payload) {
-  Encoding enc = chooseEncoding(words, width);
   uint64_t offset = payload.size();
-  encodeLit(enc, words, width, payload);
+  Encoding enc = encodeSmallest(words, width, payload);
   return Lit::make(StreamType{width, words.size()}, enc, ByteRange{offset, payload.size() - offset});
 }
 

@@ -8,7 +8,7 @@ PACKAGES=(
   llvm-19-dev llvm-19-tools
   antlr4 default-jre-headless libantlr4-runtime-dev uuid-dev
   libfmt-dev libgtest-dev libgmock-dev
-  libzstd-dev zstd libxxhash-dev nlohmann-json3-dev libcli11-dev
+  libzstd-dev zstd libxxhash-dev nlohmann-json3-dev libcli11-dev libhtscodecs-dev
 )
 
 missing=()

@@ -19,9 +19,9 @@ inline std::vector<uint64_t> referenceEvaluate(const Expr &e, const Payload &p, 
   case NodeKind::Lit: {
     const auto &l = as<Lit>(e);
     if (l.isInline()) return l.words();
-    std::vector<uint64_t> w(l.type.length);
-    decodeLitWords(l, p, 0, w.size(), w.data());
-    return w;
+    auto w = decodeLit(l, p);
+    EXPECT_TRUE(w) << w.error().message;
+    return w ? *w : std::vector<uint64_t>{};
   }
   case NodeKind::Const: return std::vector<uint64_t>(as<Const>(e).type.length, as<Const>(e).value);
   case NodeKind::Concat: {

@@ -60,11 +60,13 @@ TEST(LitCodec, RoundTripsEveryWidthAndEncoding) {
 TEST(LitCodec, BitpackUsesTheLargestWordsBitWidth) {
   std::vector<uint64_t> words = {1, 5, 3, 0}; // 3 bits each
   EXPECT_EQ(encodedSize(Encoding::Bitpack, words, 16), 1u + 2u);
-  EXPECT_EQ(chooseEncoding(words, 16), Encoding::Bitpack);
+  Bytes out;
+  EXPECT_EQ(encodeSmallest(words, 16, out), Encoding::Bitpack);
   std::vector<uint64_t> zeros(100, 0);
   EXPECT_EQ(encodedSize(Encoding::Bitpack, zeros, 8), 1u);
   std::vector<uint64_t> full = {0xff, 0x80};
-  EXPECT_EQ(chooseEncoding(full, 8), Encoding::Raw); // tie-break: raw is smaller by the header byte
+  out.clear();
+  EXPECT_EQ(encodeSmallest(full, 8, out), Encoding::Raw); // raw is smaller by the header byte
 }
 
 TEST(LitCodec, RejectsMalformedPayloads) {

@@ -1,0 +1,43 @@
+#pragma once
+// Decoding of `huffman` literals: read the table -> build a 2^L-entry lookup table -> per
+// block, decode the four interleaved LSB-first streams, several symbols per refill. The fast
+// loop loads 8 bytes at a time while every stream is at least 8 bytes from its end; the tail
+// loads byte by byte. Every block checks that each stream was consumed exactly.
+#include "lang/Result.h"
+#include "runtime/Bytes.h"
+#include "runtime/HuffmanCode.h"
+
+#include <memory>
+
+namespace brevis {
+
+/// A parsed, validated `huffman` literal that decodes block by block.
+class HuffmanDecoder {
+public:
+  /// Parses the table and the block layout of a literal of `count` words of `width` bits in
+  /// `bytes`; the bytes must stay alive and have 16 readable bytes after them (Payload does).
+  static Result<std::unique_ptr<HuffmanDecoder>> create(ByteSpan bytes, unsigned width, uint64_t count);
+
+  uint64_t blockWords() const { return blockWords_; }
+  size_t blockCount() const { return blocks_.size(); }
+  const std::vector<uint64_t> &alphabet() const { return code_.words; }
+
+  /// Decodes block `b` into symbol indices (alphabet() maps them to words); `out` holds at
+  /// least blockWords() entries. Fails on a stream that is too short or has bits left over.
+  Result<void> decodeBlock(size_t b, uint16_t *out) const;
+  /// Words [b * blockWords(), ...) of block b.
+  uint64_t blockLength(size_t b) const;
+
+private:
+  struct Block {
+    const uint8_t *streams[kHuffmanStreams];
+    uint64_t sizes[kHuffmanStreams];
+  };
+  HuffmanCode code_;
+  std::vector<uint32_t> table_; ///< 2^L entries: symbol << 8 | length
+  uint64_t count_ = 0;
+  uint64_t blockWords_ = 0;
+  std::vector<Block> blocks_;
+};
+
+} // namespace brevis

@@ -1,0 +1,160 @@
+#include "runtime/HuffmanEncode.h"
+
+#include <algorithm>
+#include <numeric>
+#include <queue>
+
+namespace brevis {
+
+namespace {
+
+/// Accumulates bits LSB first and emits whole bytes.
+class BitWriter {
+public:
+  explicit BitWriter(Bytes &out) : out_(out) {}
+  void put(uint32_t bits, unsigned count) {
+    acc_ |= uint64_t{bits} << filled_;
+    filled_ += count;
+    while (filled_ >= 8) {
+      out_.push_back(static_cast<uint8_t>(acc_));
+      acc_ >>= 8;
+      filled_ -= 8;
+    }
+  }
+  void finish() {
+    if (filled_) out_.push_back(static_cast<uint8_t>(acc_));
+    acc_ = 0;
+    filled_ = 0;
+  }
+
+private:
+  Bytes &out_;
+  uint64_t acc_ = 0;
+  unsigned filled_ = 0;
+};
+
+unsigned ceilLog2(uint64_t n) { return n <= 1 ? 0 : 64 - static_cast<unsigned>(__builtin_clzll(n - 1)); }
+
+} // namespace
+
+std::optional<WordHistogram> histogram(std::span<const uint64_t> words, unsigned width, uint64_t maxSymbols) {
+  WordHistogram h;
+  if (width <= 16) {
+    std::vector<uint64_t> counts(size_t{1} << width, 0);
+    for (uint64_t w : words) ++counts[w];
+    for (size_t v = 0; v < counts.size(); ++v)
+      if (counts[v]) {
+        h.words.push_back(v);
+        h.counts.push_back(counts[v]);
+      }
+  } else {
+    std::vector<uint64_t> sorted(words.begin(), words.end());
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < sorted.size();) {
+      size_t j = i;
+      while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
+      if (h.words.size() == maxSymbols) return std::nullopt;
+      h.words.push_back(sorted[i]);
+      h.counts.push_back(j - i);
+      i = j;
+    }
+  }
+  if (h.words.size() > maxSymbols) return std::nullopt;
+  return h;
+}
+
+std::vector<uint8_t> huffmanLengths(std::span<const uint64_t> counts, unsigned limit) {
+  const size_t k = counts.size();
+  // Plain Huffman over a min-heap; parents recorded to read off depths.
+  using Node = std::pair<uint64_t, uint32_t>; // (weight, node id)
+  std::priority_queue<Node, std::vector<Node>, std::greater<>> heap;
+  std::vector<uint32_t> parent(2 * k - 1, 0);
+  for (uint32_t i = 0; i < k; ++i) heap.push({counts[i], i});
+  uint32_t next = static_cast<uint32_t>(k);
+  while (heap.size() > 1) {
+    auto a = heap.top();
+    heap.pop();
+    auto b = heap.top();
+    heap.pop();
+    parent[a.second] = parent[b.second] = next;
+    heap.push({a.first + b.first, next++});
+  }
+  const uint32_t root = next - 1;
+  std::vector<unsigned> depth(2 * k - 1, 0);
+  for (uint32_t n = root; n-- > 0;) depth[n] = depth[parent[n]] + 1; // parents have larger ids
+  unsigned maxDepth = 0;
+  for (size_t i = 0; i < k; ++i) maxDepth = std::max(maxDepth, depth[i]);
+
+  // Count codes per length, then push long codes up to `limit` (JPEG, ITU T.81 Annex K.3):
+  // each step replaces two codes of length i by one of length i-1 and splits a shorter leaf,
+  // which keeps the Kraft sum at exactly 1.
+  std::vector<uint64_t> bits(std::max(maxDepth, limit) + 1, 0);
+  for (size_t i = 0; i < k; ++i) ++bits[depth[i]];
+  for (unsigned i = maxDepth; i > limit; --i) {
+    while (bits[i] > 0) {
+      unsigned j = i - 2;
+      while (bits[j] == 0) --j;
+      bits[i] -= 2;
+      bits[i - 1] += 1;
+      bits[j + 1] += 2;
+      bits[j] -= 1;
+    }
+  }
+  // Shortest codes to the most frequent symbols; ties by symbol index, for determinism.
+  std::vector<uint32_t> order(k);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return counts[a] > counts[b]; });
+  std::vector<uint8_t> lengths(k);
+  size_t at = 0;
+  for (unsigned len = 1; len <= limit; ++len)
+    for (uint64_t c = 0; c < bits[len]; ++c) lengths[order[at++]] = static_cast<uint8_t>(len);
+  return lengths;
+}
+
+bool encodeHuffman(std::span<const uint64_t> words, unsigned width, Bytes &out) {
+  auto h = histogram(words, width, kHuffmanMaxSymbols);
+  if (!h || h->words.empty()) return false;
+  HuffmanCode code;
+  code.words = h->words;
+  const size_t k = code.words.size();
+  if (k >= 2) {
+    // 11 bits keep the decoding table in L1 for byte alphabets; larger alphabets need more.
+    unsigned limit = std::max(11u, ceilLog2(k));
+    code.lengths = huffmanLengths(h->counts, limit);
+    code.maxLength = *std::max_element(code.lengths.begin(), code.lengths.end());
+  }
+  writeHuffmanCode(code, out);
+  if (k == 1) return true; // every word is the one symbol
+
+  std::vector<uint32_t> codes = canonicalCodesLsbFirst(code);
+  // Symbol of each word: a direct table for narrow words, binary search otherwise.
+  std::vector<uint32_t> direct;
+  if (width <= 16) {
+    direct.assign(size_t{1} << width, 0);
+    for (uint32_t s = 0; s < k; ++s) direct[code.words[s]] = s;
+  }
+  auto symbolOf = [&](uint64_t w) -> uint32_t {
+    if (!direct.empty()) return direct[w];
+    return static_cast<uint32_t>(std::lower_bound(code.words.begin(), code.words.end(), w) - code.words.begin());
+  };
+
+  putVarint(out, kHuffmanBlockWords);
+  Bytes streams[kHuffmanStreams];
+  for (uint64_t begin = 0; begin < words.size(); begin += kHuffmanBlockWords) {
+    uint64_t end = std::min<uint64_t>(words.size(), begin + kHuffmanBlockWords);
+    for (unsigned s = 0; s < kHuffmanStreams; ++s) {
+      streams[s].clear();
+      BitWriter writer(streams[s]);
+      for (uint64_t i = begin + s; i < end; i += kHuffmanStreams) {
+        uint32_t sym = symbolOf(words[i]);
+        writer.put(codes[sym], code.lengths[sym]);
+      }
+      writer.finish();
+    }
+    for (const auto &s : streams) putVarint(out, s.size());
+    for (const auto &s : streams) out.insert(out.end(), s.begin(), s.end());
+  }
+  return true;
+}
+
+} // namespace brevis
