@@ -138,8 +138,10 @@ std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t
     unsigned distinct = 0;
     for (uint64_t c : counts) distinct += c != 0;
     uint64_t blocks = blocksOf(n, kRansBlockWords);
-    // htscodecs: a frequency table of about 2 bytes per symbol, 32 final states of 4 bytes.
-    return static_cast<uint64_t>(entropyBits(counts, n) / 8) + blocks * (distinct * 2 + 140) + 4;
+    // htscodecs: a frequency table of about 2 bytes per symbol, 32 final states of 4 bytes; it
+    // stores a block as is when coding would not make it smaller.
+    uint64_t coded = static_cast<uint64_t>(entropyBits(counts, n) / 8) + blocks * (distinct * 2 + 140);
+    return std::min(coded, n + blocks * 16) + 4;
   }
   case Encoding::RansO1: {
     if (n == 0 || width > kRansMaxWidth) return std::nullopt;
@@ -160,8 +162,10 @@ std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t
       for (uint64_t x : row) used += x != 0;
     }
     uint64_t blocks = blocksOf(n, kRansBlockWords);
-    // Order-1 tables: about 1.5 bytes per used (context, symbol) pair.
-    return static_cast<uint64_t>(bits / 8) + blocks * (used * 3 / 2 + 300) + 4;
+    // Order-1 tables: about 0.55 bytes per used (context, symbol) pair (measured on real
+    // exponent and mantissa streams); stored as is when coding would not help.
+    uint64_t coded = static_cast<uint64_t>(bits / 8) + blocks * (used * 55 / 100 + 300);
+    return std::min(coded, n + blocks * 16) + 4;
   }
   }
   return std::nullopt;

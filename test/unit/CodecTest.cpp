@@ -1,0 +1,223 @@
+// Literal codecs: round trips of every encoding over widths, sizes and distributions (empty,
+// one symbol, uniform, skewed, full 16-bit alphabets, block boundaries), rejection of
+// truncated and corrupt payloads, Huffman code construction, and the size estimators' bound.
+#include "runtime/FileIO.h"
+#include "runtime/HuffmanEncode.h"
+#include "runtime/LitDecode.h"
+#include "runtime/LitEncode.h"
+#include "runtime/RansCodec.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+using namespace brevis;
+
+namespace {
+
+enum class Shape { Uniform, Skewed, OneSymbol, FewSymbols };
+
+std::vector<uint64_t> makeWords(std::mt19937_64 &rng, size_t n, unsigned width, Shape shape) {
+  std::vector<uint64_t> w(n);
+  std::geometric_distribution<uint64_t> geometric(0.3);
+  uint64_t one = rng() & widthMask(width);
+  for (auto &x : w) {
+    switch (shape) {
+    case Shape::Uniform: x = rng() & widthMask(width); break;
+    case Shape::Skewed: x = (geometric(rng) * 0x9e3779b97f4a7c15ull) & widthMask(width); break;
+    case Shape::OneSymbol: x = one; break;
+    case Shape::FewSymbols: x = (one + rng() % 3) & widthMask(width); break;
+    }
+  }
+  return w;
+}
+
+/// Encodes `words` as `enc` into a payload (after a 3-byte prefix, so offsets are non-zero)
+/// and decodes them back through validateLit and a LitCursor, in uneven reads.
+void expectRoundTrip(Encoding enc, const std::vector<uint64_t> &words, unsigned width, const std::string &what) {
+  Bytes bytes = {1, 2, 3};
+  ASSERT_TRUE(encodeLit(enc, words, width, bytes)) << what;
+  Payload payload = Payload::fromBytes(bytes);
+  auto lit = Lit::make(StreamType{width, words.size()}, enc, ByteRange{3, bytes.size() - 3});
+  ASSERT_TRUE(validateLit(*lit, payload)) << what;
+  auto cursor = LitCursor::open(*lit, payload);
+  ASSERT_TRUE(cursor) << what << ": " << cursor.error().message;
+  std::vector<uint64_t> back(words.size());
+  for (size_t at = 0, step = 1; at < back.size(); at += step, step = step * 3 + 1) {
+    size_t n = std::min(step, back.size() - at);
+    auto r = (*cursor)->read(back.data() + at, n);
+    ASSERT_TRUE(r) << what << ": " << r.error().message;
+  }
+  EXPECT_EQ(back, words) << what;
+  // After reset the literal decodes again from the start.
+  (*cursor)->reset();
+  if (!words.empty()) {
+    uint64_t firstWord = ~uint64_t{0};
+    ASSERT_TRUE((*cursor)->read(&firstWord, 1));
+    EXPECT_EQ(firstWord, words[0]) << what;
+  }
+}
+
+} // namespace
+
+TEST(Codec, EveryEncodingRoundTripsEveryWidthAndShape) {
+  std::mt19937_64 rng(42);
+  std::vector<unsigned> widths;
+  for (unsigned w = 1; w <= 16; ++w) widths.push_back(w);
+  widths.push_back(32);
+  widths.push_back(64);
+  for (Encoding enc : kAllEncodings) {
+    for (unsigned width : widths) {
+      if (width > maxEncodingWidth(enc)) continue;
+      for (Shape shape : {Shape::Uniform, Shape::Skewed, Shape::OneSymbol, Shape::FewSymbols}) {
+        for (size_t n : {size_t{1}, size_t{2}, size_t{5}, size_t{1000}, size_t{4099}}) {
+          auto words = makeWords(rng, n, width, shape);
+          if (!encodingApplies(enc, words, width)) continue;
+          expectRoundTrip(enc, words, width,
+                          fmt::format("{} u{}[{}] shape {}", encodingName(enc), width, n, static_cast<int>(shape)));
+        }
+      }
+    }
+  }
+}
+
+TEST(Codec, EmptyStreamsUseRawOrBitpack) {
+  std::vector<uint64_t> none;
+  EXPECT_FALSE(encodingApplies(Encoding::Huffman, none, 8));
+  EXPECT_FALSE(encodingApplies(Encoding::Rans, none, 8));
+  Bytes out;
+  EXPECT_EQ(encodeSmallest(none, 8, out), Encoding::Raw);
+  EXPECT_TRUE(out.empty());
+  expectRoundTrip(Encoding::Bitpack, none, 12, "empty bitpack");
+}
+
+TEST(Codec, HuffmanHandlesAFull16BitAlphabetAndWideSparseWords) {
+  std::vector<uint64_t> all(65536 * 2);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = (i * 40503) & 0xffff;
+  expectRoundTrip(Encoding::Huffman, all, 16, "full 16-bit alphabet");
+
+  std::mt19937_64 rng(9);
+  std::vector<uint64_t> sparse(20000);
+  std::vector<uint64_t> pool(300);
+  for (auto &p : pool) p = rng();
+  for (auto &x : sparse) x = pool[rng() % pool.size()] >> (rng() % 2 ? 0 : 40);
+  expectRoundTrip(Encoding::Huffman, sparse, 64, "sparse 64-bit words");
+
+  std::vector<uint64_t> tooMany(70000);
+  for (size_t i = 0; i < tooMany.size(); ++i) tooMany[i] = i * 977;
+  EXPECT_FALSE(encodingApplies(Encoding::Huffman, tooMany, 32));
+  Bytes out;
+  EXPECT_FALSE(encodeLit(Encoding::Huffman, tooMany, 32, out));
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(Codec, BlockBoundariesRoundTrip) {
+  std::mt19937_64 rng(3);
+  auto words = makeWords(rng, kHuffmanBlockWords * 2 + 7, 8, Shape::Skewed);
+  expectRoundTrip(Encoding::Huffman, words, 8, "huffman, three blocks");
+  auto bytes = makeWords(rng, kRansBlockWords + 3, 8, Shape::Skewed);
+  expectRoundTrip(Encoding::Rans, bytes, 8, "rans, two blocks");
+  expectRoundTrip(Encoding::RansO1, bytes, 8, "rans_o1, two blocks");
+}
+
+TEST(Codec, HuffmanLengthsAreCompleteAndLimited) {
+  // Fibonacci counts force the deepest unlimited tree: the limit must bind and keep the code complete.
+  std::vector<uint64_t> counts = {1, 1};
+  while (counts.size() < 40) counts.push_back(counts[counts.size() - 1] + counts[counts.size() - 2]);
+  for (unsigned limit : {11u, 12u, 16u}) {
+    auto lengths = huffmanLengths(counts, limit);
+    uint64_t kraft = 0;
+    for (uint8_t len : lengths) {
+      EXPECT_GE(len, 1);
+      EXPECT_LE(len, limit);
+      kraft += uint64_t{1} << (32 - len);
+    }
+    EXPECT_EQ(kraft, uint64_t{1} << 32) << "limit " << limit;
+    // More frequent symbols never get longer codes.
+    for (size_t i = 1; i < counts.size(); ++i) EXPECT_LE(lengths[i], lengths[i - 1]);
+  }
+}
+
+TEST(Codec, TruncatedAndCorruptPayloadsAreRejectedSafely) {
+  std::mt19937_64 rng(77);
+  for (Encoding enc : {Encoding::Huffman, Encoding::Rans, Encoding::RansO1}) {
+    auto words = makeWords(rng, 5000, 8, Shape::Skewed);
+    Bytes good;
+    ASSERT_TRUE(encodeLit(enc, words, 8, good));
+    // Every truncation is an error: the framing accounts for every byte.
+    for (size_t cut = 0; cut < good.size(); cut += std::max<size_t>(1, good.size() / 97)) {
+      Bytes bytes(good.begin(), good.begin() + cut);
+      Payload payload = Payload::fromBytes(bytes);
+      auto lit = Lit::make(StreamType{8, words.size()}, enc, ByteRange{0, cut});
+      auto valid = validateLit(*lit, payload);
+      if (!valid) continue;
+      auto decoded = decodeLit(*lit, payload);
+      EXPECT_FALSE(decoded) << encodingName(enc) << " truncated to " << cut << " bytes decoded";
+    }
+    // Random corruption: never a crash or an out-of-bounds read (run under ASan to see), and
+    // what decodes has the literal's length.
+    for (int round = 0; round < 300; ++round) {
+      Bytes bytes = good;
+      for (int k = 0; k < 1 + round % 4; ++k) bytes[rng() % bytes.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
+      Payload payload = Payload::fromBytes(bytes);
+      auto lit = Lit::make(StreamType{8, words.size()}, enc, ByteRange{0, bytes.size()});
+      if (!validateLit(*lit, payload)) continue;
+      auto decoded = decodeLit(*lit, payload);
+      if (decoded) {
+        EXPECT_EQ(decoded->size(), words.size());
+      }
+    }
+  }
+}
+
+TEST(Codec, RansRejectsBytesWiderThanTheLiteral) {
+  std::vector<uint64_t> wide = {200, 17, 3, 255};
+  Bytes bytes;
+  ASSERT_TRUE(encodeLit(Encoding::Rans, wide, 8, bytes));
+  Payload payload = Payload::fromBytes(bytes);
+  auto narrow = Lit::make(StreamType{4, wide.size()}, Encoding::Rans, ByteRange{0, bytes.size()});
+  auto decoded = decodeLit(*narrow, payload);
+  ASSERT_FALSE(decoded);
+  EXPECT_NE(decoded.error().message.find("wider than 4 bits"), std::string::npos);
+}
+
+TEST(Codec, SmallestEncodingIsKeptAndEstimatesStayWithinTheirBound) {
+  std::mt19937_64 rng(5);
+  std::vector<std::pair<std::string, std::vector<uint64_t>>> streams;
+  // Real BF16 exponents and mantissas from the committed checkpoint.
+  auto model = readFile(std::string(BREVIS_TEST_DATA) + "/stories260K.bf16.safetensors");
+  ASSERT_TRUE(model);
+  uint64_t headerLength;
+  std::memcpy(&headerLength, model->data(), 8);
+  std::vector<uint64_t> exponents, mantissas;
+  for (size_t at = 8 + headerLength; at + 1 < model->size(); at += 2) {
+    uint16_t w = static_cast<uint16_t>((*model)[at] | ((*model)[at + 1] << 8));
+    exponents.push_back((w >> 7) & 0xff);
+    mantissas.push_back(w & 0x7f);
+  }
+  streams.push_back({"bf16 exponents", exponents});
+  streams.push_back({"bf16 mantissas", mantissas});
+  streams.push_back({"skewed u8", makeWords(rng, 300000, 8, Shape::Skewed)});
+  streams.push_back({"uniform u8", makeWords(rng, 100000, 8, Shape::Uniform)});
+  streams.push_back({"few u5", makeWords(rng, 50000, 5, Shape::FewSymbols)});
+  for (const auto &[name, words] : streams) {
+    unsigned width = 8;
+    uint64_t smallest = ~uint64_t{0};
+    for (Encoding enc : kAllEncodings) {
+      Bytes bytes;
+      if (!encodeLit(enc, words, width, bytes)) continue;
+      smallest = std::min<uint64_t>(smallest, bytes.size());
+      auto estimate = estimateSize(enc, words, width);
+      ASSERT_TRUE(estimate) << name;
+      double error = std::abs(static_cast<double>(*estimate) - static_cast<double>(bytes.size()));
+      EXPECT_LE(error, kEstimateRelative * static_cast<double>(bytes.size()) + kEstimateAbsolute)
+          << name << " " << encodingName(enc) << ": estimate " << *estimate << ", exact " << bytes.size();
+    }
+    Bytes chosen;
+    encodeSmallest(words, width, chosen);
+    EXPECT_EQ(chosen.size(), smallest) << name;
+  }
+}
