@@ -1,0 +1,231 @@
+// Benchmark: the literal codecs against zstd on the same streams, one core, in one run.
+//
+//   codec_bench [--mib N] [--runs R] CHECKPOINT...     speed and size table (Markdown)
+//   codec_bench --order1 CHECKPOINT...                 rans_o1 vs rans on float exponents
+//
+// Streams: the BF16/F16/F32 exponent bytes of the given checkpoints, tiled to N MiB (default
+// 64), and N MiB of uniformly random bytes. Throughput is in MB/s of the stream's bytes, the
+// median of R runs (default 5).
+#include "runtime/FileIO.h"
+#include "runtime/HuffmanDecode.h"
+#include "runtime/HuffmanEncode.h"
+#include "runtime/LitDecode.h"
+#include "runtime/LitEncode.h"
+#include "runtime/RansCodec.h"
+#include "runtime/Safetensors.h"
+
+#include <fmt/format.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace brevis;
+
+namespace {
+
+double medianSeconds(int runs, const std::function<void()> &f) {
+  std::vector<double> t;
+  for (int r = 0; r < runs; ++r) {
+    auto a = std::chrono::steady_clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+/// Exponent bytes of every float tensor of a safetensors file.
+std::vector<uint8_t> exponentBytes(const Bytes &file) {
+  std::vector<uint8_t> out;
+  auto layout = parseSafetensors(file);
+  if (!layout) return out;
+  for (const auto &t : layout->tensors) {
+    const auto &info = dtypeInfo(t.dtype);
+    if (!info.isFloat() || info.exponentBits > 8) continue;
+    unsigned bytes = info.wordBits / 8;
+    for (uint64_t at = t.begin; at + bytes <= t.end; at += bytes) {
+      uint64_t w = 0;
+      std::memcpy(&w, file.data() + at, bytes);
+      out.push_back(static_cast<uint8_t>((w >> info.mantissaBits) & widthMask(info.exponentBits)));
+    }
+  }
+  return out;
+}
+
+double entropyBytes(const std::vector<uint8_t> &s) {
+  uint64_t counts[256] = {};
+  for (uint8_t b : s) ++counts[b];
+  double bits = 0;
+  for (uint64_t c : counts)
+    if (c) bits -= static_cast<double>(c) * std::log2(static_cast<double>(c) / static_cast<double>(s.size()));
+  return bits / 8;
+}
+
+struct Row {
+  std::string codec;
+  uint64_t size;
+  double encodeSeconds, decodeSeconds;
+};
+
+void report(const std::string &name, const std::vector<uint8_t> &stream, int runs) {
+  const double mb = static_cast<double>(stream.size()) / 1e6;
+  std::vector<Row> rows;
+  std::vector<uint64_t> words(stream.begin(), stream.end());
+
+  for (int level : {1, 3}) {
+    Bytes packed(ZSTD_compressBound(stream.size()));
+    size_t size = 0;
+    double enc = medianSeconds(runs, [&] { size = ZSTD_compress(packed.data(), packed.size(), stream.data(), stream.size(), level); });
+    std::vector<uint8_t> back(stream.size());
+    double dec = medianSeconds(runs, [&] { ZSTD_decompress(back.data(), back.size(), packed.data(), size); });
+    if (back != stream) fmt::print(stderr, "zstd round trip failed\n");
+    rows.push_back({fmt::format("zstd -{}", level), size, enc, dec});
+  }
+
+  {
+    Bytes packed;
+    double enc = medianSeconds(runs, [&] {
+      packed.clear();
+      encodeHuffman(words, 8, packed);
+    });
+    auto decoder = HuffmanDecoder::create(packed, 8, words.size());
+    std::vector<uint16_t> symbols(decoder ? (*decoder)->blockWords() : 0);
+    bool ok = true;
+    double dec = medianSeconds(runs, [&] {
+      for (size_t b = 0; b < (*decoder)->blockCount(); ++b) ok &= static_cast<bool>((*decoder)->decodeBlock(b, symbols.data()));
+    });
+    if (!ok) fmt::print(stderr, "huffman decode failed\n");
+    rows.push_back({"brevis huffman", packed.size(), enc, dec});
+  }
+
+  for (unsigned order : {0u, 1u}) {
+    Bytes packed;
+    double enc = medianSeconds(runs, [&] {
+      packed.clear();
+      encodeRans(words, order, packed);
+    });
+    auto decoder = RansDecoder::create(packed, 8, words.size());
+    std::vector<uint8_t> out((*decoder)->blockWords());
+    bool ok = true;
+    double dec = medianSeconds(runs, [&] {
+      for (size_t b = 0; b < (*decoder)->blockCount(); ++b) ok &= static_cast<bool>((*decoder)->decodeBlock(b, out.data()));
+    });
+    if (!ok) fmt::print(stderr, "rans decode failed\n");
+    rows.push_back({order ? "brevis rans_o1" : "brevis rans", packed.size(), enc, dec});
+  }
+
+  for (Encoding e : {Encoding::Raw, Encoding::Bitpack}) {
+    Bytes packed;
+    double enc = medianSeconds(runs, [&] {
+      packed.clear();
+      encodeLit(e, words, 8, packed);
+    });
+    Payload payload = Payload::fromBytes(packed);
+    auto lit = Lit::make(StreamType{8, words.size()}, e, ByteRange{0, packed.size()});
+    std::vector<uint64_t> out(1 << 16);
+    double dec = medianSeconds(runs, [&] {
+      for (uint64_t at = 0; at < words.size(); at += out.size())
+        decodeLitWords(*lit, payload, at, std::min<uint64_t>(out.size(), words.size() - at), out.data());
+    });
+    rows.push_back({fmt::format("brevis {}", encodingName(e)), packed.size(), enc, dec});
+  }
+
+  double h0 = entropyBytes(stream);
+  fmt::print("\n### {} ({:.1f} MiB, order-0 entropy {:.4f} bits/byte)\n\n", name,
+             static_cast<double>(stream.size()) / (1 << 20), 8 * h0 / static_cast<double>(stream.size()));
+  fmt::print("| codec | size | vs entropy | encode MB/s | decode MB/s | decode vs zstd -1 | encode vs zstd -3 |\n");
+  fmt::print("|---|---|---|---|---|---|---|\n");
+  const Row &z1 = rows[0], &z3 = rows[1];
+  for (const Row &r : rows)
+    fmt::print("| {} | {:.2f}% | {:+.2f}% | {:.0f} | {:.0f} | {:.2f}x | {:.2f}x |\n", r.codec,
+               100.0 * static_cast<double>(r.size) / static_cast<double>(stream.size()),
+               100.0 * (static_cast<double>(r.size) - h0) / h0, mb / r.encodeSeconds, mb / r.decodeSeconds,
+               z1.decodeSeconds / r.decodeSeconds, z3.encodeSeconds / r.encodeSeconds);
+}
+
+void order1Report(const std::vector<std::string> &files) {
+  fmt::print("| checkpoint | exponent bytes | rans | rans_o1 | gain |\n|---|---|---|---|---|\n");
+  for (const auto &path : files) {
+    auto file = readFile(path);
+    if (!file) continue;
+    auto exps = exponentBytes(*file);
+    if (exps.empty()) continue;
+    // Per tensor, as the synthesizer codes them, summed over the file.
+    auto layout = parseSafetensors(*file);
+    uint64_t o0 = 0, o1 = 0;
+    for (const auto &t : layout->tensors) {
+      const auto &info = dtypeInfo(t.dtype);
+      if (!info.isFloat() || info.exponentBits > 8 || t.end == t.begin) continue;
+      std::vector<uint64_t> words;
+      unsigned bytes = info.wordBits / 8;
+      for (uint64_t at = t.begin; at + bytes <= t.end; at += bytes) {
+        uint64_t w = 0;
+        std::memcpy(&w, file->data() + at, bytes);
+        words.push_back((w >> info.mantissaBits) & widthMask(info.exponentBits));
+      }
+      Bytes a, b;
+      encodeRans(words, 0, a);
+      encodeRans(words, 1, b);
+      o0 += a.size();
+      o1 += b.size();
+    }
+    std::string name = path.substr(path.find_last_of('/') + 1);
+    fmt::print("| {} | {} | {} | {} | {:+.2f}% |\n", name, exps.size(), o0, o1,
+               100.0 * (static_cast<double>(o0) - static_cast<double>(o1)) / static_cast<double>(o0));
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  size_t mib = 64;
+  int runs = 5;
+  bool order1 = false;
+  std::vector<std::string> files;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--mib" && i + 1 < argc) mib = std::stoul(argv[++i]);
+    else if (a == "--runs" && i + 1 < argc) runs = std::stoi(argv[++i]);
+    else if (a == "--order1") order1 = true;
+    else files.push_back(a);
+  }
+  if (files.empty()) {
+    fmt::print(stderr, "usage: codec_bench [--mib N] [--runs R] [--order1] CHECKPOINT...\n");
+    return 2;
+  }
+  if (order1) {
+    order1Report(files);
+    return 0;
+  }
+  std::vector<uint8_t> exps;
+  for (const auto &f : files) {
+    auto file = readFile(f);
+    if (!file) {
+      fmt::print(stderr, "{}\n", file.error().message);
+      return 1;
+    }
+    auto e = exponentBytes(*file);
+    exps.insert(exps.end(), e.begin(), e.end());
+  }
+  if (exps.empty()) {
+    fmt::print(stderr, "no float exponents in the given files\n");
+    return 1;
+  }
+  const size_t target = mib << 20;
+  std::vector<uint8_t> tiled;
+  tiled.reserve(target);
+  while (tiled.size() < target) tiled.insert(tiled.end(), exps.begin(), exps.begin() + std::min(exps.size(), target - tiled.size()));
+  std::vector<uint8_t> random(target);
+  std::mt19937_64 rng(1);
+  for (auto &b : random) b = static_cast<uint8_t>(rng());
+  report("BF16 exponent bytes", tiled, runs);
+  report("uniformly random bytes", random, runs);
+  return 0;
+}
