@@ -20,7 +20,6 @@ struct BitStream {
   const uint8_t *end;
   uint64_t bits = 0;
   unsigned count = 0;
-  uint64_t consumed = 0; ///< bits decoded so far
 
   /// Branch-free refill to at least 56 bits; reads 8 bytes at `next` (caller ensures next <= end,
   /// and the buffer has slack after end).
@@ -91,10 +90,17 @@ uint64_t HuffmanDecoder::blockLength(size_t b) const {
   return std::min(blockWords_, count_ - begin);
 }
 
-Result<void> HuffmanDecoder::decodeBlock(size_t b, uint16_t *out) const {
+Result<void> HuffmanDecoder::decodeBlock(size_t b, uint16_t *out) const { return decodeBlockInto(b, out); }
+
+Result<void> HuffmanDecoder::decodeBlock(size_t b, uint8_t *out) const {
+  if (code_.words.size() > 256) return Error{"huffman alphabet does not fit in bytes"};
+  return decodeBlockInto(b, out);
+}
+
+template <typename Symbol> Result<void> HuffmanDecoder::decodeBlockInto(size_t b, Symbol *out) const {
   const uint64_t n = blockLength(b);
   if (code_.words.size() == 1) {
-    std::memset(out, 0, n * sizeof(uint16_t));
+    std::memset(out, 0, n * sizeof(Symbol));
     return {};
   }
   const Block &block = blocks_[b];
@@ -106,13 +112,12 @@ Result<void> HuffmanDecoder::decodeBlock(size_t b, uint16_t *out) const {
     s[k].next = block.streams[k];
     s[k].end = block.streams[k] + block.sizes[k];
   }
-  auto decodeOne = [&](BitStream &st) -> uint16_t {
+  auto decodeOne = [&](BitStream &st) -> Symbol {
     uint32_t e = table[st.bits & mask];
     unsigned len = e & 0xff;
     st.bits >>= len;
     st.count -= len;
-    st.consumed += len;
-    return static_cast<uint16_t>(e >> 8);
+    return static_cast<Symbol>(e >> 8);
   };
 
   // Word i of the block belongs to stream i % 4; a round decodes `perRefill` words per stream.
@@ -137,10 +142,11 @@ Result<void> HuffmanDecoder::decodeBlock(size_t b, uint16_t *out) const {
   for (unsigned k = 0; k < kHuffmanStreams; ++k) {
     // Exactly the stream's bytes were used, and the unused bits of its last byte are zero.
     uint64_t size = block.sizes[k];
-    if (s[k].consumed > size * 8 || (s[k].consumed + 7) / 8 != size)
-      return Error{fmt::format("huffman block {} stream {} is corrupt: {} bits decoded from {} bytes", b, k,
-                               s[k].consumed, size)};
-    if (s[k].consumed % 8 && (block.streams[k][size - 1] >> (s[k].consumed % 8)) != 0)
+    uint64_t consumed = static_cast<uint64_t>(s[k].next - block.streams[k]) * 8 - s[k].count;
+    if (consumed > size * 8 || (consumed + 7) / 8 != size)
+      return Error{fmt::format("huffman block {} stream {} is corrupt: {} bits decoded from {} bytes", b, k, consumed,
+                               size)};
+    if (consumed % 8 && (block.streams[k][size - 1] >> (consumed % 8)) != 0)
       return Error{fmt::format("huffman block {} stream {} has non-zero padding bits", b, k)};
   }
   return {};

@@ -25,10 +25,14 @@ public:
   /// Decodes block `b` into symbol indices (alphabet() maps them to words); `out` holds at
   /// least blockWords() entries. Fails on a stream that is too short or has bits left over.
   Result<void> decodeBlock(size_t b, uint16_t *out) const;
+  /// The same for alphabets of at most 256 words (a quarter of the memory traffic of words).
+  Result<void> decodeBlock(size_t b, uint8_t *out) const;
   /// Words [b * blockWords(), ...) of block b.
   uint64_t blockLength(size_t b) const;
 
 private:
+  template <typename Symbol> Result<void> decodeBlockInto(size_t b, Symbol *out) const;
+
   struct Block {
     const uint8_t *streams[kHuffmanStreams];
     uint64_t sizes[kHuffmanStreams];

@@ -122,8 +122,8 @@ private:
 };
 
 /// Serves words from one decoded block at a time. Decoder: HuffmanDecoder or RansDecoder;
-/// Symbol: what its decodeBlock() writes; toWord maps a symbol to its word.
-template <typename Decoder, typename Symbol> class BlockCursor final : public LitCursor {
+/// Symbol: what its decodeBlock() writes; with MapsAlphabet, symbols index decoder.alphabet().
+template <typename Decoder, typename Symbol, bool MapsAlphabet> class BlockCursor final : public LitCursor {
 public:
   explicit BlockCursor(std::unique_ptr<Decoder> d) : decoder_(std::move(d)) {}
   Result<void> read(uint64_t *out, size_t n) override {
@@ -134,7 +134,7 @@ public:
       }
       size_t take = static_cast<size_t>(std::min<uint64_t>(n, length_ - pos_));
       const Symbol *s = symbols_.data() + pos_;
-      if constexpr (std::is_same_v<Symbol, uint16_t>) {
+      if constexpr (MapsAlphabet) {
         const uint64_t *alphabet = decoder_->alphabet().data();
         for (size_t i = 0; i < take; ++i) out[i] = alphabet[s[i]];
       } else {
@@ -177,14 +177,16 @@ Result<std::unique_ptr<LitCursor>> LitCursor::open(const Lit &lit, const Payload
     if (!d) return d.error();
     if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
       return Error{"huffman literal has blocks larger than any encoder writes"};
-    return std::unique_ptr<LitCursor>(new BlockCursor<HuffmanDecoder, uint16_t>(std::move(*d)));
+    if ((*d)->alphabet().size() <= 256)
+      return std::unique_ptr<LitCursor>(new BlockCursor<HuffmanDecoder, uint8_t, true>(std::move(*d)));
+    return std::unique_ptr<LitCursor>(new BlockCursor<HuffmanDecoder, uint16_t, true>(std::move(*d)));
   }
   if (lit.type.width > kRansMaxWidth) return Error{"rans literals hold words of at most 8 bits"};
   auto d = RansDecoder::create(bytes, lit.type.width, lit.type.length);
   if (!d) return d.error();
   if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
     return Error{"rans literal has blocks larger than any encoder writes"};
-  return std::unique_ptr<LitCursor>(new BlockCursor<RansDecoder, uint8_t>(std::move(*d)));
+  return std::unique_ptr<LitCursor>(new BlockCursor<RansDecoder, uint8_t, false>(std::move(*d)));
 }
 
 Result<std::vector<uint64_t>> decodeLit(const Lit &lit, const Payload &payload) {

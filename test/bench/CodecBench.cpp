@@ -96,7 +96,7 @@ void report(const std::string &name, const std::vector<uint8_t> &stream, int run
       encodeHuffman(words, 8, packed);
     });
     auto decoder = HuffmanDecoder::create(packed, 8, words.size());
-    std::vector<uint16_t> symbols(decoder ? (*decoder)->blockWords() : 0);
+    std::vector<uint8_t> symbols(decoder ? (*decoder)->blockWords() : 0);
     bool ok = true;
     double dec = medianSeconds(runs, [&] {
       for (size_t b = 0; b < (*decoder)->blockCount(); ++b) ok &= static_cast<bool>((*decoder)->decodeBlock(b, symbols.data()));
