@@ -97,6 +97,22 @@ Result<void> HuffmanDecoder::decodeBlock(size_t b, uint8_t *out) const {
   return decodeBlockInto(b, out);
 }
 
+Result<void> HuffmanDecoder::checkStreamsConsumed(size_t b, const void *streams) const {
+  const BitStream *s = static_cast<const BitStream *>(streams);
+  const Block &block = blocks_[b];
+  for (unsigned k = 0; k < kHuffmanStreams; ++k) {
+    // Exactly the stream's bytes were used, and the unused bits of its last byte are zero.
+    uint64_t size = block.sizes[k];
+    uint64_t consumed = static_cast<uint64_t>(s[k].next - block.streams[k]) * 8 - s[k].count;
+    if (consumed > size * 8 || (consumed + 7) / 8 != size)
+      return Error{fmt::format("huffman block {} stream {} is corrupt: {} bits decoded from {} bytes", b, k, consumed,
+                               size)};
+    if (consumed % 8 && (block.streams[k][size - 1] >> (consumed % 8)) != 0)
+      return Error{fmt::format("huffman block {} stream {} has non-zero padding bits", b, k)};
+  }
+  return {};
+}
+
 template <typename Symbol> Result<void> HuffmanDecoder::decodeBlockInto(size_t b, Symbol *out) const {
   const uint64_t n = blockLength(b);
   if (code_.words.size() == 1) {
@@ -139,17 +155,7 @@ template <typename Symbol> Result<void> HuffmanDecoder::decodeBlockInto(size_t b
     if (st.count < L) st.refillSafe();
     out[i] = decodeOne(st);
   }
-  for (unsigned k = 0; k < kHuffmanStreams; ++k) {
-    // Exactly the stream's bytes were used, and the unused bits of its last byte are zero.
-    uint64_t size = block.sizes[k];
-    uint64_t consumed = static_cast<uint64_t>(s[k].next - block.streams[k]) * 8 - s[k].count;
-    if (consumed > size * 8 || (consumed + 7) / 8 != size)
-      return Error{fmt::format("huffman block {} stream {} is corrupt: {} bits decoded from {} bytes", b, k, consumed,
-                               size)};
-    if (consumed % 8 && (block.streams[k][size - 1] >> (consumed % 8)) != 0)
-      return Error{fmt::format("huffman block {} stream {} has non-zero padding bits", b, k)};
-  }
-  return {};
+  return checkStreamsConsumed(b, s);
 }
 
 } // namespace brevis

@@ -32,6 +32,8 @@ public:
 
 private:
   template <typename Symbol> Result<void> decodeBlockInto(size_t b, Symbol *out) const;
+  /// Checks that each stream of block b (BitStream[4] after decoding) used exactly its bytes.
+  Result<void> checkStreamsConsumed(size_t b, const void *streams) const;
 
   struct Block {
     const uint8_t *streams[kHuffmanStreams];
