@@ -44,7 +44,7 @@ Result<void> validateLit(const Lit &lit, const Payload &payload) {
     unsigned cb = containerBytes(t.width);
     if (static_cast<unsigned __int128>(t.length) * cb != r.size)
       return Error{fmt::format("{} has the wrong size for its type", where())};
-    if (t.width % 8 == 0) return {};
+    if (t.width == 8 * cb) return {}; // every container value is a valid word
     uint64_t seen = 0;
     for (uint64_t i = 0; i < t.length; ++i) seen |= loadLE(bytes.data() + i * cb, cb);
     if (seen & ~widthMask(t.width))

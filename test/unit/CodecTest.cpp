@@ -221,3 +221,24 @@ TEST(Codec, SmallestEncodingIsKeptAndEstimatesStayWithinTheirBound) {
     EXPECT_EQ(chosen.size(), smallest) << name;
   }
 }
+
+TEST(Codec, RawRejectsContainerBitsAboveTheWidth) {
+  // u24 words live in 4-byte containers: the top byte must be zero (found by fuzz_literal).
+  Bytes bytes = {0x01, 0x02, 0x03, 0x00, 0x01, 0x02, 0x03, 0x04};
+  Payload payload = Payload::fromBytes(bytes);
+  auto lit = Lit::make(StreamType{24, 2}, Encoding::Raw, ByteRange{0, 8});
+  auto valid = validateLit(*lit, payload);
+  ASSERT_FALSE(valid);
+  EXPECT_NE(valid.error().message.find("wider than 24 bits"), std::string::npos);
+}
+
+TEST(Codec, BitpackWireFormatIsLsbFirst) {
+  // docs/format/literals.md: b = 3, word i in bits [3i, 3i + 3) of an LSB-first stream.
+  std::vector<uint64_t> words = {1, 5, 3, 0};
+  Bytes bytes;
+  ASSERT_TRUE(encodeLit(Encoding::Bitpack, words, 8, bytes));
+  EXPECT_EQ(bytes, (Bytes{0x03, 0xe9, 0x00}));
+  Bytes raw;
+  ASSERT_TRUE(encodeLit(Encoding::Raw, std::vector<uint64_t>{0x0102, 0xa0b}, 12, raw));
+  EXPECT_EQ(raw, (Bytes{0x02, 0x01, 0x0b, 0x0a}));
+}
