@@ -5,11 +5,7 @@
 namespace brevis {
 
 Diagnostics::Diagnostics(std::string fileName, std::string text)
-    : fileName_(std::move(fileName)), text_(std::move(text)) {
-  lineStarts_.push_back(0);
-  for (size_t i = 0; i < text_.size(); ++i)
-    if (text_[i] == '\n') lineStarts_.push_back(i + 1);
-}
+    : fileName_(std::move(fileName)), text_(std::move(text)) {}
 
 void Diagnostics::error(SourceLoc loc, std::string message) {
   ++errorCount_;
@@ -23,8 +19,15 @@ void Diagnostics::note(SourceLoc loc, std::string message) {
 }
 
 std::string_view Diagnostics::line(uint32_t lineNumber) const {
-  if (lineNumber == 0 || lineNumber > lineStarts_.size()) return {};
-  size_t begin = lineStarts_[lineNumber - 1];
+  // Found by scanning when a diagnostic is rendered: most texts never need it, and an index of
+  // every line would cost 8 bytes per line of a possibly huge program.
+  if (lineNumber == 0) return {};
+  size_t begin = 0;
+  for (uint32_t l = 1; l < lineNumber; ++l) {
+    begin = text_.find('\n', begin);
+    if (begin == std::string::npos) return {};
+    ++begin;
+  }
   size_t end = text_.find('\n', begin);
   if (end == std::string::npos) end = text_.size();
   if (end > begin && text_[end - 1] == '\r') --end;

@@ -43,7 +43,6 @@ private:
 
   std::string fileName_;
   std::string text_;
-  std::vector<size_t> lineStarts_;
   std::vector<Diagnostic> diagnostics_;
   size_t errorCount_ = 0;
 };

@@ -65,6 +65,8 @@ Result<ArchiveContents> readArchive(ByteSpan a, const std::string &name) {
   if (version != kArchiveVersion)
     return Error{fmt::format("{} has archive format version {}; this brevisc reads version {}", name, version,
                              kArchiveVersion)};
+  if (uint32_t flags = getU32(a.data() + 12); flags != 0)
+    return Error{fmt::format("{} uses archive features this brevisc does not know (flags {:#x})", name, flags)};
   ArchiveContents c;
   c.sourceSize = getU64(a.data() + 16);
   c.sourceXxh64 = getU64(a.data() + 24);

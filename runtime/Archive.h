@@ -11,8 +11,10 @@ namespace brevis {
 
 inline constexpr uint32_t kArchiveVersion = 1;
 inline constexpr size_t kArchiveHeaderSize = 56;
-/// Program text larger than this is refused on reading (it would not be a sane program).
-inline constexpr uint64_t kMaxProgramTextSize = uint64_t{1} << 30;
+/// Program text larger than this is refused on reading: a program of a million tensors is
+/// about 250 MB, and parsing costs far more memory than the text, so a small archive must not
+/// be able to declare more.
+inline constexpr uint64_t kMaxProgramTextSize = uint64_t{256} << 20;
 
 struct ArchiveContents {
   std::string programText;

@@ -7,12 +7,55 @@
 #include <filesystem>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <atomic>
+#include <csignal>
+#include <mutex>
 #include <unistd.h>
 
 namespace brevis {
 
 namespace {
 std::string systemError() { return std::strerror(errno); }
+
+// Temporary files being written, so that SIGINT or SIGTERM can remove them: a fixed table of
+// paths the handler may read without allocating (unlink is async-signal-safe).
+constexpr size_t kMaxLiveTemps = 16;
+std::atomic<const char *> liveTemps[kMaxLiveTemps];
+
+extern "C" void removeTempsAndDie(int sig) {
+  for (auto &slot : liveTemps)
+    if (const char *p = slot.load()) ::unlink(p);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+void trackTemp(const char *path) {
+  static std::once_flag handlers;
+  std::call_once(handlers, [] {
+    std::signal(SIGINT, removeTempsAndDie);
+    std::signal(SIGTERM, removeTempsAndDie);
+    std::signal(SIGHUP, removeTempsAndDie);
+  });
+  for (auto &slot : liveTemps) {
+    const char *expected = nullptr;
+    if (slot.compare_exchange_strong(expected, path)) return;
+  }
+}
+
+void untrackTemp(const char *path) {
+  for (auto &slot : liveTemps) {
+    const char *expected = path;
+    if (slot.compare_exchange_strong(expected, nullptr)) return;
+  }
+}
+
+mode_t currentUmask() {
+  mode_t m = ::umask(0);
+  ::umask(m);
+  return m;
+}
 } // namespace
 
 Result<Bytes> readFile(const std::string &path) {
@@ -35,9 +78,16 @@ Result<std::string> readTextFile(const std::string &path) {
 }
 
 Result<std::unique_ptr<OutputFile>> OutputFile::create(const std::string &path, bool overwrite) {
-  std::error_code ec;
-  if (!overwrite && std::filesystem::exists(path, ec))
+  struct stat st;
+  bool exists = ::stat(path.c_str(), &st) == 0;
+  if (!overwrite && exists && S_ISREG(st.st_mode))
     return Error{fmt::format("{} already exists; use -f to overwrite it", path)};
+  if (exists && !S_ISREG(st.st_mode)) {
+    // A device or a pipe (-o /dev/null): written in place; there is nothing to rename over.
+    std::FILE *f = std::fopen(path.c_str(), "wb");
+    if (!f) return Error{fmt::format("cannot open {}: {}", path, systemError())};
+    return std::unique_ptr<OutputFile>(new OutputFile(path, "", f));
+  }
   std::string temp = path + ".tmp-XXXXXX";
   int fd = mkstemp(temp.data());
   if (fd < 0) return Error{fmt::format("cannot create {}: {}", path, systemError())};
@@ -47,12 +97,28 @@ Result<std::unique_ptr<OutputFile>> OutputFile::create(const std::string &path, 
     ::unlink(temp.c_str());
     return Error{fmt::format("cannot create {}: {}", path, systemError())};
   }
-  return std::unique_ptr<OutputFile>(new OutputFile(path, temp, f));
+  auto out = std::unique_ptr<OutputFile>(new OutputFile(path, temp, f));
+  trackTemp(out->tempPath_.c_str());
+  return out;
 }
 
 OutputFile::~OutputFile() {
   if (file_) std::fclose(file_);
-  if (!committed_) ::unlink(tempPath_.c_str());
+  if (!tempPath_.empty()) {
+    if (!committed_) ::unlink(tempPath_.c_str());
+    untrackTemp(tempPath_.c_str());
+  }
+}
+
+Result<void> OutputFile::reserve(uint64_t bytes) const {
+  struct statvfs fs;
+  std::string dir = std::filesystem::path(path_).parent_path().string();
+  if (::statvfs(dir.empty() ? "." : dir.c_str(), &fs) != 0) return {}; // unknown: let writes report it
+  unsigned __int128 available = static_cast<unsigned __int128>(fs.f_bavail) * fs.f_frsize;
+  if (!tempPath_.empty() && bytes > available)
+    return Error{fmt::format("{} needs {} bytes, but its file system has only {} free", path_, bytes,
+                             static_cast<uint64_t>(available))};
+  return {};
 }
 
 Result<void> OutputFile::write(const uint8_t *data, size_t size) {
@@ -63,11 +129,18 @@ Result<void> OutputFile::write(const uint8_t *data, size_t size) {
 }
 
 Result<void> OutputFile::commit() {
-  bool ok = std::fflush(file_) == 0 && fsync(fileno(file_)) == 0;
+  // Devices and pipes have nothing to sync (and fsync fails on them).
+  bool ok = std::fflush(file_) == 0 && (tempPath_.empty() || fsync(fileno(file_)) == 0);
   ok = std::fclose(file_) == 0 && ok;
   file_ = nullptr;
   if (!ok) return Error{fmt::format("cannot write {}: {}", path_, systemError())};
-  ::chmod(tempPath_.c_str(), 0644);
+  if (tempPath_.empty()) {
+    committed_ = true;
+    return {};
+  }
+  // A replaced file keeps its permissions; a new one gets the usual 0666 less the umask.
+  struct stat st;
+  ::chmod(tempPath_.c_str(), ::stat(path_.c_str(), &st) == 0 ? (st.st_mode & 07777) : (0666 & ~currentUmask()));
   if (std::rename(tempPath_.c_str(), path_.c_str()) != 0)
     return Error{fmt::format("cannot rename the output to {}: {}", path_, systemError())};
   committed_ = true;

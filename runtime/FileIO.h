@@ -1,6 +1,8 @@
 #pragma once
 // Whole-file reads and crash-safe writes: output goes to a temporary file beside the target
-// and is renamed into place only by commit(), so a failed run never leaves a partial file.
+// and is renamed into place only by commit(), so a failed run never leaves a partial file; the
+// temporary file is removed on failure, on exit, and on SIGINT, SIGTERM and SIGHUP. Devices and
+// pipes (-o /dev/null) are written in place.
 #include "lang/Result.h"
 #include "runtime/ByteSink.h"
 #include "runtime/Bytes.h"
@@ -21,6 +23,10 @@ public:
   ~OutputFile() override; ///< removes the temporary file unless committed
 
   Result<void> write(const uint8_t *data, size_t size) override;
+  /// Fails if the target's file system has fewer than `bytes` free: checked before a long
+  /// decode, so that a checkpoint too large for the disk (or an archive claiming a huge one)
+  /// fails at once instead of after filling it.
+  Result<void> reserve(uint64_t bytes) const;
   /// Flushes, closes and renames the temporary file to the target path.
   Result<void> commit();
   uint64_t bytesWritten() const { return written_; }

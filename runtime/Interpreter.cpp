@@ -161,7 +161,8 @@ private:
 class MergeReader final : public Reader {
 public:
   MergeReader(StreamType t, std::vector<ReaderPtr> fields)
-      : Reader(t), fields_(std::move(fields)), scratch_(Interpreter::kChunkWords) {}
+      : Reader(t), fields_(std::move(fields)),
+        scratch_(static_cast<size_t>(std::min<uint64_t>(Interpreter::kChunkWords, t.length))) {}
   void read(uint64_t *out, size_t n) override {
     fields_[0]->read(out, n);
     for (size_t f = 1; f < fields_.size(); ++f) {
@@ -279,7 +280,7 @@ void storeLE(const uint64_t *words, size_t n, unsigned cb, uint8_t *out) {
 
 Result<void> Interpreter::decode(const Region &region, const Payload &payload, ByteSink &sink) {
   // The caller validated the program (RegionDecoder's contract); see validatePayload().
-  std::vector<uint8_t> bytes(kChunkWords * 8);
+  std::vector<uint8_t> bytes(Interpreter::kChunkWords * 8);
   return stream(*region.program, payload, [&](StreamType t, const uint64_t *words, size_t n) {
     unsigned cb = containerBytes(t.width);
     storeLE(words, n, cb, bytes.data());
@@ -297,16 +298,20 @@ Result<std::vector<uint64_t>> evaluateWords(const Expr &e, const Payload &payloa
   return out;
 }
 
-Result<Bytes> evaluate(const Expr &e, const Payload &payload) {
+Result<void> evaluateTo(const Expr &e, const Payload &payload, ByteSink &sink) {
   BREVIS_TRY(validateForExecution(e, payload));
-  Bytes out;
-  BREVIS_TRY(stream(e, payload, [&](StreamType t, const uint64_t *words, size_t n) -> Result<void> {
+  std::vector<uint8_t> bytes(Interpreter::kChunkWords * 8);
+  return stream(e, payload, [&](StreamType t, const uint64_t *words, size_t n) {
     unsigned cb = containerBytes(t.width);
-    size_t at = out.size();
-    out.resize(at + n * cb);
-    storeLE(words, n, cb, out.data() + at);
-    return {};
-  }));
+    storeLE(words, n, cb, bytes.data());
+    return sink.write(bytes.data(), n * cb);
+  });
+}
+
+Result<Bytes> evaluate(const Expr &e, const Payload &payload) {
+  Bytes out;
+  VectorSink sink(out);
+  BREVIS_TRY(evaluateTo(e, payload, sink));
   return out;
 }
 

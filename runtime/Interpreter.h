@@ -18,8 +18,11 @@ public:
 /// well-typed program runs without further checks.
 Result<void> validateForExecution(const Expr &e, const Payload &payload);
 
-/// Executes a well-typed, hole-free expression and returns its words, each stored
-/// little-endian in containerBytes(W) bytes. Validates every literal first.
+/// Executes a well-typed, hole-free expression, writing its words to `sink`, each stored
+/// little-endian in containerBytes(W) bytes, chunk by chunk. Validates every literal first.
+Result<void> evaluateTo(const Expr &e, const Payload &payload, ByteSink &sink);
+
+/// evaluateTo() into memory.
 Result<Bytes> evaluate(const Expr &e, const Payload &payload);
 
 /// Executes into a word vector (tests and the reference evaluator use this).

@@ -144,6 +144,8 @@ public:
       n -= take;
       pos_ += take;
     }
+    // The last block is served: its buffer goes, so that finished literals hold no memory.
+    if (pos_ == length_ && next_ == decoder_->blockCount()) std::vector<Symbol>().swap(symbols_);
     return {};
   }
   void reset() override {

@@ -43,7 +43,7 @@ int runCheck(const CheckOptions &o) {
 void registerCheck(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<CheckOptions>();
   auto *cmd = app.add_subcommand("check", "Parse and type-check a program; exit 1 with diagnostics on errors");
-  cmd->add_option("program", o->input, ".bdsl file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("program", o->input, ".bdsl file")->required();
   cmd->add_flag("--types", o->types, "print the program with every node annotated with its derived type");
   cmd->callback([o, &ctx] { ctx.exitCode = runCheck(*o); });
 }

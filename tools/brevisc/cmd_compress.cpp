@@ -57,8 +57,7 @@ void registerCompress(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<CompressOptions>();
   auto *cmd = app.add_subcommand("compress", "Compress a checkpoint into a verified .brv archive");
   cmd->add_option("input", o->input, "safetensors file (any other file is stored as one byte stream)")
-      ->required()
-      ->check(CLI::ExistingFile);
+      ->required();
   cmd->add_option("-o,--output", o->output, "archive to write (default: INPUT.brv)");
   cmd->add_flag("-f,--force", o->force, "overwrite an existing archive");
   cmd->callback([o, &ctx] { ctx.exitCode = runCompress(*o, ctx.verbosity); });

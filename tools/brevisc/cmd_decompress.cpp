@@ -28,6 +28,9 @@ int runDecompress(const DecompressOptions &o, const Verbosity &v) {
       return fail(fmt::format("cannot derive an output name from {} (it does not end in .brv); use -o FILE", o.input));
     output = o.input.substr(0, o.input.size() - suffix.size());
   }
+  // The output is claimed first: a refusal to overwrite should not wait for a large archive.
+  auto out = OutputFile::create(output, o.force);
+  if (!out) return fail(out.error().message);
   auto bytes = readFile(o.input);
   if (!bytes) return fail(bytes.error().message);
   auto archive = readArchive(*bytes, o.input);
@@ -39,8 +42,7 @@ int runDecompress(const DecompressOptions &o, const Verbosity &v) {
   if (c.source.size != archive->sourceSize || c.source.xxh64 != archive->sourceXxh64)
     return fail(o.input + " is corrupt: its program and its header describe different source files");
 
-  auto out = OutputFile::create(output, o.force);
-  if (!out) return fail(out.error().message);
+  if (auto room = (*out)->reserve(c.source.size); !room) return fail(room.error().message);
   auto done = decodeCheckpoint(c, Payload::fromBytes(archive->payload), o.jit, **out);
   if (done) done = (*out)->commit();
   if (!done) return fail(o.input + ": " + done.error().message);
@@ -57,7 +59,7 @@ int runDecompress(const DecompressOptions &o, const Verbosity &v) {
 void registerDecompress(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<DecompressOptions>();
   auto *cmd = app.add_subcommand("decompress", "Rebuild the original file from a .brv archive, verified");
-  cmd->add_option("archive", o->input, ".brv file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("archive", o->input, ".brv file")->required();
   cmd->add_option("-o,--output", o->output, "file to write (default: ARCHIVE without .brv)");
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
   cmd->add_flag("-f,--force", o->force, "overwrite the output file");

@@ -61,7 +61,7 @@ int runFmt(const FmtOptions &o) {
 void registerFmt(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<FmtOptions>();
   auto *cmd = app.add_subcommand("fmt", "Print a program in canonical form");
-  cmd->add_option("program", o->input, ".bdsl file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("program", o->input, ".bdsl file")->required();
   cmd->add_flag("-i,--in-place", o->inPlace, "rewrite the file instead of printing");
   cmd->add_flag("--drop-comments", o->dropComments, "allow -i to rewrite a file whose comments would be lost");
   cmd->callback([o, &ctx] { ctx.exitCode = runFmt(*o); });

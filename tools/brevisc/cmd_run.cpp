@@ -4,6 +4,7 @@
 #include "tools/brevisc/Commands.h"
 
 #include "codegen/JitDecoder.h"
+#include "lang/Printer.h"
 #include "runtime/FileIO.h"
 #include "runtime/Interpreter.h"
 
@@ -23,11 +24,16 @@ struct RunOptions {
 
 Result<void> runExpression(const Expr &e, const Payload &payload, bool jit, ByteSink &sink) {
   if (jit) std::cerr << "brevisc: note: --jit compiles checkpoint programs; interpreting this single expression\n";
-  auto valid = validateForExecution(e, payload);
-  if (!valid) return valid.error();
-  auto bytes = evaluate(e, payload);
-  if (!bytes) return bytes.error();
-  return sink.write(bytes->data(), bytes->size());
+  return evaluateTo(e, payload, sink);
+}
+
+/// A file name from a program, used beside the program: only its last component, so that a
+/// program cannot direct reads or writes elsewhere ("../../x").
+Result<std::string> besideProgram(const std::string &program, const std::string &name, const char *what) {
+  std::string base = baseName(name);
+  if (base.empty() || base == "." || base == "..")
+    return Error{fmt::format("{} names no usable {} file ({})", program, what, quoteString(name))};
+  return directoryOf(program) + "/" + base;
 }
 
 int runRun(const RunOptions &o, const Verbosity &v) {
@@ -37,8 +43,11 @@ int runRun(const RunOptions &o, const Verbosity &v) {
   if (!module) return kExitFailure;
 
   std::string payloadPath = o.payload;
-  if (payloadPath.empty() && module->isCheckpoint())
-    payloadPath = directoryOf(o.input) + "/" + module->checkpoint().payloadFile;
+  if (payloadPath.empty() && module->isCheckpoint()) {
+    auto beside = besideProgram(o.input, module->checkpoint().payloadFile, "payload");
+    if (!beside) return fail(beside.error().message);
+    payloadPath = *beside;
+  }
   Payload payload;
   if (!payloadPath.empty()) {
     auto loaded = Payload::readFile(payloadPath);
@@ -49,10 +58,14 @@ int runRun(const RunOptions &o, const Verbosity &v) {
   std::string output = o.output;
   if (output.empty()) {
     if (!module->isCheckpoint()) return fail("a single expression needs an output file: use -o FILE");
-    output = directoryOf(o.input) + "/" + module->checkpoint().source.fileName;
+    auto beside = besideProgram(o.input, module->checkpoint().source.fileName, "source");
+    if (!beside) return fail(beside.error().message);
+    output = *beside;
   }
   auto out = OutputFile::create(output, o.force);
   if (!out) return fail(out.error().message);
+  if (module->isCheckpoint())
+    if (auto room = (*out)->reserve(module->checkpoint().source.size); !room) return fail(room.error().message);
   auto done = module->isCheckpoint() ? decodeCheckpoint(module->checkpoint(), payload, o.jit, **out)
                                      : runExpression(module->expr(), payload, o.jit, **out);
   if (done) done = (*out)->commit();
@@ -66,7 +79,7 @@ int runRun(const RunOptions &o, const Verbosity &v) {
 void registerRun(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<RunOptions>();
   auto *cmd = app.add_subcommand("run", "Execute a program and write the bytes it produces");
-  cmd->add_option("program", o->input, ".bdsl file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("program", o->input, ".bdsl file")->required();
   cmd->add_option("-o,--output", o->output,
                   "file to write (default for a checkpoint: its source file name, beside the program)");
   cmd->add_option("--payload", o->payload, "payload file (default: the one the program names, beside it)");

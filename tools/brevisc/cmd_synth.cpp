@@ -53,8 +53,7 @@ void registerSynth(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<SynthOptions>();
   auto *cmd = app.add_subcommand("synth", "Synthesize a program for every tensor of a checkpoint");
   cmd->add_option("input", o->input, "safetensors file (any other file is kept as one byte stream)")
-      ->required()
-      ->check(CLI::ExistingFile);
+      ->required();
   cmd->add_option("-o,--output", o->output, "program file to write (default: INPUT with extension .bdsl); "
                                             "the payload goes to OUTPUT.bin");
   cmd->add_flag("-f,--force", o->force, "overwrite existing output files");
