@@ -70,8 +70,6 @@ Result<void> validateLit(const Lit &lit, const Payload &payload) {
   return {};
 }
 
-unsigned bitpackBits(const Lit &lit, const Payload &payload) { return payload.data()[lit.payload().offset]; }
-
 bool isRandomAccess(const Lit &lit) {
   return lit.isInline() || lit.encoding == Encoding::Raw || lit.encoding == Encoding::Bitpack;
 }

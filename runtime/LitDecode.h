@@ -23,9 +23,6 @@ namespace brevis {
 /// Checks that the payload of `lit` (a payload reference) is a well-formed encoding of its type.
 Result<void> validateLit(const Lit &lit, const Payload &payload);
 
-/// The bit count b of a validated bitpack literal.
-unsigned bitpackBits(const Lit &lit, const Payload &payload);
-
 /// Whether decodeLitWords() can decode this literal (inline, raw, bitpack): any range, any order.
 bool isRandomAccess(const Lit &lit);
 

@@ -10,6 +10,7 @@
 
 #include "ReferenceEval.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -214,15 +215,25 @@ TEST(Archive, RoundTripsAndDetectsDamage) {
   EXPECT_EQ(back->sourceSize, c.sourceSize);
   EXPECT_EQ(back->sourceXxh64, c.sourceXxh64);
 
-  for (size_t cut : {size_t{0}, size_t{10}, kArchiveHeaderSize, archive.size() - 1}) {
-    auto truncated = readArchive(ByteSpan(archive).first(cut), "a.brv");
-    EXPECT_FALSE(truncated) << "cut at " << cut;
-  }
-  for (size_t pos : {size_t{9}, size_t{20}, kArchiveHeaderSize + 3, archive.size() - 20}) {
+  auto failure = [](Result<ArchiveContents> r) { return r ? std::string("accepted") : r.error().message; };
+  using ::testing::HasSubstr;
+  EXPECT_THAT(failure(readArchive(ByteSpan(archive).first(0), "a.brv")), HasSubstr("bad magic"));
+  EXPECT_THAT(failure(readArchive(ByteSpan(archive).first(10), "a.brv")), HasSubstr("is truncated"));
+  EXPECT_THAT(failure(readArchive(ByteSpan(archive).first(kArchiveHeaderSize), "a.brv")), HasSubstr("is truncated"));
+  EXPECT_THAT(failure(readArchive(ByteSpan(archive).first(archive.size() - 1), "a.brv")),
+              HasSubstr("truncated or corrupt"));
+  Bytes appended = archive;
+  appended.push_back(0);
+  EXPECT_THAT(failure(readArchive(appended, "a.brv")), HasSubstr("truncated or corrupt"));
+  auto flip = [&](size_t pos) {
     Bytes flipped = archive;
     flipped[pos] ^= 0x10;
-    EXPECT_FALSE(readArchive(flipped, "a.brv")) << "flip at " << pos;
-  }
+    return failure(readArchive(flipped, "a.brv"));
+  };
+  EXPECT_THAT(flip(8), HasSubstr("archive format version 17"));
+  EXPECT_THAT(flip(12), HasSubstr("flags 0x10"));
+  for (size_t pos : {size_t{20}, size_t{28}, kArchiveHeaderSize + 3, archive.size() - 20, archive.size() - 1})
+    EXPECT_THAT(flip(pos), HasSubstr("archive checksum mismatch")) << "flip at " << pos;
   auto foreign = readArchive(Bytes(100, 0), "zero.bin");
   ASSERT_FALSE(foreign);
   EXPECT_EQ(foreign.error().message, "zero.bin is not a brevis archive (bad magic)");
