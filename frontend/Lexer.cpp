@@ -107,6 +107,10 @@ size_t Lexer::scanToken(size_t &type) const {
 
 std::unique_ptr<antlr4::Token> Lexer::nextToken() {
   for (;;) {
+    if (pos_ < text_.size() && produced_ >= limit_) {
+      overLimit_ = true;
+      pos_ = text_.size();
+    }
     if (pos_ >= text_.size()) {
       // ANTLR's EOF token sits just past the end: start = size, stop = size - 1.
       return factory_->create({this, &input_}, antlr4::Token::EOF, "", antlr4::Token::DEFAULT_CHANNEL, pos_,
@@ -116,9 +120,11 @@ std::unique_ptr<antlr4::Token> Lexer::nextToken() {
     size_t length = scanToken(type);
     size_t start = pos_, line = line_, column = column_;
     advance(length);
-    if (type != 0)
+    if (type != 0) {
+      ++produced_;
       return factory_->create({this, &input_}, type, "", antlr4::Token::DEFAULT_CHANNEL, start, start + length - 1, line,
                               column);
+    }
   }
 }
 

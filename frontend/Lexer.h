@@ -15,6 +15,9 @@ public:
   explicit Lexer(ByteStream &input);
 
   std::unique_ptr<antlr4::Token> nextToken() override;
+  /// True once the text holds more than `limit` tokens; the lexer then reports end of input.
+  bool overLimit() const { return overLimit_; }
+  void setLimit(size_t limit) { limit_ = limit; }
   size_t getLine() const override { return line_; }
   size_t getCharPositionInLine() override { return column_; }
   antlr4::CharStream *getInputStream() override { return &input_; }
@@ -30,6 +33,9 @@ private:
   std::string_view text_;
   antlr4::TokenFactory<antlr4::CommonToken> *factory_;
   size_t pos_ = 0;
+  size_t produced_ = 0;
+  size_t limit_ = SIZE_MAX;
+  bool overLimit_ = false;
   size_t line_ = 1;
   size_t column_ = 0;
 };

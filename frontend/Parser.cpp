@@ -400,8 +400,13 @@ std::optional<Module> parseModule(Diagnostics &diags) {
   ByteStream input(diags.text(), diags.fileName());
   FirstErrorListener listener(diags);
   Lexer lexer(input); // never fails: stray bytes become tokens that checkTokens reports
+  lexer.setLimit(kMaxTokens);
   antlr4::CommonTokenStream tokens(&lexer);
   tokens.fill();
+  if (lexer.overLimit()) {
+    diags.error({}, fmt::format("the program has more than {} tokens, more than brevisc parses", kMaxTokens));
+    return std::nullopt;
+  }
   if (listener.failed() || !checkTokens(tokens.getTokens(), diags)) return std::nullopt;
 
   G parser(&tokens);

@@ -11,10 +11,10 @@ namespace brevis {
 
 inline constexpr uint32_t kArchiveVersion = 1;
 inline constexpr size_t kArchiveHeaderSize = 56;
-/// Program text larger than this is refused on reading: a program of a million tensors is
-/// about 250 MB, and parsing costs far more memory than the text, so a small archive must not
-/// be able to declare more.
-inline constexpr uint64_t kMaxProgramTextSize = uint64_t{256} << 20;
+/// Program text larger than this is refused on reading: parsing costs far more memory than the
+/// text (see kMaxTokens in frontend/Parser.h), so a small archive must not be able to declare
+/// more. A program of 200,000 tensors in the synthesizer's usual form is about 50 MB.
+inline constexpr uint64_t kMaxProgramTextSize = uint64_t{64} << 20;
 
 struct ArchiveContents {
   std::string programText;

@@ -3,6 +3,7 @@
 #include "frontend/Parser.h"
 #include "lang/Printer.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -359,3 +360,16 @@ TEST(FrontendErrors, HostileBytesDoNotCrash) {
 
 } // namespace
 } // namespace brevis
+
+TEST(FrontendErrors, TooManyTokensAreRefusedBeforeParsing) {
+  using namespace brevis;
+  std::string text = "lit u8[1] [";
+  const size_t words = kMaxTokens / 2 + 10; // each word adds a number and a comma
+  text.reserve(words * 3);
+  for (size_t i = 0; i < words; ++i) text += "1,";
+  text += "1]";
+  Diagnostics diags("big.bdsl", text);
+  EXPECT_FALSE(parseModule(diags));
+  ASSERT_EQ(diags.all().size(), 1u);
+  EXPECT_EQ(diags.all()[0].message, fmt::format("the program has more than {} tokens, more than brevisc parses", kMaxTokens));
+}
