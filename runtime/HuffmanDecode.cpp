@@ -39,6 +39,80 @@ struct BitStream {
   }
 };
 
+/// One symbol from a stream holding at least L valid bits.
+template <typename Symbol> [[gnu::always_inline]] inline Symbol decodeSymbol(BitStream &st, const uint32_t *table, uint64_t mask) {
+  uint32_t e = table[st.bits & mask];
+  unsigned len = e & 0xff;
+  st.bits >>= len;
+  st.count -= len;
+  return static_cast<Symbol>(e >> 8);
+}
+
+// The fast loop: word i of the block belongs to stream i % 4; a round refills the four streams
+// and decodes PerRefill words from each (PerRefill * L <= 56 bits). It runs while every stream
+// is at least 8 bytes from its end, and returns where it stopped.
+template <typename Symbol, unsigned PerRefill>
+[[gnu::always_inline]] inline uint64_t fastRounds(BitStream *streams, const uint32_t *table, uint64_t mask, Symbol *out,
+                                                  uint64_t n) {
+  // The streams are copied into locals: stores through `out` (bytes may alias anything) would
+  // otherwise force every stream's state through memory after each symbol.
+  BitStream s0 = streams[0], s1 = streams[1], s2 = streams[2], s3 = streams[3];
+  uint64_t i = 0;
+  const uint64_t round = uint64_t{kHuffmanStreams} * PerRefill;
+  while (i + round <= n && s0.next <= s0.end && s1.next <= s1.end && s2.next <= s2.end && s3.next <= s3.end) {
+    s0.refillFast();
+    s1.refillFast();
+    s2.refillFast();
+    s3.refillFast();
+    for (unsigned r = 0; r < PerRefill; ++r, i += kHuffmanStreams) {
+      Symbol a = decodeSymbol<Symbol>(s0, table, mask);
+      Symbol b = decodeSymbol<Symbol>(s1, table, mask);
+      Symbol c = decodeSymbol<Symbol>(s2, table, mask);
+      Symbol d = decodeSymbol<Symbol>(s3, table, mask);
+      out[i] = a;
+      out[i + 1] = b;
+      out[i + 2] = c;
+      out[i + 3] = d;
+    }
+  }
+  streams[0] = s0;
+  streams[1] = s1;
+  streams[2] = s2;
+  streams[3] = s3;
+  return i;
+}
+
+template <typename Symbol>
+[[gnu::always_inline]] inline uint64_t fastLoopBody(BitStream *s, const uint32_t *table, unsigned L, Symbol *out,
+                                                    uint64_t n) {
+  const uint64_t mask = (uint64_t{1} << L) - 1;
+  switch (56 / L) { // code lengths 11..16: 5, 4 or 3 symbols per refill
+  case 5: return fastRounds<Symbol, 5>(s, table, mask, out, n);
+  case 4: return fastRounds<Symbol, 4>(s, table, mask, out, n);
+  default: return fastRounds<Symbol, 3>(s, table, mask, out, n);
+  }
+}
+
+// The same loop compiled twice: for any x86-64, and with BMI2, whose one-uop variable shifts
+// (shrx) shorten each stream's lookup -> shift dependency chain. Chosen once, at run time.
+template <typename Symbol> uint64_t fastLoopPortable(BitStream *s, const uint32_t *t, unsigned L, Symbol *out, uint64_t n) {
+  return fastLoopBody(s, t, L, out, n);
+}
+#if defined(__x86_64__)
+template <typename Symbol>
+[[gnu::target("bmi2")]] uint64_t fastLoopBmi2(BitStream *s, const uint32_t *t, unsigned L, Symbol *out, uint64_t n) {
+  return fastLoopBody(s, t, L, out, n);
+}
+#endif
+
+template <typename Symbol> uint64_t fastLoop(BitStream *s, const uint32_t *t, unsigned L, Symbol *out, uint64_t n) {
+#if defined(__x86_64__)
+  static const bool bmi2 = __builtin_cpu_supports("bmi2");
+  if (bmi2) return fastLoopBmi2(s, t, L, out, n);
+#endif
+  return fastLoopPortable(s, t, L, out, n);
+}
+
 } // namespace
 
 Result<std::unique_ptr<HuffmanDecoder>> HuffmanDecoder::create(ByteSpan bytes, unsigned width, uint64_t count) {
@@ -124,36 +198,16 @@ template <typename Symbol> Result<void> HuffmanDecoder::decodeBlockInto(size_t b
   const uint64_t mask = (uint64_t{1} << L) - 1;
   const uint32_t *table = table_.data();
   BitStream s[kHuffmanStreams];
+  (void)mask;
   for (unsigned k = 0; k < kHuffmanStreams; ++k) {
     s[k].next = block.streams[k];
     s[k].end = block.streams[k] + block.sizes[k];
   }
-  auto decodeOne = [&](BitStream &st) -> Symbol {
-    uint32_t e = table[st.bits & mask];
-    unsigned len = e & 0xff;
-    st.bits >>= len;
-    st.count -= len;
-    return static_cast<Symbol>(e >> 8);
-  };
-
-  // Word i of the block belongs to stream i % 4; a round decodes `perRefill` words per stream.
-  const unsigned perRefill = 56 / L;
-  uint64_t i = 0;
-  const uint64_t round = uint64_t{kHuffmanStreams} * perRefill;
-  while (i + round <= n && s[0].next <= s[0].end && s[1].next <= s[1].end && s[2].next <= s[2].end &&
-         s[3].next <= s[3].end) {
-    for (auto &st : s) st.refillFast();
-    for (unsigned r = 0; r < perRefill; ++r, i += kHuffmanStreams) {
-      out[i] = decodeOne(s[0]);
-      out[i + 1] = decodeOne(s[1]);
-      out[i + 2] = decodeOne(s[2]);
-      out[i + 3] = decodeOne(s[3]);
-    }
-  }
+  uint64_t i = fastLoop(s, table, L, out, n);
   for (; i < n; ++i) {
     BitStream &st = s[i % kHuffmanStreams];
     if (st.count < L) st.refillSafe();
-    out[i] = decodeOne(st);
+    out[i] = decodeSymbol<Symbol>(st, table, mask);
   }
   return checkStreamsConsumed(b, s);
 }

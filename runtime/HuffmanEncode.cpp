@@ -1,6 +1,7 @@
 #include "runtime/HuffmanEncode.h"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <queue>
 
@@ -8,27 +9,33 @@ namespace brevis {
 
 namespace {
 
-/// Accumulates bits LSB first and emits whole bytes.
+/// Writes bits LSB first into a buffer sized in advance (with 8 bytes of slack), storing the
+/// accumulator 8 bytes at a time.
 class BitWriter {
 public:
-  explicit BitWriter(Bytes &out) : out_(out) {}
-  void put(uint32_t bits, unsigned count) {
+  explicit BitWriter(uint8_t *out) : begin_(out), p_(out) {}
+  void put(uint32_t bits, unsigned count) { // count <= 16
     acc_ |= uint64_t{bits} << filled_;
     filled_ += count;
-    while (filled_ >= 8) {
-      out_.push_back(static_cast<uint8_t>(acc_));
-      acc_ >>= 8;
-      filled_ -= 8;
-    }
+    if (filled_ >= 48) flush();
   }
-  void finish() {
-    if (filled_) out_.push_back(static_cast<uint8_t>(acc_));
-    acc_ = 0;
-    filled_ = 0;
+  /// Writes what remains and returns the bytes written in all.
+  size_t finish() {
+    flush();
+    if (filled_) *p_++ = static_cast<uint8_t>(acc_);
+    return static_cast<size_t>(p_ - begin_);
   }
 
 private:
-  Bytes &out_;
+  void flush() {
+    std::memcpy(p_, &acc_, 8); // little-endian host
+    unsigned bytes = filled_ >> 3;
+    p_ += bytes;
+    acc_ = bytes == 8 ? 0 : acc_ >> (8 * bytes);
+    filled_ &= 7;
+  }
+  uint8_t *begin_;
+  uint8_t *p_;
   uint64_t acc_ = 0;
   unsigned filled_ = 0;
 };
@@ -143,13 +150,15 @@ bool encodeHuffman(std::span<const uint64_t> words, unsigned width, Bytes &out) 
   for (uint64_t begin = 0; begin < words.size(); begin += kHuffmanBlockWords) {
     uint64_t end = std::min<uint64_t>(words.size(), begin + kHuffmanBlockWords);
     for (unsigned s = 0; s < kHuffmanStreams; ++s) {
-      streams[s].clear();
-      BitWriter writer(streams[s]);
+      // At most L bits per word, plus the writer's 8 bytes of slack.
+      uint64_t count = end > begin + s ? (end - begin - s + kHuffmanStreams - 1) / kHuffmanStreams : 0;
+      streams[s].resize(static_cast<size_t>((count * code.maxLength + 7) / 8 + 8));
+      BitWriter writer(streams[s].data());
       for (uint64_t i = begin + s; i < end; i += kHuffmanStreams) {
         uint32_t sym = symbolOf(words[i]);
         writer.put(codes[sym], code.lengths[sym]);
       }
-      writer.finish();
+      streams[s].resize(writer.finish());
     }
     for (const auto &s : streams) putVarint(out, s.size());
     for (const auto &s : streams) out.insert(out.end(), s.begin(), s.end());
