@@ -37,7 +37,7 @@ namespace brevis {
 namespace {
 
 /// Produces words [first, first + count) of one region's program, each stored little-endian in
-/// containerBytes(W) bytes at out. streams[k] holds words [first, first + count) of the k-th
+/// containerBytes(W) bytes at out; `first` is a multiple of 8. streams[k] holds words [first, first + count) of the k-th
 /// entropy-coded literal (in entropyLiterals() order), decoded by the runtime's kernels.
 using DecodeFn = void (*)(const uint8_t *payload, uint8_t *out, uint64_t first, uint64_t count,
                           const uint64_t *const *streams);
@@ -216,6 +216,8 @@ public:
     entropyLiterals(root, streamed);
 
     auto *entry = llvm::BasicBlock::Create(ctx_, "entry", fn);
+    auto *groupLoop = llvm::BasicBlock::Create(ctx_, "groups", fn);
+    auto *tailCheck = llvm::BasicBlock::Create(ctx_, "tailcheck", fn);
     auto *loop = llvm::BasicBlock::Create(ctx_, "loop", fn);
     auto *exit = llvm::BasicBlock::Create(ctx_, "exit", fn);
 
@@ -227,14 +229,40 @@ public:
       auto *base = b_.CreateAlignedLoad(ptrTy, slot, llvm::MaybeAlign(8), "stream");
       streamBase_[streamed[k]] = base;
     }
-    b_.CreateCondBr(b_.CreateICmpEQ(count, b_.getInt64(0)), exit, loop);
+    auto *rootTy = b_.getIntNTy(8 * containerBytes(widthOf(root)));
+    llvm::Value *groups = b_.CreateLShr(count, 3, "groups");
+    b_.CreateCondBr(b_.CreateICmpEQ(groups, b_.getInt64(0)), tailCheck, groupLoop);
+
+    // Groups of 8 words, unrolled: word j of group m is at index 8m + j (first is a multiple of
+    // 8), so a bit-packed field's byte offsets and shifts within the group are constants and
+    // one group's 8 words come from b consecutive bytes rather than 8 data-dependent loads.
+    b_.SetInsertPoint(groupLoop);
+    auto *g = b_.CreatePHI(i64, 2, "g");
+    g->addIncoming(b_.getInt64(0), entry);
+    llvm::Value *m = b_.CreateAdd(b_.CreateLShr(first, 3), g, "m", /*HasNUW=*/true);
+    for (unsigned j = 0; j < 8; ++j) {
+      llvm::Value *ij = b_.CreateAdd(b_.CreateShl(g, 3, "", /*HasNUW=*/true), b_.getInt64(j), "", /*HasNUW=*/true);
+      chunkIndex_ = ij;
+      group_ = m;
+      lane_ = static_cast<int>(j);
+      llvm::Value *w = value(root, payload, b_.CreateAdd(first, ij, "", /*HasNUW=*/true), rootTy);
+      storeLE(w, b_.CreateInBoundsGEP(rootTy, out, ij));
+    }
+    lane_ = -1;
+    llvm::Value *gNext = b_.CreateAdd(g, b_.getInt64(1), "gnext", /*HasNUW=*/true);
+    g->addIncoming(gNext, groupLoop);
+    b_.CreateCondBr(b_.CreateICmpEQ(gNext, groups), tailCheck, groupLoop);
+
+    // The last count % 8 words, one at a time.
+    b_.SetInsertPoint(tailCheck);
+    llvm::Value *start = b_.CreateShl(groups, 3, "start", /*HasNUW=*/true);
+    b_.CreateCondBr(b_.CreateICmpEQ(start, count), exit, loop);
 
     b_.SetInsertPoint(loop);
     auto *i = b_.CreatePHI(i64, 2, "i");
-    i->addIncoming(b_.getInt64(0), entry);
+    i->addIncoming(start, tailCheck);
     llvm::Value *index = b_.CreateAdd(first, i, "index", /*HasNUW=*/true);
     chunkIndex_ = i;
-    auto *rootTy = b_.getIntNTy(8 * containerBytes(widthOf(root)));
     llvm::Value *word = value(root, payload, index, rootTy);
     storeLE(word, b_.CreateInBoundsGEP(rootTy, out, i));
     llvm::Value *next = b_.CreateAdd(i, b_.getInt64(1), "next", /*HasNUW=*/true);
@@ -309,6 +337,26 @@ private:
       auto *elemTy = b_.getIntNTy(bits);
       return b_.CreateZExtOrTrunc(loadLE(elemTy, b_.CreateInBoundsGEP(elemTy, base, index)), ty);
     }
+    if (lane_ >= 0) {
+      // Word 8m + j starts at bit 8mb + jb. The group's 8 words are the 8b bits from byte m*b: for
+      // b <= 16 one load of the whole group (the same address in all 8 lanes, so LLVM loads it
+      // once) and a constant shift per lane; wider fields load from byte m*b + (jb >> 3).
+      const unsigned laneBit = static_cast<unsigned>(lane_) * bits;
+      llvm::Value *groupByte = b_.CreateMul(group_, b_.getInt64(bits), "", /*HasNUW=*/true);
+      llvm::Value *v;
+      if (8 * bits <= 128) {
+        auto *loadTy = 8 * bits <= 64 ? b_.getInt64Ty() : b_.getInt128Ty();
+        v = loadLE(loadTy, b_.CreateInBoundsGEP(b_.getInt8Ty(), base, groupByte));
+        if (laneBit) v = b_.CreateLShr(v, laneBit);
+      } else {
+        llvm::Value *byte = b_.CreateAdd(groupByte, b_.getInt64(laneBit >> 3), "", /*HasNUW=*/true);
+        auto *loadTy = bits <= 57 ? b_.getInt64Ty() : b_.getInt128Ty();
+        v = loadLE(loadTy, b_.CreateInBoundsGEP(b_.getInt8Ty(), base, byte));
+        if (laneBit & 7) v = b_.CreateLShr(v, laneBit & 7);
+      }
+      v = b_.CreateTrunc(v, b_.getIntNTy(bits));
+      return b_.CreateZExtOrTrunc(v, ty);
+    }
     // Word i occupies bits [i*b, i*b+b): load the containing bytes from the byte holding bit i*b
     // and shift. A 64-bit load covers b + 7 bits for b <= 57; wider fields need 128 bits. Both
     // loads start at a byte inside the literal, so the payload slack keeps them in bounds.
@@ -341,6 +389,8 @@ private:
   bool bigEndian_;
   std::unordered_map<const Lit *, llvm::Value *> streamBase_; ///< chunk buffer of each streamed literal
   llvm::Value *chunkIndex_ = nullptr;                          ///< the loop counter: index - first
+  llvm::Value *group_ = nullptr; ///< in the unrolled loop: the group m, words 8m .. 8m + 7
+  int lane_ = -1;                ///< in the unrolled loop: the word's lane j in its group; else -1
 };
 
 /// Runs LLVM's O2 pipeline, vectorizers included, tuned for `tm`'s CPU.
@@ -572,6 +622,7 @@ Result<void> JitDecoder::decode(const Region &region, const Payload &payload, By
     cursors.push_back(std::move(*cursor));
   }
   const uint64_t chunkWords = kChunkBytes / wordBytes;
+  static_assert(kChunkBytes % 64 == 0, "chunks must start at multiples of 8 words (DecodeFn)");
   impl.chunk.resize(kChunkBytes);
   std::vector<std::vector<uint64_t>> buffers(streamed.size(), std::vector<uint64_t>(chunkWords));
   std::vector<const uint64_t *> pointers(streamed.size());

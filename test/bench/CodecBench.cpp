@@ -6,6 +6,7 @@
 // Streams: the BF16/F16/F32 exponent bytes of the given checkpoints, tiled to N MiB (default
 // 64), and N MiB of uniformly random bytes. Throughput is in MB/s of the stream's bytes, the
 // median of R runs (default 5).
+#include "codegen/JitDecoder.h"
 #include "runtime/FileIO.h"
 #include "runtime/HuffmanDecode.h"
 #include "runtime/HuffmanEncode.h"
@@ -67,6 +68,11 @@ double entropyBytes(const std::vector<uint8_t> &s) {
     if (c) bits -= static_cast<double>(c) * std::log2(static_cast<double>(c) / static_cast<double>(s.size()));
   return bits / 8;
 }
+
+class DiscardSink final : public ByteSink {
+public:
+  Result<void> write(const uint8_t *, size_t) override { return {}; }
+};
 
 struct Row {
   std::string codec;
@@ -135,6 +141,36 @@ void report(const std::string &name, const std::vector<uint8_t> &stream, int run
         decodeLitWords(*lit, payload, at, std::min<uint64_t>(out.size(), words.size() - at), out.data());
     });
     rows.push_back({fmt::format("brevis {}", encodingName(e)), packed.size(), enc, dec});
+
+    // The same literal as a whole region through the JIT: what `--jit` decoding runs, bytes out.
+    Region region;
+    region.kind = RegionKind::Bytes;
+    region.bytes = ByteRange{0, words.size()};
+    region.program = Lit::make(StreamType{8, words.size()}, e, ByteRange{0, packed.size()});
+    auto jit = JitDecoder::create({});
+    DiscardSink sink;
+    double jitDec = medianSeconds(runs, [&] { (void)(*jit)->decode(region, payload, sink); });
+    rows.push_back({fmt::format("brevis {} (JIT)", encodingName(e)), packed.size(), enc, jitDec});
+  }
+
+  {
+    // Bit-packing at an odd width (7 bits: the BF16 mantissa field), the JIT's shifted loads.
+    std::vector<uint64_t> seven(words.size());
+    for (size_t i = 0; i < words.size(); ++i) seven[i] = words[i] & 0x7f;
+    Bytes packed;
+    double enc = medianSeconds(runs, [&] {
+      packed.clear();
+      encodeLit(Encoding::Bitpack, seven, 7, packed);
+    });
+    Payload payload = Payload::fromBytes(packed);
+    Region region;
+    region.kind = RegionKind::Bytes;
+    region.bytes = ByteRange{0, seven.size()};
+    region.program = Lit::make(StreamType{7, seven.size()}, Encoding::Bitpack, ByteRange{0, packed.size()});
+    auto jit = JitDecoder::create({});
+    DiscardSink sink;
+    double dec = medianSeconds(runs, [&] { (void)(*jit)->decode(region, payload, sink); });
+    rows.push_back({"brevis bitpack, 7 bits of each byte (JIT)", packed.size(), enc, dec});
   }
 
   double h0 = entropyBytes(stream);
