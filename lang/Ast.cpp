@@ -29,7 +29,13 @@ std::optional<Encoding> encodingFromName(std::string_view s) {
   return std::nullopt;
 }
 
-unsigned maxEncodingWidth(Encoding e) { return e == Encoding::Rans || e == Encoding::RansO1 ? 8 : 64; }
+unsigned maxEncodingWidth(Encoding e) {
+  switch (e) {
+  case Encoding::Rans: return 16;
+  case Encoding::RansO1: return 8;
+  default: return 64;
+  }
+}
 
 namespace {
 struct MapFnInfo {

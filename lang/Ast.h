@@ -27,7 +27,7 @@ std::string_view nodeKindName(NodeKind); ///< the keyword: "lit", "merge", "?"
 enum class Encoding { Raw, Bitpack, Huffman, Rans, RansO1 };
 inline constexpr Encoding kAllEncodings[] = {Encoding::Raw, Encoding::Bitpack, Encoding::Huffman, Encoding::Rans,
                                              Encoding::RansO1};
-/// The widest words an encoding takes (rANS codes bytes).
+/// The widest words an encoding takes (rans: 16 bits; rans_o1: bytes).
 unsigned maxEncodingWidth(Encoding);
 std::string_view encodingName(Encoding);
 std::optional<Encoding> encodingFromName(std::string_view);

@@ -1,6 +1,7 @@
 #include "runtime/LitDecode.h"
 
 #include "runtime/HuffmanDecode.h"
+#include "runtime/Rans16.h"
 #include "runtime/RansCodec.h"
 
 #include <fmt/format.h>
@@ -181,7 +182,14 @@ Result<std::unique_ptr<LitCursor>> LitCursor::open(const Lit &lit, const Payload
       return std::unique_ptr<LitCursor>(new BlockCursor<HuffmanDecoder, uint8_t, true>(std::move(*d)));
     return std::unique_ptr<LitCursor>(new BlockCursor<HuffmanDecoder, uint16_t, true>(std::move(*d)));
   }
-  if (lit.type.width > kRansMaxWidth) return Error{"rans literals hold words of at most 8 bits"};
+  if (lit.encoding == Encoding::Rans && lit.type.width > kRansMaxWidth && lit.type.width <= 16) {
+    auto d = Rans16Decoder::create(bytes, lit.type.width, lit.type.length);
+    if (!d) return d.error();
+    if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
+      return Error{"rans literal has blocks larger than any encoder writes"};
+    return std::unique_ptr<LitCursor>(new BlockCursor<Rans16Decoder, uint16_t, true>(std::move(*d)));
+  }
+  if (lit.type.width > kRansMaxWidth) return Error{"rans_o1 literals hold words of at most 8 bits"};
   auto d = RansDecoder::create(bytes, lit.type.width, lit.type.length);
   if (!d) return d.error();
   if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)

@@ -1,6 +1,7 @@
 #include "runtime/LitEncode.h"
 
 #include "runtime/HuffmanEncode.h"
+#include "runtime/Rans16.h"
 #include "runtime/RansCodec.h"
 
 #include <bit>
@@ -60,7 +61,7 @@ bool encodingApplies(Encoding encoding, std::span<const uint64_t> words, unsigne
   case Encoding::Bitpack: return true;
   case Encoding::Huffman: return !words.empty() && (width <= 16 || histogram(words, width, kHuffmanMaxSymbols));
   case Encoding::Rans:
-  case Encoding::RansO1: return !words.empty() && width <= kRansMaxWidth;
+  case Encoding::RansO1: return !words.empty() && width <= maxEncodingWidth(encoding);
   }
   return false;
 }
@@ -72,7 +73,8 @@ bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned widt
   case Encoding::Huffman: return !words.empty() && encodeHuffman(words, width, out);
   case Encoding::Rans:
   case Encoding::RansO1:
-    if (words.empty() || width > kRansMaxWidth) return false;
+    if (words.empty() || width > maxEncodingWidth(encoding)) return false;
+    if (width > kRansMaxWidth) return encodeRans16(words, width, out); // 9..16 bits: our own coder
     encodeRans(words, encoding == Encoding::Rans ? 0 : 1, out);
     return true;
   }
@@ -132,7 +134,14 @@ std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t
     return huffmanCodeSize(code) + (k >= 2 ? 4 : 0) + bits / 8 + blocks * (kHuffmanStreams * 3 + 2);
   }
   case Encoding::Rans: {
-    if (n == 0 || width > kRansMaxWidth) return std::nullopt;
+    if (n == 0 || width > maxEncodingWidth(encoding)) return std::nullopt;
+    if (width > kRansMaxWidth) {
+      auto h = histogram(words, width, uint64_t{1} << 16);
+      // The table: each word's gap and frequency as varints (about 2 + 2 bytes); per block, four
+      // final states; the coded bits at the entropy.
+      uint64_t blocks = blocksOf(n, kRans16BlockWords);
+      return static_cast<uint64_t>(entropyBits(h->counts, n) / 8) + h->words.size() * 4 + blocks * 20 + 8;
+    }
     uint64_t counts[256] = {};
     for (uint64_t w : words) ++counts[w];
     unsigned distinct = 0;
