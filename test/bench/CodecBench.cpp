@@ -187,17 +187,17 @@ void report(const std::string &name, const std::vector<uint8_t> &stream, int run
              static_cast<double>(stream.size()) / (1 << 20), 8 * h0 / static_cast<double>(stream.size()));
   fmt::print("| codec | size | vs entropy | encode MB/s | decode MB/s | decode vs zstd -1 | encode vs zstd -3 |\n");
   fmt::print("|---|---|---|---|---|---|---|\n");
-  if (rans)
-    fmt::print("rans is {:+.3f}% from the sum of its blocks' order-0 entropies ({} bytes; the difference is tables "
-               "and framing)\n\n",
-               100.0 * (static_cast<double>(rans->size) - blockEntropy) / blockEntropy,
-               static_cast<uint64_t>(blockEntropy));
   const Row &z1 = rows[0], &z3 = rows[1];
   for (const Row &r : rows)
     fmt::print("| {} | {:.2f}% | {:+.2f}% | {:.0f} | {:.0f} | {:.2f}x | {:.2f}x |\n", r.codec,
                100.0 * static_cast<double>(r.size) / static_cast<double>(stream.size()),
                100.0 * (static_cast<double>(r.size) - h0) / h0, mb / r.encodeSeconds, mb / r.decodeSeconds,
                z1.decodeSeconds / r.decodeSeconds, z3.encodeSeconds / r.encodeSeconds);
+  if (rans)
+    fmt::print("\nrans is {:+.3f}% from the sum of its blocks' order-0 entropies ({} bytes; the difference is "
+               "tables and framing)\n",
+               100.0 * (static_cast<double>(rans->size) - blockEntropy) / blockEntropy,
+               static_cast<uint64_t>(blockEntropy));
 }
 
 void order1Report(const std::vector<std::string> &files) {
