@@ -113,6 +113,77 @@ template <typename Symbol> uint64_t fastLoop(BitStream *s, const uint32_t *t, un
   return fastLoopPortable(s, t, L, out, n);
 }
 
+// Byte alphabets: each lookup yields one or two symbols of a stream (pair table entries: bits
+// 0-4 total length, 5-9 first length, 10 two symbols, 16-23 and 24-31 the symbols). Stream k
+// writes words k, k + 4, k + 8, ...; a lookup stores both symbols and advances by 4 or 8.
+// Locals again keep all state in registers.
+template <unsigned PerRefill>
+[[gnu::always_inline]] inline void pairRounds(BitStream *streams, uint64_t *next, const uint32_t *pairs, uint64_t mask,
+                                              uint8_t *out, uint64_t n) {
+  BitStream s0 = streams[0], s1 = streams[1], s2 = streams[2], s3 = streams[3];
+  uint64_t o0 = next[0], o1 = next[1], o2 = next[2], o3 = next[3];
+  // A round writes at most 2 * PerRefill symbols per stream, 4 apart.
+  const uint64_t reach = uint64_t{kHuffmanStreams} * 2 * PerRefill;
+  auto lookup = [&](BitStream &st, uint64_t &at) {
+    uint32_t e = pairs[st.bits & mask];
+    unsigned len = e & 31;
+    st.bits >>= len;
+    st.count -= len;
+    out[at] = static_cast<uint8_t>(e >> 16);
+    out[at + kHuffmanStreams] = static_cast<uint8_t>(e >> 24); // rewritten later when not a pair
+    at += kHuffmanStreams << ((e >> 10) & 1);
+  };
+  while (std::max(std::max(o0, o1), std::max(o2, o3)) + reach <= n && s0.next <= s0.end && s1.next <= s1.end &&
+         s2.next <= s2.end && s3.next <= s3.end) {
+    s0.refillFast();
+    s1.refillFast();
+    s2.refillFast();
+    s3.refillFast();
+    for (unsigned r = 0; r < PerRefill; ++r) {
+      lookup(s0, o0);
+      lookup(s1, o1);
+      lookup(s2, o2);
+      lookup(s3, o3);
+    }
+  }
+  streams[0] = s0;
+  streams[1] = s1;
+  streams[2] = s2;
+  streams[3] = s3;
+  next[0] = o0;
+  next[1] = o1;
+  next[2] = o2;
+  next[3] = o3;
+}
+
+[[gnu::always_inline]] inline void pairLoopBody(BitStream *s, uint64_t *next, const uint32_t *pairs, unsigned L,
+                                                uint8_t *out, uint64_t n) {
+  const uint64_t mask = (uint64_t{1} << L) - 1;
+  switch (56 / L) {
+  case 5: return pairRounds<5>(s, next, pairs, mask, out, n);
+  case 4: return pairRounds<4>(s, next, pairs, mask, out, n);
+  default: return pairRounds<3>(s, next, pairs, mask, out, n);
+  }
+}
+
+void pairLoopPortable(BitStream *s, uint64_t *next, const uint32_t *pairs, unsigned L, uint8_t *out, uint64_t n) {
+  pairLoopBody(s, next, pairs, L, out, n);
+}
+#if defined(__x86_64__)
+[[gnu::target("bmi2")]] void pairLoopBmi2(BitStream *s, uint64_t *next, const uint32_t *pairs, unsigned L,
+                                           uint8_t *out, uint64_t n) {
+  pairLoopBody(s, next, pairs, L, out, n);
+}
+#endif
+
+void pairLoop(BitStream *s, uint64_t *next, const uint32_t *pairs, unsigned L, uint8_t *out, uint64_t n) {
+#if defined(__x86_64__)
+  static const bool bmi2 = __builtin_cpu_supports("bmi2");
+  if (bmi2) return pairLoopBmi2(s, next, pairs, L, out, n);
+#endif
+  pairLoopPortable(s, next, pairs, L, out, n);
+}
+
 } // namespace
 
 Result<std::unique_ptr<HuffmanDecoder>> HuffmanDecoder::create(ByteSpan bytes, unsigned width, uint64_t count) {
@@ -156,6 +227,7 @@ Result<std::unique_ptr<HuffmanDecoder>> HuffmanDecoder::create(ByteSpan bytes, u
     unsigned len = d->code_.lengths[s];
     for (uint32_t hi = 0; hi < (1u << (L - len)); ++hi) d->table_[codes[s] | (hi << len)] = (s << 8) | len;
   }
+  if (d->code_.words.size() <= 256) d->buildPairTable();
   return d;
 }
 
@@ -166,9 +238,52 @@ uint64_t HuffmanDecoder::blockLength(size_t b) const {
 
 Result<void> HuffmanDecoder::decodeBlock(size_t b, uint16_t *out) const { return decodeBlockInto(b, out); }
 
+void HuffmanDecoder::buildPairTable() {
+  const unsigned L = code_.maxLength;
+  pairTable_.resize(table_.size());
+  for (uint32_t p = 0; p < table_.size(); ++p) {
+    uint32_t first = table_[p];
+    unsigned len1 = first & 0xff;
+    uint32_t entry = len1 | (len1 << 5) | ((first >> 8) << 16);
+    // The bits after the first code: a whole second code if its length fits in what is left.
+    uint32_t second = table_[p >> len1];
+    unsigned len2 = second & 0xff;
+    if (len1 + len2 <= L) entry = (len1 + len2) | (len1 << 5) | (1u << 10) | ((first >> 8) << 16) | ((second >> 8) << 24);
+    pairTable_[p] = entry;
+  }
+}
+
 Result<void> HuffmanDecoder::decodeBlock(size_t b, uint8_t *out) const {
   if (code_.words.size() > 256) return Error{"huffman alphabet does not fit in bytes"};
-  return decodeBlockInto(b, out);
+  const uint64_t n = blockLength(b);
+  if (code_.words.size() == 1) {
+    std::memset(out, 0, n);
+    return {};
+  }
+  const Block &block = blocks_[b];
+  const unsigned L = code_.maxLength;
+  BitStream s[kHuffmanStreams];
+  uint64_t next[kHuffmanStreams];
+  for (unsigned k = 0; k < kHuffmanStreams; ++k) {
+    s[k].next = block.streams[k];
+    s[k].end = block.streams[k] + block.sizes[k];
+    next[k] = k;
+  }
+  pairLoop(s, next, pairTable_.data(), L, out, n);
+  // Each stream's last words, one symbol at a time (a pair entry's first symbol and length).
+  const uint64_t mask = (uint64_t{1} << L) - 1;
+  for (unsigned k = 0; k < kHuffmanStreams; ++k) {
+    BitStream &st = s[k];
+    for (uint64_t at = next[k]; at < n; at += kHuffmanStreams) {
+      if (st.count < L) st.refillSafe();
+      uint32_t e = pairTable_[st.bits & mask];
+      unsigned len = (e >> 5) & 31;
+      st.bits >>= len;
+      st.count -= len;
+      out[at] = static_cast<uint8_t>(e >> 16);
+    }
+  }
+  return checkStreamsConsumed(b, s);
 }
 
 Result<void> HuffmanDecoder::checkStreamsConsumed(size_t b, const void *streams) const {

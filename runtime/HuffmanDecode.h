@@ -32,6 +32,7 @@ public:
 
 private:
   template <typename Symbol> Result<void> decodeBlockInto(size_t b, Symbol *out) const;
+  void buildPairTable();
   /// Checks that each stream of block b (BitStream[4] after decoding) used exactly its bytes.
   Result<void> checkStreamsConsumed(size_t b, const void *streams) const;
 
@@ -40,7 +41,8 @@ private:
     uint64_t sizes[kHuffmanStreams];
   };
   HuffmanCode code_;
-  std::vector<uint32_t> table_; ///< 2^L entries: symbol << 8 | length
+  std::vector<uint32_t> table_;     ///< 2^L entries: symbol << 8 | length
+  std::vector<uint32_t> pairTable_; ///< byte alphabets: one or two symbols per lookup
   uint64_t count_ = 0;
   uint64_t blockWords_ = 0;
   std::vector<Block> blocks_;
