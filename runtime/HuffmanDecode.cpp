@@ -113,25 +113,26 @@ template <typename Symbol> uint64_t fastLoop(BitStream *s, const uint32_t *t, un
   return fastLoopPortable(s, t, L, out, n);
 }
 
-// Byte alphabets: each lookup yields one or two symbols of a stream (pair table entries: bits
-// 0-4 total length, 5-9 first length, 10 two symbols, 16-23 and 24-31 the symbols). Stream k
-// writes words k, k + 4, k + 8, ...; a lookup stores both symbols and advances by 4 or 8.
-// Locals again keep all state in registers.
+// Byte alphabets: each lookup yields one to three symbols of a stream (buildPairTable). Stream
+// k writes words k, k + 4, k + 8, ...; a lookup stores three symbols and advances by 4 per
+// symbol it holds. Locals again keep all state in registers.
 template <unsigned PerRefill>
 [[gnu::always_inline]] inline void pairRounds(BitStream *streams, uint64_t *next, const uint32_t *pairs, uint64_t mask,
                                               uint8_t *out, uint64_t n) {
   BitStream s0 = streams[0], s1 = streams[1], s2 = streams[2], s3 = streams[3];
   uint64_t o0 = next[0], o1 = next[1], o2 = next[2], o3 = next[3];
   // A round writes at most 2 * PerRefill symbols per stream, 4 apart.
-  const uint64_t reach = uint64_t{kHuffmanStreams} * 2 * PerRefill;
+  const uint64_t reach = uint64_t{kHuffmanStreams} * 3 * PerRefill;
   auto lookup = [&](BitStream &st, uint64_t &at) {
     uint32_t e = pairs[st.bits & mask];
     unsigned len = e & 31;
     st.bits >>= len;
     st.count -= len;
-    out[at] = static_cast<uint8_t>(e >> 16);
-    out[at + kHuffmanStreams] = static_cast<uint8_t>(e >> 24); // rewritten later when not a pair
-    at += kHuffmanStreams << ((e >> 10) & 1);
+    // Up to three symbols; stores past the entry's count are rewritten later.
+    out[at] = static_cast<uint8_t>(e >> 8);
+    out[at + kHuffmanStreams] = static_cast<uint8_t>(e >> 16);
+    out[at + 2 * kHuffmanStreams] = static_cast<uint8_t>(e >> 24);
+    at += kHuffmanStreams * ((e >> 5) & 3);
   };
   while (std::max(std::max(o0, o1), std::max(o2, o3)) + reach <= n && s0.next <= s0.end && s1.next <= s1.end &&
          s2.next <= s2.end && s3.next <= s3.end) {
@@ -239,17 +240,22 @@ uint64_t HuffmanDecoder::blockLength(size_t b) const {
 Result<void> HuffmanDecoder::decodeBlock(size_t b, uint16_t *out) const { return decodeBlockInto(b, out); }
 
 void HuffmanDecoder::buildPairTable() {
+  // Entry for an L-bit pattern: as many whole codes (up to three) as its bits hold. Bits 0-4:
+  // their total length; 5-6: how many; 8-15, 16-23, 24-31: the symbols.
   const unsigned L = code_.maxLength;
   pairTable_.resize(table_.size());
   for (uint32_t p = 0; p < table_.size(); ++p) {
-    uint32_t first = table_[p];
-    unsigned len1 = first & 0xff;
-    uint32_t entry = len1 | (len1 << 5) | ((first >> 8) << 16);
-    // The bits after the first code: a whole second code if its length fits in what is left.
-    uint32_t second = table_[p >> len1];
-    unsigned len2 = second & 0xff;
-    if (len1 + len2 <= L) entry = (len1 + len2) | (len1 << 5) | (1u << 10) | ((first >> 8) << 16) | ((second >> 8) << 24);
-    pairTable_[p] = entry;
+    unsigned used = 0, count = 0;
+    uint32_t entry = 0;
+    while (count < 3) {
+      uint32_t e = table_[p >> used];
+      unsigned len = e & 0xff;
+      if (used + len > L) break; // the code runs past the pattern's known bits
+      entry |= (e >> 8) << (8 + 8 * count);
+      used += len;
+      ++count;
+    }
+    pairTable_[p] = entry | used | (count << 5);
   }
 }
 
@@ -270,17 +276,17 @@ Result<void> HuffmanDecoder::decodeBlock(size_t b, uint8_t *out) const {
     next[k] = k;
   }
   pairLoop(s, next, pairTable_.data(), L, out, n);
-  // Each stream's last words, one symbol at a time (a pair entry's first symbol and length).
+  // Each stream's last words, one symbol at a time.
   const uint64_t mask = (uint64_t{1} << L) - 1;
   for (unsigned k = 0; k < kHuffmanStreams; ++k) {
     BitStream &st = s[k];
     for (uint64_t at = next[k]; at < n; at += kHuffmanStreams) {
       if (st.count < L) st.refillSafe();
-      uint32_t e = pairTable_[st.bits & mask];
-      unsigned len = (e >> 5) & 31;
+      uint32_t e = table_[st.bits & mask];
+      unsigned len = e & 0xff;
       st.bits >>= len;
       st.count -= len;
-      out[at] = static_cast<uint8_t>(e >> 16);
+      out[at] = static_cast<uint8_t>(e >> 8);
     }
   }
   return checkStreamsConsumed(b, s);

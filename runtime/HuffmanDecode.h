@@ -42,7 +42,7 @@ private:
   };
   HuffmanCode code_;
   std::vector<uint32_t> table_;     ///< 2^L entries: symbol << 8 | length
-  std::vector<uint32_t> pairTable_; ///< byte alphabets: one or two symbols per lookup
+  std::vector<uint32_t> pairTable_; ///< byte alphabets: up to three symbols per lookup
   uint64_t count_ = 0;
   uint64_t blockWords_ = 0;
   std::vector<Block> blocks_;
