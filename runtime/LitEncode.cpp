@@ -125,7 +125,7 @@ std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t
     code.words = h->words;
     uint64_t bits = 0;
     if (k >= 2) {
-      unsigned limit = std::max(11u, k <= 1 ? 0u : 64 - static_cast<unsigned>(__builtin_clzll(k - 1)));
+      unsigned limit = std::max(14u, k <= 1 ? 0u : 64 - static_cast<unsigned>(__builtin_clzll(k - 1)));
       code.lengths = huffmanLengths(h->counts, limit);
       for (size_t i = 0; i < k; ++i) bits += h->counts[i] * code.lengths[i];
     }
