@@ -159,9 +159,7 @@ Result<void> appendKey(const Expr &e, const Payload &payload, std::string &key) 
   const unsigned b = payload.data()[r.offset];
   if (b > width)
     return Error{fmt::format("bitpack literal at @{} packs {} bits, more than its {}-bit words", r.offset, b, width)};
-  // Bits needed, computed without overflow: n * b could exceed 64 bits only for absurd lengths.
-  unsigned __int128 bits = static_cast<unsigned __int128>(n) * b;
-  if ((bits + 7) / 8 > r.size - 1)
+  if (bitpackPayloadSize(n, b) > r.size)
     return Error{fmt::format("bitpack literal at @{} holds {} bytes, too few for {} words of {} bits", r.offset,
                              r.size - 1, n, b)};
   key += 'B';

@@ -29,6 +29,11 @@ std::optional<Encoding> encodingFromName(std::string_view s) {
   return std::nullopt;
 }
 
+uint64_t bitpackPayloadSize(uint64_t n, unsigned b) {
+  unsigned __int128 bytes = 1 + (static_cast<unsigned __int128>(n) * b + 7) / 8;
+  return bytes > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(bytes);
+}
+
 unsigned maxEncodingWidth(Encoding e) {
   switch (e) {
   case Encoding::Rans: return 16;

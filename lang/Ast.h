@@ -27,6 +27,10 @@ std::string_view nodeKindName(NodeKind); ///< the keyword: "lit", "merge", "?"
 enum class Encoding { Raw, Bitpack, Huffman, Rans, RansO1 };
 inline constexpr Encoding kAllEncodings[] = {Encoding::Raw, Encoding::Bitpack, Encoding::Huffman, Encoding::Rans,
                                              Encoding::RansO1};
+/// Payload bytes of a bitpack literal of n words at b bits each: the bit-count byte and
+/// ceil(n * b / 8) bytes; UINT64_MAX when that does not fit in 64 bits.
+uint64_t bitpackPayloadSize(uint64_t n, unsigned b);
+
 /// The widest words an encoding takes (rans: 16 bits; rans_o1: bytes).
 unsigned maxEncodingWidth(Encoding);
 std::string_view encodingName(Encoding);

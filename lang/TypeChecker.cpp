@@ -57,10 +57,10 @@ std::optional<StreamType> TypeChecker::derive(const Expr &e) {
         }
       } else if (l.encoding == Encoding::Bitpack) {
         // bitpack: one byte holding the bit count b <= W, then ceil(N * b / 8) bytes.
-        unsigned __int128 most = 1 + (static_cast<unsigned __int128>(l.type.length) * l.type.width + 7) / 8;
+        uint64_t most = bitpackPayloadSize(l.type.length, l.type.width);
         if (r.size < 1 || r.size > most) {
           diags_.error(e.loc, fmt::format("bitpack literal {} needs between 1 and {} payload bytes, but the range holds {}",
-                                          toString(l.type), static_cast<uint64_t>(most), r.size));
+                                          toString(l.type), most, r.size));
           return std::nullopt;
         }
       } else {

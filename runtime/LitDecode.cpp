@@ -27,10 +27,6 @@ inline uint64_t extractBits(const uint8_t *base, uint64_t bit, unsigned b) {
   return v & widthMask(b);
 }
 
-uint64_t bitpackBodyBytes(uint64_t n, unsigned b) {
-  return static_cast<uint64_t>((static_cast<unsigned __int128>(n) * b + 7) / 8);
-}
-
 } // namespace
 
 Result<void> validateLit(const Lit &lit, const Payload &payload) {
@@ -62,9 +58,9 @@ Result<void> validateLit(const Lit &lit, const Payload &payload) {
   if (r.size < 1) return Error{fmt::format("{} is missing its bit-count byte", where())};
   unsigned b = bytes[0];
   if (b > t.width) return Error{fmt::format("{} declares {} bits per word, more than the width {}", where(), b, t.width)};
-  uint64_t body = bitpackBodyBytes(t.length, b);
-  if (r.size - 1 != body)
-    return Error{fmt::format("{} needs {} bytes for {} bits per word, but has {}", where(), body + 1, b, r.size)};
+  uint64_t need = bitpackPayloadSize(t.length, b);
+  if (r.size != need)
+    return Error{fmt::format("{} needs {} bytes for {} bits per word, but has {}", where(), need, b, r.size)};
   uint64_t usedBits = t.length * b; // cannot overflow: body bytes fit in the payload
   if (usedBits % 8 != 0 && (bytes[r.size - 1] >> (usedBits % 8)) != 0)
     return Error{fmt::format("{} has non-zero padding bits", where())};

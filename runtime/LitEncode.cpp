@@ -83,8 +83,7 @@ bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned widt
 
 uint64_t encodedSize(Encoding encoding, std::span<const uint64_t> words, unsigned width) {
   if (encoding == Encoding::Raw) return words.size() * containerBytes(width);
-  unsigned b = usedBits(words);
-  return 1 + static_cast<uint64_t>((static_cast<unsigned __int128>(words.size()) * b + 7) / 8);
+  return bitpackPayloadSize(words.size(), usedBits(words));
 }
 
 Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &out) {
