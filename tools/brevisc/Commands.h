@@ -18,5 +18,7 @@ void registerFmt(CLI::App &app, Context &ctx);
 void registerRun(CLI::App &app, Context &ctx);
 void registerCompress(CLI::App &app, Context &ctx);
 void registerDecompress(CLI::App &app, Context &ctx);
+void registerInfo(CLI::App &app, Context &ctx);
+void registerVerify(CLI::App &app, Context &ctx);
 
 } // namespace brevis::cli

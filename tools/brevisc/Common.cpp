@@ -4,7 +4,9 @@
 #include "frontend/Parser.h"
 #include "lang/Diagnostics.h"
 #include "lang/TypeChecker.h"
+#include "runtime/Archive.h"
 #include "runtime/CheckpointRunner.h"
+#include "runtime/FileIO.h"
 #include "runtime/Interpreter.h"
 
 #include <filesystem>
@@ -24,6 +26,21 @@ std::optional<Module> loadProgram(const std::string &name, std::string text, boo
   std::cerr << diags.render();
   if (diags.hasErrors()) return std::nullopt;
   return module;
+}
+
+Result<LoadedArchive> loadArchive(const std::string &path) {
+  auto bytes = readFile(path);
+  if (!bytes) return bytes.error();
+  auto archive = readArchive(*bytes, path);
+  if (!archive) return archive.error();
+  auto module = loadProgram(path + ":program", std::move(archive->programText), /*requireRunnable=*/true);
+  if (!module) return Error{path + " holds a program that does not check"};
+  if (!module->isCheckpoint()) return Error{path + " holds a single expression, not a checkpoint program"};
+  const Checkpoint &c = module->checkpoint();
+  if (c.source.size != archive->sourceSize || c.source.xxh64 != archive->sourceXxh64)
+    return Error{path + " is corrupt: its program and its header describe different source files"};
+  LoadedArchive loaded{std::move(*module), Payload::fromBytes(archive->payload), bytes->size()};
+  return loaded;
 }
 
 Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, bool jit, ByteSink &sink) {

@@ -26,6 +26,18 @@ struct Verbosity {
 /// `requireRunnable`, a program with holes is refused.
 std::optional<Module> loadProgram(const std::string &name, std::string text, bool requireRunnable);
 
+/// An archive read, verified and parsed: its checkpoint program (checked, runnable) and payload.
+struct LoadedArchive {
+  Module module;
+  Payload payload;
+  uint64_t archiveSize = 0;
+  const Checkpoint &checkpoint() const { return module.checkpoint(); }
+};
+
+/// Reads an archive and checks it as far as can be done without decoding: its framing and
+/// checksum, its program (diagnostics go to stderr), and that both describe the same source.
+Result<LoadedArchive> loadArchive(const std::string &path);
+
 /// Decodes a checkpoint with the interpreter or the JIT into `sink`, verified against the
 /// program's source checksum.
 Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, bool jit, ByteSink &sink);

@@ -31,25 +31,18 @@ int runDecompress(const DecompressOptions &o, const Verbosity &v) {
   // The output is claimed first: a refusal to overwrite should not wait for a large archive.
   auto out = OutputFile::create(output, o.force);
   if (!out) return fail(out.error().message);
-  auto bytes = readFile(o.input);
-  if (!bytes) return fail(bytes.error().message);
-  auto archive = readArchive(*bytes, o.input);
+  auto archive = loadArchive(o.input);
   if (!archive) return fail(archive.error().message);
-  auto module = loadProgram(o.input + ":program", std::move(archive->programText), /*requireRunnable=*/true);
-  if (!module) return fail(o.input + " holds a program that does not check");
-  if (!module->isCheckpoint()) return fail(o.input + " holds a single expression, not a checkpoint program");
-  const Checkpoint &c = module->checkpoint();
-  if (c.source.size != archive->sourceSize || c.source.xxh64 != archive->sourceXxh64)
-    return fail(o.input + " is corrupt: its program and its header describe different source files");
+  const Checkpoint &c = archive->checkpoint();
 
   if (auto room = (*out)->reserve(c.source.size); !room) return fail(room.error().message);
-  auto done = decodeCheckpoint(c, Payload::fromBytes(archive->payload), o.jit, **out);
+  auto done = decodeCheckpoint(c, archive->payload, o.jit, **out);
   if (done) done = (*out)->commit();
   if (!done) return fail(o.input + ": " + done.error().message);
 
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!v.quiet)
-    std::cerr << fmt::format("{}: {} -> {} ({}), verified, {:.2f} s\n", o.input, humanBytes(bytes->size()), output,
+    std::cerr << fmt::format("{}: {} -> {} ({}), verified, {:.2f} s\n", o.input, humanBytes(archive->archiveSize), output,
                              humanBytes(c.source.size), seconds);
   return kExitOk;
 }

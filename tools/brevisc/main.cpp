@@ -20,6 +20,8 @@ int main(int argc, char **argv) {
   registerRun(app, ctx);
   registerCompress(app, ctx);
   registerDecompress(app, ctx);
+  registerVerify(app, ctx);
+  registerInfo(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

@@ -1,0 +1,135 @@
+// brevisc info ARCHIVE [--json] [-v]: what an archive holds — the source file, sizes and ratio,
+// tensors by dtype, literals by encoding, operators used — without decoding it.
+#include "tools/brevisc/Commands.h"
+
+#include "lang/Printer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <map>
+
+namespace brevis::cli {
+
+namespace {
+
+struct InfoOptions {
+  std::string input;
+  bool json = false;
+};
+
+struct Tally {
+  uint64_t count = 0, original = 0, stored = 0;
+};
+
+/// Payload bytes a program's literals take, and its literal and operator counts.
+void survey(const Expr &e, uint64_t &stored, std::map<std::string, Tally> &encodings,
+            std::map<std::string, uint64_t> &operators) {
+  ++operators[std::string(nodeKindName(e.kind))];
+  if (auto *l = dynAs<Lit>(e)) {
+    std::string name = l->isInline() ? "inline" : std::string(encodingName(l->encoding));
+    Tally &t = encodings[name];
+    ++t.count;
+    t.original += l->type.length * containerBytes(l->type.width);
+    if (!l->isInline()) {
+      t.stored += l->payload().size;
+      stored += l->payload().size;
+    }
+  }
+  for (const Expr *c : children(e)) survey(*c, stored, encodings, operators);
+}
+
+std::string percent(uint64_t part, uint64_t whole) {
+  return whole ? fmt::format("{:.2f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole)) : "-";
+}
+
+int runInfo(const InfoOptions &o, const Verbosity &v) {
+  auto archive = loadArchive(o.input);
+  if (!archive) return fail(archive.error().message);
+  const Checkpoint &c = archive->checkpoint();
+
+  std::map<std::string, Tally> regions, dtypes, encodings;
+  std::map<std::string, uint64_t> operators;
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const Region &r : c.regions) {
+    uint64_t stored = 0;
+    survey(*r.program, stored, encodings, operators);
+    std::string kind = r.kind == RegionKind::Tensor ? "tensor" : r.kind == RegionKind::Header ? "header" : "bytes";
+    Tally &rt = regions[kind];
+    ++rt.count;
+    rt.original += r.bytes.size;
+    rt.stored += stored;
+    if (r.kind != RegionKind::Tensor) continue;
+    Tally &dt = dtypes[std::string(dtypeInfo(r.dtype).bdslName)];
+    ++dt.count;
+    dt.original += r.bytes.size;
+    dt.stored += stored;
+    tensors.push_back({{"name", r.name},
+                       {"dtype", dtypeInfo(r.dtype).bdslName},
+                       {"shape", r.shape},
+                       {"bytes", r.bytes.size},
+                       {"payload_bytes", stored},
+                       {"program", nodeKindName(r.program->kind)}});
+  }
+
+  if (o.json) {
+    auto tallies = [](const std::map<std::string, Tally> &m) {
+      nlohmann::json j = nlohmann::json::object();
+      for (const auto &[k, t] : m) j[k] = {{"count", t.count}, {"bytes", t.original}, {"stored_bytes", t.stored}};
+      return j;
+    };
+    nlohmann::json j = {{"archive", o.input},
+                        {"archive_bytes", archive->archiveSize},
+                        {"source", c.source.fileName},
+                        {"source_bytes", c.source.size},
+                        {"source_xxh64", fmt::format("{:016x}", c.source.xxh64)},
+                        {"ratio", c.source.size ? static_cast<double>(archive->archiveSize) / static_cast<double>(c.source.size) : 0.0},
+                        {"payload_bytes", archive->payload.size()},
+                        {"regions", tallies(regions)},
+                        {"dtypes", tallies(dtypes)},
+                        {"encodings", tallies(encodings)},
+                        {"operators", operators}};
+    if (v.verbose) j["tensors"] = tensors;
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+
+  std::cout << fmt::format("{}: {} archive of {} ({}), {} of the original\n", o.input,
+                           humanBytes(archive->archiveSize), quoteString(c.source.fileName), humanBytes(c.source.size),
+                           percent(archive->archiveSize, c.source.size));
+  std::cout << fmt::format("  payload {}, program and framing {}\n", humanBytes(archive->payload.size()),
+                           humanBytes(archive->archiveSize - archive->payload.size()));
+  std::cout << "regions:\n";
+  for (const auto &[k, t] : regions)
+    std::cout << fmt::format("  {:<8} {:>6}  {:>10} -> {:>10}  {:>8}\n", k, t.count, humanBytes(t.original),
+                             humanBytes(t.stored), percent(t.stored, t.original));
+  std::cout << "tensors by dtype:\n";
+  for (const auto &[k, t] : dtypes)
+    std::cout << fmt::format("  {:<8} {:>6}  {:>10} -> {:>10}  {:>8}\n", k, t.count, humanBytes(t.original),
+                             humanBytes(t.stored), percent(t.stored, t.original));
+  std::cout << "literals by encoding:\n";
+  for (const auto &[k, t] : encodings)
+    std::cout << fmt::format("  {:<8} {:>6}  {:>10} -> {:>10}  {:>8}\n", k, t.count, humanBytes(t.original),
+                             humanBytes(t.stored), percent(t.stored, t.original));
+  std::cout << "operators:";
+  for (const auto &[k, n] : operators) std::cout << fmt::format(" {} {}", k, n);
+  std::cout << "\n";
+  if (v.verbose)
+    for (const auto &t : tensors)
+      std::cout << fmt::format("  {} {}{} {} -> {} ({})\n", quoteString(t["name"].get<std::string>()),
+                               t["dtype"].get<std::string>(), t["shape"].dump(), humanBytes(t["bytes"].get<uint64_t>()),
+                               humanBytes(t["payload_bytes"].get<uint64_t>()), t["program"].get<std::string>());
+  return kExitOk;
+}
+
+} // namespace
+
+void registerInfo(CLI::App &app, Context &ctx) {
+  auto o = std::make_shared<InfoOptions>();
+  auto *cmd = app.add_subcommand("info", "Describe an archive: source, sizes, tensors by dtype, encodings, operators");
+  cmd->add_option("archive", o->input, ".brv file")->required();
+  cmd->add_flag("--json", o->json, "print JSON for scripts (with -v: one entry per tensor)");
+  cmd->callback([o, &ctx] { ctx.exitCode = runInfo(*o, ctx.verbosity); });
+}
+
+} // namespace brevis::cli
