@@ -20,5 +20,6 @@ void registerCompress(CLI::App &app, Context &ctx);
 void registerDecompress(CLI::App &app, Context &ctx);
 void registerInfo(CLI::App &app, Context &ctx);
 void registerVerify(CLI::App &app, Context &ctx);
+void registerPack(CLI::App &app, Context &ctx); ///< pack and unpack
 
 } // namespace brevis::cli

@@ -53,6 +53,17 @@ Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, bool 
   return runCheckpoint(c, payload, **decoder, sink);
 }
 
+Result<void> decodeRegion(const Region &region, const Payload &payload, bool jit, ByteSink &sink) {
+  BREVIS_TRY(validateForExecution(*region.program, payload));
+  if (!jit) {
+    Interpreter interpreter;
+    return interpreter.decode(region, payload, sink);
+  }
+  auto decoder = JitDecoder::create([](const std::string &notice) { std::cerr << "brevisc: " << notice << "\n"; });
+  if (!decoder) return decoder.error();
+  return (*decoder)->decode(region, payload, sink);
+}
+
 int fail(const std::string &message) {
   std::cerr << "brevisc: error: " << message << "\n";
   return kExitFailure;

@@ -42,6 +42,9 @@ Result<LoadedArchive> loadArchive(const std::string &path);
 /// program's source checksum.
 Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, bool jit, ByteSink &sink);
 
+/// Decodes one region of a checkpoint alone (its literals validated first).
+Result<void> decodeRegion(const Region &region, const Payload &payload, bool jit, ByteSink &sink);
+
 /// `brevisc: error: message` on stderr; returns kExitFailure.
 int fail(const std::string &message);
 

@@ -27,7 +27,8 @@ int runCompress(const CompressOptions &o, const Verbosity &v) {
   if (!file) return fail(file.error().message);
 
   std::string name = baseName(o.input);
-  SynthOutput synth = synthesizeTemplate(*file, name, name + ".bdsl.bin");
+  // The names `synth` and `unpack` use, so that unpack and pack give back this very archive.
+  SynthOutput synth = synthesizeTemplate(*file, name, withExtension(name, ".bdsl") + ".bin");
   if (synth.notSafetensorsReason && !v.quiet)
     std::cerr << "brevisc: note: " << o.input << " is not valid safetensors (" << *synth.notSafetensorsReason
               << "); compressing it as one byte stream\n";

@@ -5,6 +5,7 @@
 
 #include "codegen/JitDecoder.h"
 #include "lang/Printer.h"
+#include "runtime/Archive.h"
 #include "runtime/FileIO.h"
 #include "runtime/Interpreter.h"
 
@@ -18,6 +19,7 @@ struct RunOptions {
   std::string input;
   std::string output;
   std::string payload;
+  std::string tensor;
   bool jit = false;
   bool force = false;
 };
@@ -36,24 +38,52 @@ Result<std::string> besideProgram(const std::string &program, const std::string 
   return directoryOf(program) + "/" + base;
 }
 
+/// Decodes one tensor of a checkpoint into -o (its raw bytes, as the safetensors file holds them).
+int runTensor(const RunOptions &o, const Module &module, const Payload &payload) {
+  if (!module.isCheckpoint()) return fail("--tensor needs a checkpoint program or an archive");
+  const Region *region = nullptr;
+  for (const Region &r : module.checkpoint().regions)
+    if (r.kind == RegionKind::Tensor && r.name == o.tensor) region = &r;
+  if (!region) return fail(fmt::format("{} has no tensor {}", o.input, quoteString(o.tensor)));
+  if (o.output.empty()) return fail("--tensor needs an output file: use -o FILE");
+  auto out = OutputFile::create(o.output, o.force);
+  if (!out) return fail(out.error().message);
+  auto done = decodeRegion(*region, payload, o.jit, **out);
+  if (done && (*out)->bytesWritten() != region->bytes.size)
+    done = Error{fmt::format("tensor {} produced {} bytes instead of {}", quoteString(o.tensor), (*out)->bytesWritten(),
+                             region->bytes.size)};
+  if (done) done = (*out)->commit();
+  return done ? kExitOk : fail(o.input + ": " + done.error().message);
+}
+
 int runRun(const RunOptions &o, const Verbosity &v) {
   auto text = readTextFile(o.input);
   if (!text) return fail(text.error().message);
-  auto module = loadProgram(o.input, std::move(*text), /*requireRunnable=*/true);
-  if (!module) return kExitFailure;
-
-  std::string payloadPath = o.payload;
-  if (payloadPath.empty() && module->isCheckpoint()) {
-    auto beside = besideProgram(o.input, module->checkpoint().payloadFile, "payload");
-    if (!beside) return fail(beside.error().message);
-    payloadPath = *beside;
-  }
+  std::optional<Module> module;
   Payload payload;
-  if (!payloadPath.empty()) {
-    auto loaded = Payload::readFile(payloadPath);
-    if (!loaded) return fail(loaded.error().message);
-    payload = std::move(*loaded);
+  if (looksLikeArchive(ByteSpan(reinterpret_cast<const uint8_t *>(text->data()), text->size()))) {
+    // An archive runs like its program with its payload.
+    auto archive = loadArchive(o.input);
+    if (!archive) return fail(archive.error().message);
+    module = std::move(archive->module);
+    payload = std::move(archive->payload);
+  } else {
+    module = loadProgram(o.input, std::move(*text), /*requireRunnable=*/true);
+    if (!module) return kExitFailure;
+    std::string payloadPath = o.payload;
+    if (payloadPath.empty() && module->isCheckpoint()) {
+      auto beside = besideProgram(o.input, module->checkpoint().payloadFile, "payload");
+      if (!beside) return fail(beside.error().message);
+      payloadPath = *beside;
+    }
+    if (!payloadPath.empty()) {
+      auto loaded = Payload::readFile(payloadPath);
+      if (!loaded) return fail(loaded.error().message);
+      payload = std::move(*loaded);
+    }
   }
+
+  if (!o.tensor.empty()) return runTensor(o, *module, payload);
 
   std::string output = o.output;
   if (output.empty()) {
@@ -79,7 +109,8 @@ int runRun(const RunOptions &o, const Verbosity &v) {
 void registerRun(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<RunOptions>();
   auto *cmd = app.add_subcommand("run", "Execute a program and write the bytes it produces");
-  cmd->add_option("program", o->input, ".bdsl file")->required();
+  cmd->add_option("program", o->input, ".bdsl file, or a .brv archive")->required();
+  cmd->add_option("--tensor", o->tensor, "decode only this tensor, writing its raw bytes to -o");
   cmd->add_option("-o,--output", o->output,
                   "file to write (default for a checkpoint: its source file name, beside the program)");
   cmd->add_option("--payload", o->payload, "payload file (default: the one the program names, beside it)");

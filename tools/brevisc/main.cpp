@@ -22,6 +22,7 @@ int main(int argc, char **argv) {
   registerDecompress(app, ctx);
   registerVerify(app, ctx);
   registerInfo(app, ctx);
+  registerPack(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {
