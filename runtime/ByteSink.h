@@ -25,4 +25,10 @@ private:
   Bytes &out_;
 };
 
+/// Accepts and drops bytes: for decoding only to check (the runner hashes what passes).
+class DiscardSink final : public ByteSink {
+public:
+  Result<void> write(const uint8_t *, size_t) override { return {}; }
+};
+
 } // namespace brevis

@@ -69,11 +69,6 @@ double entropyBytes(const std::vector<uint8_t> &s) {
   return bits / 8;
 }
 
-class DiscardSink final : public ByteSink {
-public:
-  Result<void> write(const uint8_t *, size_t) override { return {}; }
-};
-
 struct Row {
   std::string codec;
   uint64_t size;

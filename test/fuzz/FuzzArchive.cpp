@@ -11,13 +11,6 @@
 
 using namespace brevis;
 
-namespace {
-class DiscardSink final : public ByteSink {
-public:
-  Result<void> write(const uint8_t *, size_t) override { return {}; }
-};
-} // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // Mutations almost never keep the trailing checksum right, so the target sets it: that lets
   // the fuzzer reach the program, payload and decoders behind it. (The checksum itself is

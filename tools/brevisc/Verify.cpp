@@ -4,14 +4,6 @@
 
 namespace brevis::cli {
 
-namespace {
-/// Accepts and drops bytes; the runner's checksum does the comparison.
-class DiscardSink final : public ByteSink {
-public:
-  Result<void> write(const uint8_t *, size_t) override { return {}; }
-};
-} // namespace
-
 Result<void> verifyProgram(const std::string &programName, const std::string &programText, const Bytes &payload) {
   auto module = loadProgram(programName, programText, /*requireRunnable=*/true);
   if (!module) return Error{"internal error: the synthesized program does not check"};

@@ -22,12 +22,6 @@ struct PackOptions {
   bool force = false;
 };
 
-/// Discards what it is given: the runner's checksum does the comparing.
-class DiscardSink final : public ByteSink {
-public:
-  Result<void> write(const uint8_t *, size_t) override { return {}; }
-};
-
 int runUnpack(const PackOptions &o, const Verbosity &v) {
   auto archive = loadArchive(o.input);
   if (!archive) return fail(archive.error().message);
