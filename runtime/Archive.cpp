@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <zstd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace brevis {
@@ -35,6 +37,15 @@ uint64_t getU64(const uint8_t *p) {
 
 bool looksLikeArchive(ByteSpan bytes) {
   return bytes.size() >= sizeof kMagic && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0;
+}
+
+Result<bool> fileIsArchive(const std::string &path) {
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) return Error{fmt::format("cannot open {}: {}", path, std::strerror(errno))};
+  uint8_t head[sizeof kMagic];
+  size_t n = std::fread(head, 1, sizeof head, f);
+  std::fclose(f);
+  return looksLikeArchive(ByteSpan(head, n));
 }
 
 Bytes writeArchive(const ArchiveContents &c) {

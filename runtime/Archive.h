@@ -30,5 +30,7 @@ Result<ArchiveContents> readArchive(ByteSpan archive, const std::string &name);
 
 /// True if the bytes start with the archive magic.
 bool looksLikeArchive(ByteSpan bytes);
+/// Whether the file at `path` starts with the archive magic (reads only that much).
+Result<bool> fileIsArchive(const std::string &path);
 
 } // namespace brevis

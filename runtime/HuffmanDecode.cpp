@@ -237,8 +237,6 @@ uint64_t HuffmanDecoder::blockLength(size_t b) const {
   return std::min(blockWords_, count_ - begin);
 }
 
-Result<void> HuffmanDecoder::decodeBlock(size_t b, uint16_t *out) const { return decodeBlockInto(b, out); }
-
 void HuffmanDecoder::buildPairTable() {
   // Entry for an L-bit pattern: as many whole codes (up to three) as its bits hold. Bits 0-4:
   // their total length; 5-6: how many; 8-15, 16-23, 24-31: the symbols.
@@ -308,10 +306,10 @@ Result<void> HuffmanDecoder::checkStreamsConsumed(size_t b, const void *streams)
   return {};
 }
 
-template <typename Symbol> Result<void> HuffmanDecoder::decodeBlockInto(size_t b, Symbol *out) const {
+Result<void> HuffmanDecoder::decodeBlock(size_t b, uint16_t *out) const {
   const uint64_t n = blockLength(b);
   if (code_.words.size() == 1) {
-    std::memset(out, 0, n * sizeof(Symbol));
+    std::memset(out, 0, n * sizeof(uint16_t));
     return {};
   }
   const Block &block = blocks_[b];
@@ -319,7 +317,6 @@ template <typename Symbol> Result<void> HuffmanDecoder::decodeBlockInto(size_t b
   const uint64_t mask = (uint64_t{1} << L) - 1;
   const uint32_t *table = table_.data();
   BitStream s[kHuffmanStreams];
-  (void)mask;
   for (unsigned k = 0; k < kHuffmanStreams; ++k) {
     s[k].next = block.streams[k];
     s[k].end = block.streams[k] + block.sizes[k];
@@ -328,7 +325,7 @@ template <typename Symbol> Result<void> HuffmanDecoder::decodeBlockInto(size_t b
   for (; i < n; ++i) {
     BitStream &st = s[i % kHuffmanStreams];
     if (st.count < L) st.refillSafe();
-    out[i] = decodeSymbol<Symbol>(st, table, mask);
+    out[i] = decodeSymbol<uint16_t>(st, table, mask);
   }
   return checkStreamsConsumed(b, s);
 }

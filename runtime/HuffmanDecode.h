@@ -31,7 +31,6 @@ public:
   uint64_t blockLength(size_t b) const;
 
 private:
-  template <typename Symbol> Result<void> decodeBlockInto(size_t b, Symbol *out) const;
   void buildPairTable();
   /// Checks that each stream of block b (BitStream[4] after decoding) used exactly its bytes.
   Result<void> checkStreamsConsumed(size_t b, const void *streams) const;

@@ -3,6 +3,7 @@
 #include "codegen/JitDecoder.h"
 #include "frontend/Parser.h"
 #include "lang/Diagnostics.h"
+#include "lang/Printer.h"
 #include "lang/TypeChecker.h"
 #include "runtime/Archive.h"
 #include "runtime/CheckpointRunner.h"
@@ -43,25 +44,48 @@ Result<LoadedArchive> loadArchive(const std::string &path) {
   return loaded;
 }
 
-Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, bool jit, ByteSink &sink) {
-  if (!jit) {
-    Interpreter interpreter;
-    return runCheckpoint(c, payload, interpreter, sink);
-  }
+namespace {
+/// The interpreter, or the JIT reporting its interpreter fallbacks on stderr.
+Result<std::unique_ptr<RegionDecoder>> makeDecoder(bool jit) {
+  if (!jit) return std::unique_ptr<RegionDecoder>(std::make_unique<Interpreter>());
   auto decoder = JitDecoder::create([](const std::string &notice) { std::cerr << "brevisc: " << notice << "\n"; });
+  if (!decoder) return decoder.error();
+  return std::unique_ptr<RegionDecoder>(std::move(*decoder));
+}
+} // namespace
+
+Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, bool jit, ByteSink &sink) {
+  auto decoder = makeDecoder(jit);
   if (!decoder) return decoder.error();
   return runCheckpoint(c, payload, **decoder, sink);
 }
 
 Result<void> decodeRegion(const Region &region, const Payload &payload, bool jit, ByteSink &sink) {
   BREVIS_TRY(validateForExecution(*region.program, payload));
-  if (!jit) {
-    Interpreter interpreter;
-    return interpreter.decode(region, payload, sink);
-  }
-  auto decoder = JitDecoder::create([](const std::string &notice) { std::cerr << "brevisc: " << notice << "\n"; });
+  auto decoder = makeDecoder(jit);
   if (!decoder) return decoder.error();
   return (*decoder)->decode(region, payload, sink);
+}
+
+Result<void> writeProgramFiles(const std::string &programPath, const std::string &text, const std::string &payloadPath,
+                               ByteSpan payload, bool overwrite) {
+  auto textFile = OutputFile::create(programPath, overwrite);
+  if (!textFile) return textFile.error();
+  auto payloadFile = OutputFile::create(payloadPath, overwrite);
+  if (!payloadFile) return payloadFile.error();
+  BREVIS_TRY((*textFile)->write(reinterpret_cast<const uint8_t *>(text.data()), text.size()));
+  BREVIS_TRY((*payloadFile)->write(payload.data(), payload.size()));
+  BREVIS_TRY((*payloadFile)->commit());
+  return (*textFile)->commit();
+}
+
+Bytes archiveOf(const Checkpoint &c, ByteSpan payload) {
+  ArchiveContents contents;
+  contents.programText = printCheckpoint(c);
+  contents.payload.assign(payload.begin(), payload.end());
+  contents.sourceSize = c.source.size;
+  contents.sourceXxh64 = c.source.xxh64;
+  return writeArchive(contents);
 }
 
 int fail(const std::string &message) {

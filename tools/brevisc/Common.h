@@ -45,6 +45,13 @@ Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, bool 
 /// Decodes one region of a checkpoint alone (its literals validated first).
 Result<void> decodeRegion(const Region &region, const Payload &payload, bool jit, ByteSink &sink);
 
+/// Writes a program's text and its payload sidecar, both or neither.
+Result<void> writeProgramFiles(const std::string &programPath, const std::string &text, const std::string &payloadPath,
+                               ByteSpan payload, bool overwrite);
+
+/// The `.brv` archive of a checkpoint program and its payload.
+Bytes archiveOf(const Checkpoint &c, ByteSpan payload);
+
 /// `brevisc: error: message` on stderr; returns kExitFailure.
 int fail(const std::string &message);
 

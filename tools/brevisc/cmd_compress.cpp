@@ -3,7 +3,6 @@
 #include "tools/brevisc/Verify.h"
 
 #include "lang/Printer.h"
-#include "runtime/Archive.h"
 #include "runtime/FileIO.h"
 #include "synth/TemplateSynth.h"
 
@@ -32,13 +31,9 @@ int runCompress(const CompressOptions &o, const Verbosity &v) {
   if (synth.notSafetensorsReason && !v.quiet)
     std::cerr << "brevisc: note: " << o.input << " is not valid safetensors (" << *synth.notSafetensorsReason
               << "); compressing it as one byte stream\n";
-  ArchiveContents contents;
-  contents.programText = printCheckpoint(synth.checkpoint);
-  if (auto ok = verifyProgram(name + ".bdsl", contents.programText, synth.payload); !ok) return fail(ok.error().message);
-  contents.payload = std::move(synth.payload);
-  contents.sourceSize = synth.checkpoint.source.size;
-  contents.sourceXxh64 = synth.checkpoint.source.xxh64;
-  Bytes archive = writeArchive(contents);
+  if (auto ok = verifyProgram(name + ".bdsl", printCheckpoint(synth.checkpoint), synth.payload); !ok)
+    return fail(ok.error().message);
+  Bytes archive = archiveOf(synth.checkpoint, synth.payload);
   if (auto written = writeFile(output, archive, o.force); !written) return fail(written.error().message);
 
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -5,8 +5,6 @@
 #include "tools/brevisc/Commands.h"
 
 #include "lang/Printer.h"
-#include "runtime/Archive.h"
-#include "runtime/CheckpointRunner.h"
 #include "runtime/FileIO.h"
 
 #include <iostream>
@@ -37,16 +35,9 @@ int runUnpack(const PackOptions &o, const Verbosity &v) {
   // The program names its payload file: point it at the sidecar written beside it.
   Checkpoint &c = archive->module.checkpoint();
   c.payloadFile = baseName(payloadPath);
-  std::string text = printCheckpoint(c);
-  auto textFile = OutputFile::create(output, o.force);
-  if (!textFile) return fail(textFile.error().message);
-  auto payloadFile = OutputFile::create(payloadPath, o.force);
-  if (!payloadFile) return fail(payloadFile.error().message);
-  auto done = (*textFile)->write(reinterpret_cast<const uint8_t *>(text.data()), text.size());
-  if (done) done = (*payloadFile)->write(archive->payload.data(), archive->payload.size());
-  if (done) done = (*payloadFile)->commit();
-  if (done) done = (*textFile)->commit();
-  if (!done) return fail(done.error().message);
+  auto written = writeProgramFiles(output, printCheckpoint(c), payloadPath,
+                                   ByteSpan(archive->payload.data(), archive->payload.size()), o.force);
+  if (!written) return fail(written.error().message);
   if (!v.quiet) std::cerr << fmt::format("{}: -> {} + {}\n", o.input, output, payloadPath);
   return kExitOk;
 }
@@ -70,12 +61,7 @@ int runPack(const PackOptions &o, const Verbosity &v) {
   auto decoded = decodeCheckpoint(c, *payload, /*jit=*/false, sink);
   if (!decoded) return fail(o.input + ": " + decoded.error().message);
 
-  ArchiveContents contents;
-  contents.programText = printCheckpoint(c);
-  contents.payload.assign(payload->data(), payload->data() + payload->size());
-  contents.sourceSize = c.source.size;
-  contents.sourceXxh64 = c.source.xxh64;
-  Bytes archive = writeArchive(contents);
+  Bytes archive = archiveOf(c, ByteSpan(payload->data(), payload->size()));
   auto done = (*out)->write(archive.data(), archive.size());
   if (done) done = (*out)->commit();
   if (!done) return fail(done.error().message);

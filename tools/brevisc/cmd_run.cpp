@@ -57,17 +57,19 @@ int runTensor(const RunOptions &o, const Module &module, const Payload &payload)
 }
 
 int runRun(const RunOptions &o, const Verbosity &v) {
-  auto text = readTextFile(o.input);
-  if (!text) return fail(text.error().message);
+  auto isArchive = fileIsArchive(o.input);
+  if (!isArchive) return fail(isArchive.error().message);
   std::optional<Module> module;
   Payload payload;
-  if (looksLikeArchive(ByteSpan(reinterpret_cast<const uint8_t *>(text->data()), text->size()))) {
+  if (*isArchive) {
     // An archive runs like its program with its payload.
     auto archive = loadArchive(o.input);
     if (!archive) return fail(archive.error().message);
     module = std::move(archive->module);
     payload = std::move(archive->payload);
   } else {
+    auto text = readTextFile(o.input);
+    if (!text) return fail(text.error().message);
     module = loadProgram(o.input, std::move(*text), /*requireRunnable=*/true);
     if (!module) return kExitFailure;
     std::string payloadPath = o.payload;

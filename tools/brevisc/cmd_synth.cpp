@@ -32,15 +32,8 @@ int runSynth(const SynthOptions &o, const Verbosity &v) {
   std::string text = printCheckpoint(synth.checkpoint);
   if (auto ok = verifyProgram(output, text, synth.payload); !ok) return fail(ok.error().message);
 
-  auto textFile = OutputFile::create(output, o.force);
-  if (!textFile) return fail(textFile.error().message);
-  auto payloadFile = OutputFile::create(payloadPath, o.force);
-  if (!payloadFile) return fail(payloadFile.error().message);
-  auto written = (*textFile)->write(reinterpret_cast<const uint8_t *>(text.data()), text.size());
-  if (written) written = (*payloadFile)->write(synth.payload.data(), synth.payload.size());
-  if (written) written = (*payloadFile)->commit();
-  if (written) written = (*textFile)->commit();
-  if (!written) return fail(written.error().message);
+  if (auto written = writeProgramFiles(output, text, payloadPath, synth.payload, o.force); !written)
+    return fail(written.error().message);
   if (!v.quiet)
     std::cerr << fmt::format("{}: {} regions -> {} ({}) + {} ({})\n", o.input, synth.checkpoint.regions.size(), output,
                              humanBytes(text.size()), payloadPath, humanBytes(synth.payload.size()));
