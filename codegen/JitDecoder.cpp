@@ -26,6 +26,8 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <atomic>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -432,10 +434,11 @@ struct JitDecoder::Impl {
   /// Compiled functions by specialization key (see appendKey).
   std::unordered_map<std::string, DecodeFn> functions;
   std::set<NodeKind> reportedKinds;
-  std::vector<uint8_t> chunk;
+  /// Guards functions, reportedKinds and compilation when decodeWords() runs on several threads.
+  std::mutex mutex;
   size_t nextFunction = 0;
-  size_t compiled = 0;
-  size_t interpreted = 0;
+  std::atomic<size_t> compiled{0};
+  std::atomic<size_t> interpreted{0};
 
   /// A module in the making and the functions emitted into it (key, symbol name).
   struct Batch {
@@ -579,16 +582,22 @@ Result<void> JitDecoder::prepare(const Checkpoint &c, const Payload &payload) {
   return impl.compile(batches);
 }
 
-Result<void> JitDecoder::decode(const Region &region, const Payload &payload, ByteSink &sink) {
+Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payload, uint64_t first, uint64_t count,
+                                     ByteSink &sink) {
   Impl &impl = *impl_;
   if (!region.program) return Error{fmt::format("region at byte {} has no program", region.bytes.offset)};
   const Expr &root = *region.program;
-  if (!supports(root)) {
-    std::set<NodeKind> kinds;
-    collectUnsupported(root, kinds);
-    for (NodeKind k : kinds) impl.report(k, "regions using it run in");
+  // Generated code starts at multiples of 8 words (DecodeFn); other ranges are rare (pieces of
+  // a region start at multiples of 2^24 bytes) and go to the interpreter.
+  if (!supports(root) || first % 8 != 0) {
+    if (!supports(root)) {
+      std::set<NodeKind> kinds;
+      collectUnsupported(root, kinds);
+      std::lock_guard lock(impl.mutex);
+      for (NodeKind k : kinds) impl.report(k, "regions using it run in");
+    }
     ++impl.interpreted;
-    return impl.interpreter.decode(region, payload, sink);
+    return impl.interpreter.decodeWords(region, payload, first, count, sink);
   }
 
   const unsigned wordBytes = containerBytes(widthOf(root));
@@ -597,18 +606,24 @@ Result<void> JitDecoder::decode(const Region &region, const Payload &payload, By
   if (__builtin_mul_overflow(words, wordBytes, &bytes) || bytes != region.bytes.size)
     return Error{fmt::format("region at byte {} holds {} bytes, but its program produces {} words of {} bytes",
                              region.bytes.offset, region.bytes.size, words, wordBytes)};
+  if (first > words || count > words - first)
+    return Error{fmt::format("words {}+{} lie outside the region's {} words", first, count, words)};
 
   std::string key;
   BREVIS_TRY(appendKey(root, payload, key));
-  auto it = impl.functions.find(key);
-  if (it == impl.functions.end()) {
-    std::vector<Impl::Batch> batches;
-    batches.push_back(impl.newBatch());
-    impl.emit(batches.back(), key, root, payload);
-    BREVIS_TRY(impl.compile(batches));
-    it = impl.functions.find(key);
+  DecodeFn fn;
+  {
+    std::lock_guard lock(impl.mutex);
+    auto it = impl.functions.find(key);
+    if (it == impl.functions.end()) {
+      std::vector<Impl::Batch> batches;
+      batches.push_back(impl.newBatch());
+      impl.emit(batches.back(), key, root, payload);
+      BREVIS_TRY(impl.compile(batches));
+      it = impl.functions.find(key);
+    }
+    fn = it->second;
   }
-  DecodeFn fn = it->second;
 
   // Entropy-coded literals are decoded chunk by chunk by the runtime's kernels.
   std::vector<const Lit *> streamed;
@@ -617,19 +632,20 @@ Result<void> JitDecoder::decode(const Region &region, const Payload &payload, By
   for (const Lit *l : streamed) {
     auto cursor = LitCursor::open(*l, payload);
     if (!cursor) return cursor.error();
+    BREVIS_TRY((*cursor)->skip(first));
     cursors.push_back(std::move(*cursor));
   }
   const uint64_t chunkWords = kChunkBytes / wordBytes;
   static_assert(kChunkBytes % 64 == 0, "chunks must start at multiples of 8 words (DecodeFn)");
-  impl.chunk.resize(kChunkBytes);
+  std::vector<uint8_t> chunk(kChunkBytes);
   std::vector<std::vector<uint64_t>> buffers(streamed.size(), std::vector<uint64_t>(chunkWords));
   std::vector<const uint64_t *> pointers(streamed.size());
   for (size_t k = 0; k < streamed.size(); ++k) pointers[k] = buffers[k].data();
-  for (uint64_t first = 0; first < words; first += chunkWords) {
-    const uint64_t n = std::min(chunkWords, words - first);
+  for (uint64_t done = 0; done < count; done += chunkWords) {
+    const uint64_t n = std::min(chunkWords, count - done);
     for (size_t k = 0; k < cursors.size(); ++k) BREVIS_TRY(cursors[k]->read(buffers[k].data(), n));
-    fn(payload.data(), impl.chunk.data(), first, n, pointers.data());
-    BREVIS_TRY(sink.write(impl.chunk.data(), n * wordBytes));
+    fn(payload.data(), chunk.data(), first + done, n, pointers.data());
+    BREVIS_TRY(sink.write(chunk.data(), n * wordBytes));
   }
   ++impl.compiled;
   return {};

@@ -24,7 +24,7 @@ namespace brevis {
 /// Generated code is specialized to the payload (offsets and bitpack bit counts are constants),
 /// so compiled functions are cached by the program together with the payload bytes it was
 /// specialized to; decoding against a different payload recompiles rather than misdecodes.
-/// Not thread-safe: use one decoder per thread.
+/// decodeWords() may run on several threads at once; prepare() may not.
 class JitDecoder final : public RegionDecoder {
 public:
   using Notice = std::function<void(const std::string &)>;
@@ -43,9 +43,11 @@ public:
   /// The literals of `c` must have been validated against `payload` (validatePayload).
   Result<void> prepare(const Checkpoint &c, const Payload &payload) override;
 
-  /// Writes the region's bytes to `sink` in chunks of at most kChunkBytes. Every literal of the
-  /// region must have been validated against `payload`.
-  Result<void> decode(const Region &region, const Payload &payload, ByteSink &sink) override;
+  /// Writes the range's bytes to `sink` in chunks of at most kChunkBytes. Every literal of the
+  /// region must have been validated against `payload`. Thread-safe: compilation on demand and
+  /// notices are serialized.
+  Result<void> decodeWords(const Region &region, const Payload &payload, uint64_t first, uint64_t count,
+                           ByteSink &sink) override;
 
   /// Whether `e` is compiled: made only of lit, const and merge.
   static bool supports(const Expr &e);

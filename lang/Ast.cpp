@@ -177,6 +177,37 @@ bool sameFields(const Expr &a, const Expr &b) {
 }
 } // namespace
 
+StreamType streamTypeOf(const Expr &e) {
+  switch (e.kind) {
+  case NodeKind::Lit: return as<Lit>(e).type;
+  case NodeKind::Const: return as<Const>(e).type;
+  case NodeKind::Concat: {
+    StreamType t = streamTypeOf(*as<Concat>(e).parts.front());
+    t.length = 0;
+    for (const auto &p : as<Concat>(e).parts) t.length += streamTypeOf(*p).length;
+    return t;
+  }
+  case NodeKind::Repeat: {
+    StreamType t = streamTypeOf(*as<Repeat>(e).body);
+    t.length *= as<Repeat>(e).count;
+    return t;
+  }
+  case NodeKind::Map: return streamTypeOf(*as<Map>(e).body);
+  case NodeKind::Scan: {
+    StreamType t = streamTypeOf(*as<Scan>(e).body);
+    t.length += 1;
+    return t;
+  }
+  case NodeKind::Merge: {
+    StreamType t{0, streamTypeOf(*as<Merge>(e).fields.front().expr).length};
+    for (const auto &f : as<Merge>(e).fields) t.width += streamTypeOf(*f.expr).width;
+    return t;
+  }
+  case NodeKind::Hole: break;
+  }
+  __builtin_trap(); // holes have no type; callers reject them first
+}
+
 bool structurallyEqual(const Expr &a, const Expr &b) {
   if (a.kind != b.kind || a.annotation != b.annotation || !sameFields(a, b)) return false;
   auto ca = children(a), cb = children(b);

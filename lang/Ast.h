@@ -171,6 +171,10 @@ template <typename T> const T *dynAs(const Expr &e) {
 std::vector<const Expr *> children(const Expr &e);
 std::vector<Expr *> children(Expr &e);
 
+/// The stream type of a well-typed expression without holes (the type checker's result, derived
+/// again without diagnostics). Precondition: the expression has passed the checker.
+StreamType streamTypeOf(const Expr &e);
+
 /// Same kind, fields, annotations, field names and children, recursively; locations are ignored.
 bool structurallyEqual(const Expr &a, const Expr &b);
 

@@ -5,9 +5,11 @@
 #include <fmt/format.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <set>
 
 namespace brevis {
 
@@ -15,12 +17,23 @@ namespace {
 
 constexpr uint8_t kMagic[8] = {0x89, 'B', 'R', 'V', '\r', '\n', 0x1a, '\n'};
 constexpr int kProgramZstdLevel = 19; // program text is small; spend time to make it smaller
+constexpr uint32_t kFlagDirectory = 1;
+constexpr size_t kPayloadPadding = 16; // = kPayloadSlack: zeros after the payload section
+constexpr size_t kTrailerSize = 8;
 
+void putU16(Bytes &out, uint16_t v) {
+  for (int i = 0; i < 2; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
 void putU32(Bytes &out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
 }
 void putU64(Bytes &out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+uint16_t getU16(const uint8_t *p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
 }
 uint32_t getU32(const uint8_t *p) {
   uint32_t v;
@@ -33,7 +46,62 @@ uint64_t getU64(const uint8_t *p) {
   return v;
 }
 
+/// Bounds-checked reading of the member table.
+class TableReader {
+public:
+  explicit TableReader(ByteSpan b) : b_(b) {}
+  bool u16(uint16_t &v) { return take(2) && (v = getU16(b_.data() + at_ - 2), true); }
+  bool u64(uint64_t &v) { return take(8) && (v = getU64(b_.data() + at_ - 8), true); }
+  bool bytes(size_t n, std::string &s) {
+    if (!take(n)) return false;
+    s.assign(reinterpret_cast<const char *>(b_.data() + at_ - n), n);
+    return true;
+  }
+  bool atEnd() const { return at_ == b_.size(); }
+
+private:
+  bool take(size_t n) {
+    if (n > b_.size() - at_) return false;
+    at_ += n;
+    return true;
+  }
+  ByteSpan b_;
+  size_t at_ = 0;
+};
+
+void collectSpan(const Expr &e, uint64_t &lo, uint64_t &hi) {
+  if (e.kind == NodeKind::Lit) {
+    const Lit &l = as<Lit>(e);
+    if (l.isInline()) return;
+    ByteRange r = l.payload();
+    lo = std::min(lo, r.offset);
+    hi = std::max(hi, r.offset + r.size);
+    return;
+  }
+  for (const Expr *c : children(e)) collectSpan(*c, lo, hi);
+}
+
 } // namespace
+
+ByteRange payloadSpan(const Expr &e) {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  collectSpan(e, lo, hi);
+  if (lo > hi) return ByteRange{0, 0};
+  return ByteRange{lo, hi - lo};
+}
+
+bool isValidMemberPath(const std::string &path) {
+  if (path.empty() || path.size() > kMaxMemberPath || path.front() == '/') return false;
+  if (path.find('\0') != std::string::npos) return false;
+  size_t start = 0;
+  while (true) {
+    size_t end = path.find('/', start);
+    std::string_view part(path.data() + start, (end == std::string::npos ? path.size() : end) - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    if (end == std::string::npos) return true;
+    start = end + 1;
+  }
+}
 
 bool looksLikeArchive(ByteSpan bytes) {
   return bytes.size() >= sizeof kMagic && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0;
@@ -48,63 +116,218 @@ Result<bool> fileIsArchive(const std::string &path) {
   return looksLikeArchive(ByteSpan(head, n));
 }
 
-Bytes writeArchive(const ArchiveContents &c) {
-  Bytes program(ZSTD_compressBound(c.programText.size()));
-  size_t packed = ZSTD_compress(program.data(), program.size(), c.programText.data(), c.programText.size(),
-                                kProgramZstdLevel);
+std::vector<ArchiveIndexEntry> indexFor(const Checkpoint &c, std::span<const uint64_t> digests) {
+  std::vector<ArchiveIndexEntry> index;
+  for (size_t i = 0; i < c.regions.size(); ++i) {
+    const Region &r = c.regions[i];
+    index.push_back(ArchiveIndexEntry{r.bytes, payloadSpan(*r.program), digests[i]});
+  }
+  return index;
+}
+
+Result<void> ArchiveWriter::put(ByteSpan bytes) {
+  BREVIS_TRY(out_.writeAt(at_, bytes.data(), bytes.size()));
+  at_ += bytes.size();
+  return {};
+}
+
+Result<ByteRange> ArchiveWriter::appendPayload(ByteSpan payload) {
+  if (!started_) {
+    payloadHash_ = std::make_unique<Xxh64Stream>();
+    at_ = kArchiveHeaderSize; // the header is written last
+    started_ = true;
+  }
+  payloadHash_->update(payload.data(), payload.size());
+  BREVIS_TRY(put(payload));
+  ByteRange r{payloadSize_, payload.size()};
+  payloadSize_ += payload.size();
+  return r;
+}
+
+Result<uint64_t> ArchiveWriter::finish(const std::vector<ArchiveMember> &members, bool directory) {
+  if (!started_) BREVIS_TRY(appendPayload({}));
+  std::string texts;
+  Bytes table;
+  uint64_t entries = 0;
+  for (const ArchiveMember &m : members) {
+    putU16(table, static_cast<uint16_t>(m.path.size()));
+    table.insert(table.end(), m.path.begin(), m.path.end());
+    putU64(table, m.sourceSize);
+    putU64(table, m.sourceXxh64);
+    putU64(table, texts.size());
+    putU64(table, m.programText.size());
+    putU64(table, entries);
+    putU64(table, m.index.size());
+    putU64(table, m.payloadRange.offset);
+    putU64(table, m.payloadRange.size);
+    texts += m.programText;
+    entries += m.index.size();
+  }
+  Bytes program(ZSTD_compressBound(texts.size()));
+  size_t packed = ZSTD_compress(program.data(), program.size(), texts.data(), texts.size(), kProgramZstdLevel);
   if (ZSTD_isError(packed)) __builtin_trap(); // only fails on a too-small buffer, which compressBound rules out
   program.resize(packed);
 
-  Bytes out(kMagic, kMagic + sizeof kMagic);
-  putU32(out, kArchiveVersion);
-  putU32(out, 0); // flags, reserved
-  putU64(out, c.sourceSize);
-  putU64(out, c.sourceXxh64);
-  putU64(out, c.programText.size());
-  putU64(out, program.size());
-  putU64(out, c.payload.size());
-  out.insert(out.end(), program.begin(), program.end());
-  out.insert(out.end(), c.payload.begin(), c.payload.end());
-  putU64(out, xxh64(out));
-  return out;
+  Bytes index;
+  for (const ArchiveMember &m : members)
+    for (const ArchiveIndexEntry &e : m.index) {
+      putU64(index, e.bytes.offset);
+      putU64(index, e.bytes.size);
+      putU64(index, e.payload.offset);
+      putU64(index, e.payload.size);
+      putU64(index, e.digest);
+    }
+
+  Bytes header(kMagic, kMagic + sizeof kMagic);
+  putU32(header, kArchiveVersion);
+  putU32(header, directory ? kFlagDirectory : 0);
+  putU64(header, members.size());
+  putU64(header, table.size());
+  putU64(header, texts.size());
+  putU64(header, program.size());
+  putU64(header, entries);
+  putU64(header, payloadSize_);
+  Xxh64Stream meta;
+  for (const Bytes *part : {&header, &table, &program, &index}) meta.update(part->data(), part->size());
+  const uint64_t metaDigest = meta.digest();
+  putU64(header, metaDigest);
+
+  const uint8_t zeros[kPayloadPadding] = {};
+  BREVIS_TRY(put(ByteSpan(zeros, sizeof zeros)));
+  for (const Bytes *part : {&table, &program, &index}) BREVIS_TRY(put(*part));
+  Bytes trailer;
+  putU64(trailer, metaDigest);
+  putU64(trailer, payloadHash_->digest());
+  uint64_t whole = xxh64(trailer);
+  trailer.clear();
+  putU64(trailer, whole);
+  BREVIS_TRY(put(trailer));
+  BREVIS_TRY(out_.writeAt(0, header.data(), header.size()));
+  return at_;
 }
 
-Result<ArchiveContents> readArchive(ByteSpan a, const std::string &name) {
+Result<Archive> readArchive(std::shared_ptr<const MappedFile> file, const std::string &name,
+                            ArchiveReadOptions options) {
+  ByteSpan a = file->bytes();
+  auto corrupt = [&](const std::string &what) { return Error{fmt::format("{} is corrupt: {}", name, what)}; };
   if (!looksLikeArchive(a)) return Error{fmt::format("{} is not a brevis archive (bad magic)", name)};
-  if (a.size() < kArchiveHeaderSize + 8) return Error{fmt::format("{} is truncated: {} bytes", name, a.size())};
+  if (a.size() < kArchiveHeaderSize + kPayloadPadding + kTrailerSize)
+    return Error{fmt::format("{} is truncated: {} bytes", name, a.size())};
   uint32_t version = getU32(a.data() + 8);
   if (version != kArchiveVersion)
     return Error{fmt::format("{} has archive format version {}; this brevisc reads version {}", name, version,
                              kArchiveVersion)};
-  if (uint32_t flags = getU32(a.data() + 12); flags != 0)
+  uint32_t flags = getU32(a.data() + 12);
+  if (flags & ~kFlagDirectory)
     return Error{fmt::format("{} uses archive features this brevisc does not know (flags {:#x})", name, flags)};
-  ArchiveContents c;
-  c.sourceSize = getU64(a.data() + 16);
-  c.sourceXxh64 = getU64(a.data() + 24);
-  uint64_t textSize = getU64(a.data() + 32);
-  uint64_t programSize = getU64(a.data() + 40);
-  uint64_t payloadSize = getU64(a.data() + 48);
-  uint64_t body = a.size() - kArchiveHeaderSize - 8;
-  if (programSize > body || payloadSize != body - programSize)
-    return Error{fmt::format("{} is truncated or corrupt: its header declares {} + {} section bytes, but the file "
-                             "holds {}",
-                             name, programSize, payloadSize, body)};
-  uint64_t stored = getU64(a.data() + a.size() - 8);
-  if (xxh64(a.first(a.size() - 8)) != stored) return Error{fmt::format("{} is corrupt: archive checksum mismatch", name)};
-  if (textSize > kMaxProgramTextSize)
-    return Error{fmt::format("{} declares a program of {} bytes, more than the limit of {}", name, textSize,
-                             kMaxProgramTextSize)};
+  Archive out;
+  out.directory = flags & kFlagDirectory;
+  out.fileSize = a.size();
+  const uint64_t memberCount = getU64(a.data() + 16), tableSize = getU64(a.data() + 24);
+  const uint64_t textSize = getU64(a.data() + 32), programSize = getU64(a.data() + 40);
+  const uint64_t entryCount = getU64(a.data() + 48), payloadSize = getU64(a.data() + 56);
 
-  const uint8_t *program = a.data() + kArchiveHeaderSize;
+  // The size equation, without overflow: subtract each section from what is left.
+  uint64_t left = a.size() - kArchiveHeaderSize - kPayloadPadding - kTrailerSize;
+  bool fits = tableSize <= left && (left -= tableSize, programSize <= left) && (left -= programSize, true) &&
+              entryCount <= left / kArchiveIndexEntrySize && (left -= entryCount * kArchiveIndexEntrySize, true) &&
+              payloadSize == left;
+  if (!fits)
+    return Error{fmt::format("{} is truncated or corrupt: its sections do not add up to its size of {} bytes", name,
+                             a.size())};
+  const uint8_t *payload = a.data() + kArchiveHeaderSize;
+  const uint8_t *table = payload + payloadSize + kPayloadPadding;
+  const uint8_t *program = table + tableSize;
+  const uint8_t *index = program + programSize;
+  const uint64_t metaDigest = getU64(a.data() + 64);
+  {
+    Xxh64Stream meta;
+    meta.update(a.data(), 64);
+    meta.update(table, tableSize + programSize + entryCount * kArchiveIndexEntrySize);
+    if (meta.digest() != metaDigest) return corrupt("the checksum of its header and index does not match");
+  }
+  if (options.verifyWholeFile) {
+    Bytes pair;
+    for (uint64_t v : {metaDigest, xxh64(ByteSpan(payload, payloadSize))})
+      for (int b = 0; b < 8; ++b) pair.push_back(static_cast<uint8_t>(v >> (8 * b)));
+    if (xxh64(pair) != getU64(a.data() + a.size() - kTrailerSize)) return corrupt("archive checksum mismatch");
+  }
+  for (size_t i = 0; i < kPayloadPadding; ++i)
+    if (payload[payloadSize + i] != 0) return corrupt("the padding after the payload is not zero");
+  if (textSize > kMaxProgramTextSize)
+    return Error{fmt::format("{} declares programs of {} bytes, more than the limit of {}", name, textSize,
+                             kMaxProgramTextSize)};
+  if (tableSize > kMaxMemberTableSize) return corrupt("its member table is too large");
+  if (memberCount == 0) return corrupt("it has no members");
+  if (!out.directory && memberCount != 1) return corrupt("a single-file archive with several members");
+
   unsigned long long frameSize = ZSTD_getFrameContentSize(program, programSize);
-  if (frameSize != textSize) return Error{fmt::format("{} is corrupt: the program section is damaged", name)};
-  c.programText.resize(textSize);
-  size_t got = ZSTD_decompress(c.programText.data(), textSize, program, programSize);
-  if (ZSTD_isError(got) || got != textSize)
-    return Error{fmt::format("{} is corrupt: the program section does not decompress", name)};
-  const uint8_t *payload = program + programSize;
-  c.payload.assign(payload, payload + payloadSize);
-  return c;
+  if (frameSize != textSize) return corrupt("the program section is damaged");
+  std::string texts(textSize, '\0');
+  size_t got = ZSTD_decompress(texts.data(), textSize, program, programSize);
+  if (ZSTD_isError(got) || got != textSize) return corrupt("the program section does not decompress");
+
+  TableReader t(ByteSpan(table, tableSize));
+  auto payloadOwner = std::shared_ptr<const void>(file, file.get());
+  uint64_t textAt = 0, entryAt = 0, payloadAt = 0;
+  std::set<std::string> paths;
+  for (uint64_t i = 0; i < memberCount; ++i) {
+    if (t.atEnd()) return corrupt("its member table is shorter than its member count");
+    ArchiveMember m;
+    uint16_t pathSize;
+    uint64_t textOffset, textLength, firstEntry, entries, payloadOffset, payloadLength;
+    if (!t.u16(pathSize) || !t.bytes(pathSize, m.path) || !t.u64(m.sourceSize) || !t.u64(m.sourceXxh64) ||
+        !t.u64(textOffset) || !t.u64(textLength) || !t.u64(firstEntry) || !t.u64(entries) || !t.u64(payloadOffset) ||
+        !t.u64(payloadLength))
+      return corrupt("its member table is cut short");
+    if (!isValidMemberPath(m.path)) return corrupt(fmt::format("member {} has an unusable path", i + 1));
+    if (!paths.insert(m.path).second) return corrupt(fmt::format("member {} appears twice", m.path));
+    if (textOffset != textAt || textLength > textSize - textAt || firstEntry != entryAt ||
+        entries > entryCount - entryAt || payloadOffset != payloadAt || payloadLength > payloadSize - payloadAt)
+      return corrupt(fmt::format("member {} has sections that do not follow the previous member's", m.path));
+    m.programText = texts.substr(textOffset, textLength);
+    for (uint64_t e = 0; e < entries; ++e) {
+      const uint8_t *p = index + (firstEntry + e) * kArchiveIndexEntrySize;
+      m.index.push_back(ArchiveIndexEntry{ByteRange{getU64(p), getU64(p + 8)}, ByteRange{getU64(p + 16), getU64(p + 24)},
+                                          getU64(p + 32)});
+    }
+    m.payloadRange = ByteRange{payloadOffset, payloadLength};
+    m.payload = Payload::view(ByteSpan(payload + payloadOffset, payloadLength), payloadOwner);
+    textAt += textLength;
+    entryAt += entries;
+    payloadAt += payloadLength;
+    out.members.push_back(std::move(m));
+  }
+  if (!t.atEnd() || textAt != textSize || entryAt != entryCount || payloadAt != payloadSize)
+    return corrupt("its members do not cover its sections exactly");
+  // "a" and "a/b" cannot both be files.
+  for (auto it = paths.begin(); it != paths.end(); ++it) {
+    auto next = std::next(it);
+    if (next != paths.end() && next->size() > it->size() && next->compare(0, it->size(), *it) == 0 &&
+        (*next)[it->size()] == '/')
+      return corrupt(fmt::format("member {} is both a file and a directory", *it));
+  }
+  return out;
+}
+
+Result<void> checkMemberProgram(const Checkpoint &c, const ArchiveMember &m, const std::string &name) {
+  auto corrupt = [&](const std::string &what) {
+    return Error{fmt::format("{} is corrupt: member {}: {}", name, m.path, what)};
+  };
+  if (c.source.size != m.sourceSize || c.source.xxh64 != m.sourceXxh64)
+    return corrupt("its program and the member table describe different source files");
+  if (c.payloadSize != m.payload.size()) return corrupt("its program declares a different payload size");
+  if (c.regions.size() != m.index.size()) return corrupt("its index and its program have different region counts");
+  for (size_t i = 0; i < c.regions.size(); ++i) {
+    const Region &r = c.regions[i];
+    const ArchiveIndexEntry &e = m.index[i];
+    if (r.bytes.offset != e.bytes.offset || r.bytes.size != e.bytes.size)
+      return corrupt(fmt::format("index entry {} does not match region {} of the program", i + 1, i + 1));
+    ByteRange span = payloadSpan(*r.program);
+    if (span.offset != e.payload.offset || span.size != e.payload.size)
+      return corrupt(fmt::format("index entry {} has the wrong payload range", i + 1));
+  }
+  return {};
 }
 
 } // namespace brevis

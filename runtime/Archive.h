@@ -1,32 +1,98 @@
 #pragma once
-// The `.brv` archive, version 1 (docs/format/archive.md): the checkpoint's program text
-// (zstd-compressed) and its literal payload in one file, with the source file's size and
-// xxh64 and a trailing xxh64 of the archive itself.
+// The `.brv` archive, version 2 (docs/format/archive.md): member files, each with its program
+// text, one index entry per region (where its bytes and its payload lie, and a digest), and the
+// literal payloads; a checksum of the front part (everything but the payload) and one of the
+// whole file.
+#include "lang/Ast.h"
 #include "lang/Result.h"
+#include "runtime/ByteSink.h"
 #include "runtime/Bytes.h"
+#include "runtime/Checksum.h"
+#include "runtime/FileIO.h"
+#include "runtime/Payload.h"
 
+#include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace brevis {
 
-inline constexpr uint32_t kArchiveVersion = 1;
-inline constexpr size_t kArchiveHeaderSize = 56;
+inline constexpr uint32_t kArchiveVersion = 2;
+inline constexpr size_t kArchiveHeaderSize = 72;
+inline constexpr size_t kArchiveIndexEntrySize = 40;
 /// Program text larger than this is refused on reading: parsing costs far more memory than the
 /// text (see kMaxTokens in frontend/Parser.h), so a small archive must not be able to declare
 /// more. A program of 200,000 tensors in the synthesizer's usual form is about 50 MB.
 inline constexpr uint64_t kMaxProgramTextSize = uint64_t{64} << 20;
+inline constexpr uint64_t kMaxMemberTableSize = uint64_t{64} << 20;
+inline constexpr size_t kMaxMemberPath = 4096;
 
-struct ArchiveContents {
-  std::string programText;
-  Bytes payload;
-  uint64_t sourceSize = 0;
-  uint64_t sourceXxh64 = 0;
+struct ArchiveIndexEntry {
+  ByteRange bytes;   ///< where the region lies in the member's file
+  ByteRange payload; ///< the payload bytes its literals read (relative to the member's payload)
+  uint64_t digest = 0; ///< regionDigest() of the region's original bytes
 };
 
-Bytes writeArchive(const ArchiveContents &contents);
+struct ArchiveMember {
+  std::string path; ///< relative, '/'-separated
+  uint64_t sourceSize = 0;
+  uint64_t sourceXxh64 = 0;
+  std::string programText;
+  std::vector<ArchiveIndexEntry> index;
+  ByteRange payloadRange; ///< within the payload section
+  Payload payload;        ///< read: a view into the archive (unused by the writer)
+};
 
-/// Parses and verifies an archive; `name` is used in error messages.
-Result<ArchiveContents> readArchive(ByteSpan archive, const std::string &name);
+struct Archive {
+  bool directory = false;
+  std::vector<ArchiveMember> members;
+  uint64_t fileSize = 0;
+};
+
+/// Writes an archive in one pass: payloads stream out as members are ready; the metadata goes at
+/// the end and the header is written in place last (the output must take positional writes).
+class ArchiveWriter {
+public:
+  explicit ArchiveWriter(PositionalSink &out) : out_(out) {}
+  /// Appends a member's payload; returns its range in the payload section.
+  Result<ByteRange> appendPayload(ByteSpan payload);
+  /// Writes the padding, the metadata of `members` (their payloadRange from appendPayload) and
+  /// the header. Returns the archive's size.
+  Result<uint64_t> finish(const std::vector<ArchiveMember> &members, bool directory);
+
+private:
+  Result<void> put(ByteSpan bytes);
+  PositionalSink &out_;
+  uint64_t at_ = 0;
+  uint64_t payloadSize_ = 0;
+  bool started_ = false;
+  std::unique_ptr<Xxh64Stream> payloadHash_;
+};
+
+struct ArchiveReadOptions {
+  /// Also verify the trailing checksum, which reads every byte of the file.
+  bool verifyWholeFile = false;
+};
+
+/// Reads and checks an archive's framing, member table, index and metadata checksum (steps 1–5
+/// of docs/format/archive.md); payloads are views into `file`. `name` is used in messages.
+Result<Archive> readArchive(std::shared_ptr<const MappedFile> file, const std::string &name,
+                            ArchiveReadOptions options = {});
+
+/// Index entries for a checkpoint program: its regions' ranges and literal payload spans, with
+/// the given digests (one per region).
+std::vector<ArchiveIndexEntry> indexFor(const Checkpoint &c, std::span<const uint64_t> digests);
+
+/// Step 6 of docs/format/archive.md: the parsed program of `m` agrees with its member entry and
+/// index. `name` is used in messages.
+Result<void> checkMemberProgram(const Checkpoint &c, const ArchiveMember &m, const std::string &name);
+
+/// The smallest payload range holding every literal of `e` ({0, 0} if it reads none).
+ByteRange payloadSpan(const Expr &e);
+
+/// Whether a member path is acceptable: relative, '/'-separated, no empty, "." or ".." parts.
+bool isValidMemberPath(const std::string &path);
 
 /// True if the bytes start with the archive magic.
 bool looksLikeArchive(ByteSpan bytes);

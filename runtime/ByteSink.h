@@ -3,6 +3,7 @@
 #include "lang/Result.h"
 #include "runtime/Bytes.h"
 
+#include <algorithm>
 #include <cstddef>
 
 namespace brevis {
@@ -23,6 +24,35 @@ public:
 
 private:
   Bytes &out_;
+};
+
+/// Where bytes go when they are produced out of order (by several threads, or a header written
+/// last).
+class PositionalSink {
+public:
+  virtual ~PositionalSink() = default;
+  /// Called concurrently from several threads, for disjoint ranges.
+  virtual Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) = 0;
+};
+
+/// A growing buffer taking positional writes (one thread).
+class VectorPositionalSink final : public PositionalSink {
+public:
+  explicit VectorPositionalSink(Bytes &out) : out_(out) {}
+  Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) override {
+    if (out_.size() < offset + size) out_.resize(offset + size);
+    std::copy(data, data + size, out_.begin() + static_cast<std::ptrdiff_t>(offset));
+    return {};
+  }
+
+private:
+  Bytes &out_;
+};
+
+/// Accepts and drops positional writes (decoding only to check digests).
+class DiscardPositionalSink final : public PositionalSink {
+public:
+  Result<void> writeAt(uint64_t, const uint8_t *, size_t) override { return {}; }
 };
 
 /// Accepts and drops bytes: for decoding only to check (the runner hashes what passes).

@@ -2,6 +2,7 @@
 
 #include "runtime/Checksum.h"
 #include "runtime/Interpreter.h"
+#include "runtime/ParallelDecode.h"
 
 #include <fmt/format.h>
 
@@ -26,15 +27,6 @@ private:
   Xxh64Stream hash_;
   uint64_t written_ = 0;
 };
-
-std::string regionLabel(const Region &r) {
-  switch (r.kind) {
-  case RegionKind::Header: return "the header";
-  case RegionKind::Bytes: return fmt::format("the bytes at @{}+{}", r.bytes.offset, r.bytes.size);
-  case RegionKind::Tensor: return fmt::format("tensor {}", r.name);
-  }
-  return {};
-}
 
 } // namespace
 

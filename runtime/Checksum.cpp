@@ -2,9 +2,25 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
+
 namespace brevis {
 
 uint64_t xxh64(ByteSpan data) { return XXH64(data.data(), data.size(), 0); }
+
+uint64_t combinePieceHashes(std::span<const uint64_t> pieceHashes) {
+  Bytes list(pieceHashes.size() * 8);
+  for (size_t i = 0; i < pieceHashes.size(); ++i)
+    for (int b = 0; b < 8; ++b) list[8 * i + b] = static_cast<uint8_t>(pieceHashes[i] >> (8 * b));
+  return xxh64(list);
+}
+
+uint64_t regionDigest(ByteSpan bytes) {
+  std::vector<uint64_t> pieces;
+  for (uint64_t at = 0; at < bytes.size(); at += kDigestPieceBytes)
+    pieces.push_back(xxh64(bytes.subspan(at, std::min<uint64_t>(kDigestPieceBytes, bytes.size() - at))));
+  return combinePieceHashes(pieces);
+}
 
 struct Xxh64Stream::State {
   XXH64_state_t *s = XXH64_createState();
@@ -16,6 +32,9 @@ Xxh64Stream::Xxh64Stream() : state_(std::make_unique<State>()) {
   XXH64_reset(state_->s, 0);
 }
 Xxh64Stream::~Xxh64Stream() = default;
+Xxh64Stream::Xxh64Stream(Xxh64Stream &&) noexcept = default;
+Xxh64Stream &Xxh64Stream::operator=(Xxh64Stream &&) noexcept = default;
+void Xxh64Stream::reset() { XXH64_reset(state_->s, 0); }
 void Xxh64Stream::update(const uint8_t *data, size_t size) { XXH64_update(state_->s, data, size); }
 uint64_t Xxh64Stream::digest() const { return XXH64_digest(state_->s); }
 

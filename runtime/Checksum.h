@@ -3,15 +3,28 @@
 #include "runtime/Bytes.h"
 
 #include <memory>
+#include <span>
 
 namespace brevis {
 
 uint64_t xxh64(ByteSpan data);
 
+/// Region digests (docs/format/archive.md): xxh64 of the list of the xxh64s of the region's
+/// 2^24-byte pieces, so that pieces decoded in parallel are hashed where they are produced.
+inline constexpr uint64_t kDigestPieceBytes = uint64_t{1} << 24;
+/// The digest from the pieces' hashes, in order.
+uint64_t combinePieceHashes(std::span<const uint64_t> pieceHashes);
+/// The digest of a whole region's bytes.
+uint64_t regionDigest(ByteSpan bytes);
+
 class Xxh64Stream {
 public:
   Xxh64Stream();
   ~Xxh64Stream();
+  Xxh64Stream(Xxh64Stream &&) noexcept;
+  Xxh64Stream &operator=(Xxh64Stream &&) noexcept;
+  /// Starts over, as if newly made.
+  void reset();
   void update(const uint8_t *data, size_t size);
   uint64_t digest() const;
 

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <csignal>
 #include <mutex>
+#include <sys/mman.h>
 #include <unistd.h>
 
 namespace brevis {
@@ -77,6 +78,58 @@ Result<std::string> readTextFile(const std::string &path) {
   return std::string(bytes->begin(), bytes->end());
 }
 
+Result<std::shared_ptr<const MappedFile>> MappedFile::open(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error{fmt::format("cannot open {}: {}", path, systemError())};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    std::string why = systemError();
+    ::close(fd);
+    return Error{fmt::format("cannot read {}: {}", path, why)};
+  }
+  std::shared_ptr<MappedFile> m(new MappedFile());
+  m->path_ = path;
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return Error{fmt::format("cannot read {}: it is a directory", path)};
+  }
+  if (S_ISREG(st.st_mode) && st.st_size > 0) {
+    void *p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p != MAP_FAILED) {
+      ::close(fd);
+      m->map_ = p;
+      m->data_ = static_cast<const uint8_t *>(p);
+      m->size_ = static_cast<size_t>(st.st_size);
+      return std::shared_ptr<const MappedFile>(std::move(m));
+    }
+  }
+  ::close(fd);
+  auto bytes = readFile(path); // pipes, and files that cannot be mapped
+  if (!bytes) return bytes.error();
+  m->copy_ = std::move(*bytes);
+  m->data_ = m->copy_.data();
+  m->size_ = m->copy_.size();
+  return std::shared_ptr<const MappedFile>(std::move(m));
+}
+
+std::shared_ptr<const MappedFile> MappedFile::fromBytes(Bytes bytes, std::string name) {
+  std::shared_ptr<MappedFile> m(new MappedFile());
+  m->path_ = std::move(name);
+  m->copy_ = std::move(bytes);
+  m->data_ = m->copy_.data();
+  m->size_ = m->copy_.size();
+  return m;
+}
+
+MappedFile::~MappedFile() {
+  if (map_) ::munmap(map_, size_);
+}
+
+OutputFile::OutputFile(std::string path, std::string tempPath, std::FILE *f)
+    : path_(std::move(path)), tempPath_(std::move(tempPath)), file_(f) {
+  positional_ = ::lseek(fileno(file_), 0, SEEK_CUR) >= 0;
+}
+
 Result<std::unique_ptr<OutputFile>> OutputFile::create(const std::string &path, bool overwrite) {
   struct stat st;
   bool exists = ::stat(path.c_str(), &st) == 0;
@@ -125,6 +178,19 @@ Result<void> OutputFile::write(const uint8_t *data, size_t size) {
   if (size && std::fwrite(data, 1, size, file_) != size)
     return Error{fmt::format("cannot write {}: {}", path_, systemError())};
   written_ += size;
+  return {};
+}
+
+Result<void> OutputFile::writeAt(uint64_t offset, const uint8_t *data, size_t size) {
+  int fd = fileno(file_);
+  while (size) {
+    ssize_t n = ::pwrite(fd, data, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Error{fmt::format("cannot write {}: {}", path_, n < 0 ? systemError() : "no progress")};
+    data += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
   return {};
 }
 

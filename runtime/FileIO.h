@@ -16,13 +16,41 @@ namespace brevis {
 Result<Bytes> readFile(const std::string &path);
 Result<std::string> readTextFile(const std::string &path);
 
-class OutputFile final : public ByteSink {
+/// A whole input file, memory-mapped read-only when it is a regular file (so that only the
+/// pages used are read, and nothing is copied), read into memory otherwise (pipes). The file
+/// must not be truncated while mapped.
+class MappedFile {
+public:
+  static Result<std::shared_ptr<const MappedFile>> open(const std::string &path);
+  /// Bytes already in memory, behaving as a file (tests, pipes).
+  static std::shared_ptr<const MappedFile> fromBytes(Bytes bytes, std::string name = "<memory>");
+  ~MappedFile();
+  MappedFile(const MappedFile &) = delete;
+  MappedFile &operator=(const MappedFile &) = delete;
+  ByteSpan bytes() const { return ByteSpan(data_, size_); }
+  const std::string &path() const { return path_; }
+
+private:
+  MappedFile() = default;
+  std::string path_;
+  const uint8_t *data_ = nullptr;
+  size_t size_ = 0;
+  void *map_ = nullptr;
+  Bytes copy_;
+};
+
+class OutputFile final : public ByteSink, public PositionalSink {
 public:
   /// Opens a temporary file next to `path`. With overwrite false, fails if `path` exists.
   static Result<std::unique_ptr<OutputFile>> create(const std::string &path, bool overwrite);
   ~OutputFile() override; ///< removes the temporary file unless committed
 
   Result<void> write(const uint8_t *data, size_t size) override;
+  /// Whether writeAt() works: the target is a regular file or a device like /dev/null, not a pipe.
+  bool isPositional() const { return positional_; }
+  /// Writes at an absolute offset; safe to call from several threads at once. Do not mix with
+  /// write() on one file.
+  Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) override;
   /// Fails if the target's file system has fewer than `bytes` free: checked before a long
   /// decode, so that a checkpoint too large for the disk (or an archive claiming a huge one)
   /// fails at once instead of after filling it.
@@ -32,12 +60,12 @@ public:
   uint64_t bytesWritten() const { return written_; }
 
 private:
-  OutputFile(std::string path, std::string tempPath, std::FILE *f)
-      : path_(std::move(path)), tempPath_(std::move(tempPath)), file_(f) {}
+  OutputFile(std::string path, std::string tempPath, std::FILE *f);
   std::string path_, tempPath_;
   std::FILE *file_;
   uint64_t written_ = 0;
   bool committed_ = false;
+  bool positional_ = false;
 };
 
 /// Writes a whole buffer to `path` through OutputFile.

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <cstring>
 
@@ -28,6 +29,16 @@ public:
   /// Produces the next n words (n <= kChunkWords, and no more than remain).
   virtual void read(uint64_t *out, size_t n) = 0;
   virtual void reset() = 0;
+  /// Moves past the next n words (no more than remain). Nodes whose words can be located
+  /// without producing the ones before them override this; the default produces and drops them.
+  virtual void skip(uint64_t n) {
+    uint64_t scratch[256];
+    while (n) {
+      size_t take = static_cast<size_t>(std::min<uint64_t>(n, std::size(scratch)));
+      read(scratch, take);
+      n -= take;
+    }
+  }
   const StreamType type;
 };
 using ReaderPtr = std::unique_ptr<Reader>;
@@ -43,6 +54,10 @@ public:
     if (!r && !state_.error) state_.error = r.error();
   }
   void reset() override { cursor_->reset(); }
+  void skip(uint64_t n) override {
+    auto r = cursor_->skip(n);
+    if (!r && !state_.error) state_.error = r.error();
+  }
 
 private:
   std::unique_ptr<LitCursor> cursor_;
@@ -54,6 +69,7 @@ public:
   explicit ConstReader(const Const &c) : Reader(c.type), value_(c.value) {}
   void read(uint64_t *out, size_t n) override { std::fill_n(out, n, value_); }
   void reset() override {}
+  void skip(uint64_t) override {}
 
 private:
   uint64_t value_;
@@ -83,6 +99,21 @@ public:
     index_ = 0;
     pos_ = 0;
   }
+  void skip(uint64_t n) override {
+    while (n) {
+      Reader &part = *parts_[index_];
+      uint64_t left = part.type.length - pos_;
+      if (left == 0) {
+        ++index_;
+        pos_ = 0;
+        continue;
+      }
+      uint64_t take = std::min(left, n);
+      part.skip(take);
+      n -= take;
+      pos_ += take;
+    }
+  }
 
 private:
   std::vector<ReaderPtr> parts_;
@@ -110,6 +141,18 @@ public:
     body_->reset();
     pos_ = 0;
   }
+  void skip(uint64_t n) override {
+    const uint64_t period = body_->type.length; // > 0 when there is anything to skip
+    if (n == 0) return;
+    if (n >= period - pos_) { // to the end of this pass, then whole passes, then into the next
+      n -= period - pos_;
+      n %= period;
+      body_->reset();
+      pos_ = 0;
+    }
+    body_->skip(n);
+    pos_ += n;
+  }
 
 private:
   ReaderPtr body_;
@@ -124,6 +167,7 @@ public:
     for (size_t i = 0; i < n; ++i) out[i] = applyMap(fn_, param_, type.width, out[i]);
   }
   void reset() override { body_->reset(); }
+  void skip(uint64_t n) override { body_->skip(n); }
 
 private:
   MapFn fn_;
@@ -173,6 +217,9 @@ public:
   }
   void reset() override {
     for (auto &f : fields_) f->reset();
+  }
+  void skip(uint64_t n) override {
+    for (auto &f : fields_) f->skip(n);
   }
 
 private:
@@ -254,16 +301,19 @@ Result<void> validateForExecution(const Expr &e, const Payload &payload) {
 
 namespace {
 
-/// Streams the words of `e` to `consume(rootType, words, n)` chunk by chunk; stops at the first
-/// decoding error or at the first error `consume` returns.
-template <typename Consume> Result<void> stream(const Expr &e, const Payload &payload, Consume consume) {
+/// Streams words [first, first + count) of `e` to `consume(rootType, words, n)` chunk by chunk;
+/// stops at the first decoding error or at the first error `consume` returns.
+template <typename Consume>
+Result<void> stream(const Expr &e, const Payload &payload, uint64_t first, uint64_t count, Consume consume) {
   RunState state;
   auto root = makeReader(e, payload, state);
   if (!root) return root.error();
   Reader &r = **root;
+  r.skip(first);
+  if (state.error) return *state.error;
   std::vector<uint64_t> words(Interpreter::kChunkWords);
-  for (uint64_t done = 0; done < r.type.length;) {
-    size_t n = static_cast<size_t>(std::min<uint64_t>(Interpreter::kChunkWords, r.type.length - done));
+  for (uint64_t done = 0; done < count;) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(Interpreter::kChunkWords, count - done));
     r.read(words.data(), n);
     if (state.error) return *state.error;
     BREVIS_TRY(consume(r.type, words.data(), n));
@@ -278,10 +328,11 @@ void storeLE(const uint64_t *words, size_t n, unsigned cb, uint8_t *out) {
 
 } // namespace
 
-Result<void> Interpreter::decode(const Region &region, const Payload &payload, ByteSink &sink) {
+Result<void> Interpreter::decodeWords(const Region &region, const Payload &payload, uint64_t first, uint64_t count,
+                                      ByteSink &sink) {
   // The caller validated the program (RegionDecoder's contract); see validatePayload().
   std::vector<uint8_t> bytes(Interpreter::kChunkWords * 8);
-  return stream(*region.program, payload, [&](StreamType t, const uint64_t *words, size_t n) {
+  return stream(*region.program, payload, first, count, [&](StreamType t, const uint64_t *words, size_t n) {
     unsigned cb = containerBytes(t.width);
     storeLE(words, n, cb, bytes.data());
     return sink.write(bytes.data(), n * cb);
@@ -291,7 +342,7 @@ Result<void> Interpreter::decode(const Region &region, const Payload &payload, B
 Result<std::vector<uint64_t>> evaluateWords(const Expr &e, const Payload &payload) {
   BREVIS_TRY(validateForExecution(e, payload));
   std::vector<uint64_t> out;
-  BREVIS_TRY(stream(e, payload, [&](StreamType, const uint64_t *words, size_t n) -> Result<void> {
+  BREVIS_TRY(stream(e, payload, 0, streamTypeOf(e).length, [&](StreamType, const uint64_t *words, size_t n) -> Result<void> {
     out.insert(out.end(), words, words + n);
     return {};
   }));
@@ -301,7 +352,7 @@ Result<std::vector<uint64_t>> evaluateWords(const Expr &e, const Payload &payloa
 Result<void> evaluateTo(const Expr &e, const Payload &payload, ByteSink &sink) {
   BREVIS_TRY(validateForExecution(e, payload));
   std::vector<uint8_t> bytes(Interpreter::kChunkWords * 8);
-  return stream(e, payload, [&](StreamType t, const uint64_t *words, size_t n) {
+  return stream(e, payload, 0, streamTypeOf(e).length, [&](StreamType t, const uint64_t *words, size_t n) {
     unsigned cb = containerBytes(t.width);
     storeLE(words, n, cb, bytes.data());
     return sink.write(bytes.data(), n * cb);

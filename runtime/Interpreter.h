@@ -11,7 +11,8 @@ namespace brevis {
 class Interpreter final : public RegionDecoder {
 public:
   static constexpr size_t kChunkWords = 4096;
-  Result<void> decode(const Region &region, const Payload &payload, ByteSink &sink) override;
+  Result<void> decodeWords(const Region &region, const Payload &payload, uint64_t first, uint64_t count,
+                           ByteSink &sink) override;
 };
 
 /// Rejects holes and malformed literal payloads anywhere in `e`: after this succeeds, a

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <iterator>
 
 namespace brevis {
 
@@ -98,6 +99,16 @@ void decodeLitWords(const Lit &lit, const Payload &payload, uint64_t first, size
   for (size_t i = 0; i < count; ++i, bit += b) out[i] = extractBits(bits, bit, b);
 }
 
+Result<void> LitCursor::skip(uint64_t n) {
+  uint64_t scratch[256];
+  while (n) {
+    size_t take = static_cast<size_t>(std::min<uint64_t>(n, std::size(scratch)));
+    BREVIS_TRY(read(scratch, take));
+    n -= take;
+  }
+  return {};
+}
+
 namespace {
 
 class RandomAccessCursor final : public LitCursor {
@@ -109,6 +120,10 @@ public:
     return {};
   }
   void reset() override { pos_ = 0; }
+  Result<void> skip(uint64_t n) override {
+    pos_ += n;
+    return {};
+  }
 
 private:
   const Lit &lit_;
@@ -146,6 +161,26 @@ public:
   void reset() override {
     next_ = 0;
     pos_ = length_ = 0;
+  }
+  Result<void> skip(uint64_t n) override {
+    if (n == 0) return {};
+    // Blocks all hold blockWords() words but the last; next_ - 1 is the block being served.
+    const uint64_t blockWords = decoder_->blockWords();
+    uint64_t target = (next_ == 0 ? 0 : (next_ - 1) * blockWords + pos_) + n;
+    if (next_ != 0 && target < next_ * blockWords) {
+      pos_ = target - (next_ - 1) * blockWords;
+      return {};
+    }
+    size_t b = static_cast<size_t>(target / blockWords);
+    if (b >= decoder_->blockCount()) { // at the very end
+      next_ = decoder_->blockCount();
+      pos_ = length_ = 0;
+      return {};
+    }
+    BREVIS_TRY(load(b));
+    next_ = b + 1;
+    pos_ = target - b * blockWords;
+    return {};
   }
 
 private:

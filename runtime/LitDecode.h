@@ -42,6 +42,9 @@ public:
   virtual Result<void> read(uint64_t *out, size_t n) = 0;
   /// Back to the first word.
   virtual void reset() = 0;
+  /// Moves past the next n words (no more than remain); block-coded literals jump to the block
+  /// holding the target and decode only that one.
+  virtual Result<void> skip(uint64_t n);
 };
 
 /// All words of a validated literal (tests and small literals).

@@ -4,20 +4,26 @@
 
 namespace brevis {
 
-Payload Payload::fromBytes(ByteSpan bytes) {
+Payload::Payload(Bytes bytes) {
+  size_ = bytes.size();
+  bytes.resize(bytes.size() + kPayloadSlack, 0);
+  auto owned = std::make_shared<const Bytes>(std::move(bytes));
+  data_ = owned->data();
+  owner_ = std::move(owned);
+}
+
+Payload Payload::view(ByteSpan bytes, std::shared_ptr<const void> owner) {
   Payload p;
-  p.bytes_.assign(bytes.begin(), bytes.end());
-  p.bytes_.resize(bytes.size() + kPayloadSlack, 0);
+  p.owner_ = std::move(owner);
+  p.data_ = bytes.data();
+  p.size_ = bytes.size();
   return p;
 }
 
 Result<Payload> Payload::readFile(const std::string &path) {
   auto bytes = brevis::readFile(path);
   if (!bytes) return bytes.error();
-  bytes->resize(bytes->size() + kPayloadSlack, 0);
-  Payload p;
-  p.bytes_ = std::move(*bytes);
-  return p;
+  return Payload(std::move(*bytes));
 }
 
 } // namespace brevis

@@ -1,11 +1,13 @@
 #pragma once
-// The literal payload sidecar a program reads. Decoders may load whole 64-bit words up to
-// kPayloadSlack bytes past any payload byte, so the buffer always carries that many zero
-// bytes after its end.
+// The literal payload a program reads: an owned buffer, or a view into a mapped archive.
+// Decoders may load whole 64-bit words up to kPayloadSlack bytes past any payload byte, so
+// every payload is followed by that many readable bytes (zeros in an owned buffer and at the
+// end of an archive's payload section; the next member's payload inside an archive).
 #include "lang/Ast.h"
 #include "lang/Result.h"
 #include "runtime/Bytes.h"
 
+#include <memory>
 #include <string>
 
 namespace brevis {
@@ -14,18 +16,25 @@ inline constexpr size_t kPayloadSlack = 16;
 
 class Payload {
 public:
-  Payload() : bytes_(kPayloadSlack, 0) {}
-  static Payload fromBytes(ByteSpan bytes);
+  Payload() : Payload(Bytes{}) {}
+  /// A copy of `bytes`.
+  static Payload fromBytes(ByteSpan bytes) { return Payload(Bytes(bytes.begin(), bytes.end())); }
+  /// Takes the buffer (no copy of the bytes beyond adding the slack).
+  explicit Payload(Bytes bytes);
+  /// Bytes owned elsewhere (kept alive by `owner`) and followed by kPayloadSlack readable bytes.
+  static Payload view(ByteSpan bytes, std::shared_ptr<const void> owner);
   static Result<Payload> readFile(const std::string &path);
 
-  const uint8_t *data() const { return bytes_.data(); }
-  uint64_t size() const { return bytes_.size() - kPayloadSlack; }
+  const uint8_t *data() const { return data_; }
+  uint64_t size() const { return size_; }
   /// The bytes of `r`; the caller has checked that r lies inside the payload.
-  ByteSpan slice(ByteRange r) const { return ByteSpan(bytes_.data() + r.offset, r.size); }
+  ByteSpan slice(ByteRange r) const { return ByteSpan(data_ + r.offset, r.size); }
   bool contains(ByteRange r) const { return r.offset <= size() && r.size <= size() - r.offset; }
 
 private:
-  Bytes bytes_;
+  std::shared_ptr<const void> owner_;
+  const uint8_t *data_ = nullptr;
+  uint64_t size_ = 0;
 };
 
 } // namespace brevis

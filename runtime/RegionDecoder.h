@@ -12,14 +12,22 @@ public:
   virtual ~RegionDecoder() = default;
 
   /// Called once per checkpoint before its regions are decoded, so a decoder can do per-checkpoint
-  /// work (the JIT compiles every program in one batch). Same preconditions as decode().
+  /// work (the JIT compiles every program in one batch). Same preconditions as decodeWords().
   virtual Result<void> prepare(const Checkpoint &, const Payload &) { return {}; }
 
-  /// Writes exactly region.bytes.size bytes to `sink`: the region's program executed, its
-  /// words stored little-endian. Preconditions: the program is type-checked against the region
-  /// and has no holes, and every literal has been validated against `payload`
-  /// (validatePayload / validateForExecution). Decoders run without re-checking.
-  virtual Result<void> decode(const Region &region, const Payload &payload, ByteSink &sink) = 0;
+  /// Writes words [first, first + count) of the region's program to `sink`, each stored
+  /// little-endian in containerBytes(W) bytes. Preconditions: the program is type-checked against
+  /// the region and has no holes, every literal has been validated against `payload`
+  /// (validatePayload / validateForExecution), and the range lies inside the program's output.
+  /// Decoders run without re-checking. After prepare(), may be called from several threads at
+  /// once (for different ranges or regions).
+  virtual Result<void> decodeWords(const Region &region, const Payload &payload, uint64_t first, uint64_t count,
+                                   ByteSink &sink) = 0;
+
+  /// The whole region: exactly region.bytes.size bytes.
+  Result<void> decode(const Region &region, const Payload &payload, ByteSink &sink) {
+    return decodeWords(region, payload, 0, streamTypeOf(*region.program).length, sink);
+  }
 };
 
 } // namespace brevis

@@ -4,7 +4,10 @@
 #include "runtime/LitEncode.h"
 #include "runtime/Safetensors.h"
 
+#include <atomic>
 #include <cstring>
+#include <optional>
+#include <thread>
 
 namespace brevis {
 
@@ -29,14 +32,6 @@ ExprPtr makeLit(std::span<const uint64_t> words, unsigned width, Bytes &payload)
 
 ExprPtr bytesProgram(ByteSpan bytes, Bytes &payload) {
   return makeLit(readWords(bytes, 1), 8, payload);
-}
-
-Region bytesRegion(RegionKind kind, ByteSpan file, uint64_t begin, uint64_t end, Bytes &payload) {
-  Region r;
-  r.kind = kind;
-  r.bytes = ByteRange{begin, end - begin};
-  r.program = bytesProgram(file.subspan(begin, end - begin), payload);
-  return r;
 }
 
 } // namespace
@@ -64,33 +59,78 @@ ExprPtr synthesizeTensor(DType dtype, ByteSpan bytes, Bytes &payload) {
   return Merge::make(std::move(fields));
 }
 
-SynthOutput synthesizeTemplate(ByteSpan file, const std::string &sourceName, const std::string &payloadName) {
+namespace {
+
+/// Adds `base` to the payload offset of every literal of `e`.
+void rebase(Expr &e, uint64_t base) {
+  if (e.kind == NodeKind::Lit) {
+    Lit &l = as<Lit>(e);
+    if (!l.isInline()) l.data = ByteRange{l.payload().offset + base, l.payload().size};
+    return;
+  }
+  for (Expr *c : children(e)) rebase(*c, base);
+}
+
+} // namespace
+
+SynthOutput synthesizeTemplate(ByteSpan file, const std::string &sourceName, const std::string &payloadName,
+                               unsigned threads) {
   SynthOutput out;
   Checkpoint &c = out.checkpoint;
   c.version = kLanguageVersion;
   c.source = SourceInfo{sourceName, file.size(), xxh64(file)};
   c.payloadFile = payloadName;
 
+  // The regions first (bytes only), then their programs, each into its own payload buffer.
   auto layout = parseSafetensors(file);
+  auto addBytes = [&](RegionKind kind, uint64_t begin, uint64_t end) {
+    Region r;
+    r.kind = kind;
+    r.bytes = ByteRange{begin, end - begin};
+    c.regions.push_back(std::move(r));
+  };
   if (!layout) {
     out.notSafetensorsReason = layout.error().message;
-    c.regions.push_back(bytesRegion(RegionKind::Bytes, file, 0, file.size(), out.payload));
+    addBytes(RegionKind::Bytes, 0, file.size());
   } else {
-    c.regions.push_back(bytesRegion(RegionKind::Header, file, 0, layout->headerSize, out.payload));
+    addBytes(RegionKind::Header, 0, layout->headerSize);
     uint64_t at = layout->headerSize;
     for (const auto &t : layout->tensors) {
-      if (t.begin > at) c.regions.push_back(bytesRegion(RegionKind::Bytes, file, at, t.begin, out.payload));
+      if (t.begin > at) addBytes(RegionKind::Bytes, at, t.begin);
       Region r;
       r.kind = RegionKind::Tensor;
       r.name = t.name;
       r.dtype = t.dtype;
       r.shape = t.shape;
       r.bytes = ByteRange{t.begin, t.end - t.begin};
-      r.program = synthesizeTensor(t.dtype, file.subspan(t.begin, t.end - t.begin), out.payload);
       c.regions.push_back(std::move(r));
       at = t.end;
     }
-    if (file.size() > at) c.regions.push_back(bytesRegion(RegionKind::Bytes, file, at, file.size(), out.payload));
+    if (file.size() > at) addBytes(RegionKind::Bytes, at, file.size());
+  }
+
+  std::vector<Bytes> payloads(c.regions.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < c.regions.size();) {
+      Region &r = c.regions[i];
+      ByteSpan bytes = file.subspan(r.bytes.offset, r.bytes.size);
+      r.program = r.kind == RegionKind::Tensor ? synthesizeTensor(r.dtype, bytes, payloads[i])
+                                               : bytesProgram(bytes, payloads[i]);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < std::min<size_t>(std::max(threads, 1u), c.regions.size()); ++t) pool.emplace_back(work);
+  work();
+  for (auto &t : pool) t.join();
+
+  size_t total = 0;
+  for (const Bytes &p : payloads) total += p.size();
+  out.payload.reserve(total);
+  for (size_t i = 0; i < c.regions.size(); ++i) {
+    rebase(*c.regions[i].program, out.payload.size());
+    out.payload.insert(out.payload.end(), payloads[i].begin(), payloads[i].end());
+    Bytes().swap(payloads[i]);
   }
   c.payloadSize = out.payload.size();
   return out;

@@ -18,7 +18,10 @@ struct SynthOutput {
   std::optional<std::string> notSafetensorsReason;
 };
 
-SynthOutput synthesizeTemplate(ByteSpan file, const std::string &sourceName, const std::string &payloadName);
+/// Synthesizes every region; regions are independent and run on `threads` threads (the result
+/// does not depend on the count).
+SynthOutput synthesizeTemplate(ByteSpan file, const std::string &sourceName, const std::string &payloadName,
+                               unsigned threads = 1);
 
 /// The program for one tensor's bytes (`bytes` holds words of dtype's width, little-endian);
 /// literal payloads are appended to `payload`.

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -58,6 +59,27 @@ void expectRoundTrip(Encoding enc, const std::vector<uint64_t> &words, unsigned 
     uint64_t firstWord = ~uint64_t{0};
     ASSERT_TRUE((*cursor)->read(&firstWord, 1));
     EXPECT_EQ(firstWord, words[0]) << what;
+  }
+  // skip() lands on the right word anywhere: within the block being served, across blocks
+  // (block-coded literals jump), exactly at block boundaries and at the very end.
+  (*cursor)->reset();
+  const uint64_t n = words.size();
+  std::vector<uint64_t> targets = {0, 1, 7, n / 3, n / 2, n / 2 + 1};
+  for (uint64_t b : {kHuffmanBlockWords, kRansBlockWords})
+    for (uint64_t k = 1; k * b <= n && k < 4; ++k) targets.insert(targets.end(), {k * b - 1, k * b, k * b + 3});
+  targets.push_back(n > 2 ? n - 2 : 0);
+  targets.push_back(n);
+  std::sort(targets.begin(), targets.end());
+  uint64_t at = 0;
+  for (uint64_t target : targets) {
+    if (target < at || target > n) continue;
+    auto skipped = (*cursor)->skip(target - at);
+    ASSERT_TRUE(skipped) << what << ": " << skipped.error().message;
+    size_t take = static_cast<size_t>(std::min<uint64_t>(2, n - target));
+    uint64_t got[2] = {};
+    ASSERT_TRUE((*cursor)->read(got, take)) << what;
+    for (size_t i = 0; i < take; ++i) EXPECT_EQ(got[i], words[target + i]) << what << " at word " << target + i;
+    at = target + take;
   }
 }
 

@@ -10,6 +10,8 @@
 #include "runtime/CheckpointRunner.h"
 #include "runtime/FileIO.h"
 #include "runtime/Interpreter.h"
+#include "runtime/Checksum.h"
+#include "runtime/ParallelDecode.h"
 #include "synth/TemplateSynth.h"
 
 #include <gtest/gtest.h>
@@ -71,20 +73,66 @@ TEST_P(RoundTrip, SynthPrintParseRunIsBitExact) {
   EXPECT_EQ((*jit)->compiledRegions(), c.regions.size());
 }
 
-TEST_P(RoundTrip, ArchiveRoundTripIsBitExact) {
+TEST_P(RoundTrip, ArchiveRoundTripIsBitExactOnAnyThreadCount) {
   Bytes file = original();
-  SynthOutput synth = synthesizeTemplate(file, GetParam(), "synth.bdsl.bin");
-  ArchiveContents contents{printCheckpoint(synth.checkpoint), synth.payload, file.size(),
-                           synth.checkpoint.source.xxh64};
-  Bytes archive = writeArchive(contents);
+  SynthOutput synth = synthesizeTemplate(file, GetParam(), "synth.bdsl.bin", /*threads=*/3);
+  // Synthesis does not depend on the thread count.
+  SynthOutput serial = synthesizeTemplate(file, GetParam(), "synth.bdsl.bin", /*threads=*/1);
+  EXPECT_EQ(printCheckpoint(synth.checkpoint), printCheckpoint(serial.checkpoint));
+  EXPECT_EQ(synth.payload, serial.payload);
+
+  std::vector<uint64_t> digests;
+  for (const Region &r : synth.checkpoint.regions) digests.push_back(regionDigest(ByteSpan(file).subspan(r.bytes.offset, r.bytes.size)));
+  Bytes archive;
+  VectorPositionalSink out(archive);
+  ArchiveWriter writer(out);
+  auto range = writer.appendPayload(synth.payload);
+  ASSERT_TRUE(range);
+  ArchiveMember member;
+  member.path = GetParam();
+  member.sourceSize = file.size();
+  member.sourceXxh64 = synth.checkpoint.source.xxh64;
+  member.programText = printCheckpoint(synth.checkpoint);
+  member.index = indexFor(synth.checkpoint, digests);
+  member.payloadRange = *range;
+  auto size = writer.finish({member}, /*directory=*/false);
+  ASSERT_TRUE(size);
+  EXPECT_EQ(*size, archive.size());
   EXPECT_LT(archive.size(), file.size()); // the float fields alone already save the unused bits
 
-  auto back = readArchive(archive, "model.brv");
+  auto back = readArchive(MappedFile::fromBytes(archive), "model.brv", ArchiveReadOptions{.verifyWholeFile = true});
   ASSERT_TRUE(back) << back.error().message;
-  auto module = reparse(back->programText);
+  ASSERT_EQ(back->members.size(), 1u);
+  auto module = reparse(back->members[0].programText);
   ASSERT_TRUE(module);
+  ASSERT_TRUE(checkMemberProgram(module->checkpoint(), back->members[0], "model.brv"));
+  for (unsigned threads : {1u, 2u, 5u}) {
+    for (bool jit : {false, true}) {
+      Bytes decoded(file.size());
+      VectorPositionalSink sink(decoded);
+      DecodeJob job{&module->checkpoint(), &back->members[0].payload, digests, &sink, "model.brv", {}};
+      std::unique_ptr<RegionDecoder> decoder;
+      if (jit) {
+        auto made = JitDecoder::create({});
+        ASSERT_TRUE(made);
+        decoder = std::move(*made);
+      } else {
+        decoder = std::make_unique<Interpreter>();
+      }
+      auto done = decodeJobs(std::span(&job, 1), *decoder, DecodeOptions{threads, nullptr});
+      ASSERT_TRUE(done) << done.error().message;
+      EXPECT_EQ(decoded, file) << threads << " threads, jit " << jit;
+    }
+  }
+
+  // A wrong digest names the region.
+  digests.back() ^= 1;
+  DiscardPositionalSink discard;
+  DecodeJob job{&module->checkpoint(), &back->members[0].payload, digests, &discard, "model.brv", {}};
   Interpreter interpreter;
-  EXPECT_EQ(decodeWith(interpreter, module->checkpoint(), Payload::fromBytes(back->payload)), file);
+  auto wrong = decodeJobs(std::span(&job, 1), interpreter, DecodeOptions{2, nullptr});
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().message.find("do not match their checksum"), std::string::npos) << wrong.error().message;
 }
 
 TEST_P(RoundTrip, CorruptPayloadIsCaughtNotMisdecoded) {

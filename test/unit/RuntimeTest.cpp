@@ -201,42 +201,117 @@ TEST(Safetensors, RejectsInconsistentHeaders) {
   EXPECT_FALSE(parseSafetensors(huge));
 }
 
-TEST(Archive, RoundTripsAndDetectsDamage) {
-  ArchiveContents c;
-  c.programText = "brevis 1\n# a program\n";
-  c.payload = Bytes(1000, 0x42);
-  c.sourceSize = 12345;
-  c.sourceXxh64 = 0x1122334455667788;
-  Bytes archive = writeArchive(c);
-  auto back = readArchive(archive, "a.brv");
-  ASSERT_TRUE(back) << back.error().message;
-  EXPECT_EQ(back->programText, c.programText);
-  EXPECT_EQ(back->payload, c.payload);
-  EXPECT_EQ(back->sourceSize, c.sourceSize);
-  EXPECT_EQ(back->sourceXxh64, c.sourceXxh64);
+namespace {
 
-  auto failure = [](Result<ArchiveContents> r) { return r ? std::string("accepted") : r.error().message; };
+ArchiveMember fakeMember(std::string path, std::string text, uint64_t sourceSize) {
+  ArchiveMember m;
+  m.path = std::move(path);
+  m.programText = std::move(text);
+  m.sourceSize = sourceSize;
+  m.sourceXxh64 = 0x1122334455667788 ^ sourceSize;
+  m.index.push_back(ArchiveIndexEntry{ByteRange{0, sourceSize}, ByteRange{0, 3}, 0xabcdef});
+  return m;
+}
+
+/// An archive of members with the given payloads (program texts are not parsed by the reader).
+Bytes buildArchive(std::vector<ArchiveMember> members, const std::vector<Bytes> &payloads, bool directory) {
+  Bytes out;
+  VectorPositionalSink sink(out);
+  ArchiveWriter writer(sink);
+  for (size_t i = 0; i < members.size(); ++i) members[i].payloadRange = *writer.appendPayload(payloads[i]);
+  EXPECT_TRUE(writer.finish(members, directory));
+  return out;
+}
+
+std::string readFailure(const Bytes &archive, bool whole = false) {
+  auto r = readArchive(MappedFile::fromBytes(archive), "a.brv", ArchiveReadOptions{.verifyWholeFile = whole});
+  return r ? std::string("accepted") : r.error().message;
+}
+
+} // namespace
+
+TEST(Archive, RoundTripsMembersIndexAndPayloads) {
+  std::vector<Bytes> payloads{Bytes(1000, 0x42), Bytes{}, Bytes(7, 0x07)};
+  Bytes archive = buildArchive({fakeMember("a.safetensors", "brevis 1\n# a\n", 12345), fakeMember("config.json", "x", 10),
+                                fakeMember("sub/b.safetensors", "yz", 99)},
+                               payloads, /*directory=*/true);
+  auto back = readArchive(MappedFile::fromBytes(archive), "a.brv", ArchiveReadOptions{.verifyWholeFile = true});
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_TRUE(back->directory);
+  ASSERT_EQ(back->members.size(), 3u);
+  EXPECT_EQ(back->members[0].programText, "brevis 1\n# a\n");
+  EXPECT_EQ(back->members[2].path, "sub/b.safetensors");
+  EXPECT_EQ(back->members[2].sourceSize, 99u);
+  EXPECT_EQ(back->members[1].index.at(0).digest, 0xabcdefu);
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    const Payload &p = back->members[i].payload;
+    EXPECT_EQ(Bytes(p.data(), p.data() + p.size()), payloads[i]);
+  }
+  EXPECT_EQ(back->fileSize, archive.size());
+}
+
+TEST(Archive, DetectsDamage) {
+  Bytes archive = buildArchive({fakeMember("m.safetensors", "brevis 1\n", 5000)}, {Bytes(1000, 0x42)}, false);
   using ::testing::HasSubstr;
-  EXPECT_THAT(failure(readArchive(ByteSpan(archive).first(0), "a.brv")), HasSubstr("bad magic"));
-  EXPECT_THAT(failure(readArchive(ByteSpan(archive).first(10), "a.brv")), HasSubstr("is truncated"));
-  EXPECT_THAT(failure(readArchive(ByteSpan(archive).first(kArchiveHeaderSize), "a.brv")), HasSubstr("is truncated"));
-  EXPECT_THAT(failure(readArchive(ByteSpan(archive).first(archive.size() - 1), "a.brv")),
-              HasSubstr("truncated or corrupt"));
+  EXPECT_EQ(readFailure(archive, true), "accepted");
+  EXPECT_THAT(readFailure(Bytes{}), HasSubstr("bad magic"));
+  EXPECT_THAT(readFailure(Bytes(archive.begin(), archive.begin() + 10)), HasSubstr("is truncated"));
+  for (size_t cut : {kArchiveHeaderSize, kArchiveHeaderSize + 500, archive.size() - 1})
+    EXPECT_THAT(readFailure(Bytes(archive.begin(), archive.begin() + static_cast<long>(cut))),
+                HasSubstr("truncated"))
+        << cut;
   Bytes appended = archive;
   appended.push_back(0);
-  EXPECT_THAT(failure(readArchive(appended, "a.brv")), HasSubstr("truncated or corrupt"));
-  auto flip = [&](size_t pos) {
+  EXPECT_THAT(readFailure(appended), HasSubstr("truncated or corrupt"));
+  auto flip = [&](size_t pos, bool whole = false) {
     Bytes flipped = archive;
     flipped[pos] ^= 0x10;
-    return failure(readArchive(flipped, "a.brv"));
+    return readFailure(flipped, whole);
   };
-  EXPECT_THAT(flip(8), HasSubstr("archive format version 17"));
+  EXPECT_THAT(flip(8), HasSubstr("archive format version 18"));
   EXPECT_THAT(flip(12), HasSubstr("flags 0x10"));
-  for (size_t pos : {size_t{20}, size_t{28}, kArchiveHeaderSize + 3, archive.size() - 20, archive.size() - 1})
-    EXPECT_THAT(flip(pos), HasSubstr("archive checksum mismatch")) << "flip at " << pos;
-  auto foreign = readArchive(Bytes(100, 0), "zero.bin");
-  ASSERT_FALSE(foreign);
-  EXPECT_EQ(foreign.error().message, "zero.bin is not a brevis archive (bad magic)");
+  // Header fields, the metadata after the payload, the metadata checksum itself.
+  for (size_t pos : {size_t{20}, size_t{66}, kArchiveHeaderSize + 1000 + 16 + 3, archive.size() - 20})
+    EXPECT_THAT(flip(pos), ::testing::AnyOf(HasSubstr("checksum of its header and index"), HasSubstr("truncated or corrupt")))
+        << "flip at " << pos;
+  // The payload is covered by the archive checksum (read by verify) and by the region digests.
+  EXPECT_EQ(flip(kArchiveHeaderSize + 10), "accepted");
+  EXPECT_THAT(flip(kArchiveHeaderSize + 10, true), HasSubstr("archive checksum mismatch"));
+  EXPECT_THAT(flip(archive.size() - 1, true), HasSubstr("archive checksum mismatch"));
+  EXPECT_THAT(flip(kArchiveHeaderSize + 1000 + 2), HasSubstr("padding after the payload"));
+  EXPECT_EQ(readFailure(Bytes(100, 0)), "a.brv is not a brevis archive (bad magic)");
+}
+
+TEST(Archive, RejectsUnusableMemberPaths) {
+  auto withPaths = [](std::vector<std::string> paths) {
+    std::vector<ArchiveMember> members;
+    std::vector<Bytes> payloads;
+    for (auto &p : paths) {
+      members.push_back(fakeMember(p, "t", 1));
+      payloads.push_back(Bytes(3, 1));
+    }
+    return readFailure(buildArchive(members, payloads, true));
+  };
+  using ::testing::HasSubstr;
+  EXPECT_EQ(withPaths({"a", "b/c", "b/d"}), "accepted");
+  for (const char *bad : {"/abs", "../up", "a/../b", "a//b", "./a", "a/", ""})
+    EXPECT_THAT(withPaths({bad}), HasSubstr("unusable path")) << bad;
+  EXPECT_THAT(withPaths({"a", "a"}), HasSubstr("appears twice"));
+  EXPECT_THAT(withPaths({"a", "a/b"}), HasSubstr("both a file and a directory"));
+  // A single-file archive holds exactly one member.
+  std::vector<ArchiveMember> two{fakeMember("a", "t", 1), fakeMember("b", "t", 1)};
+  EXPECT_THAT(readFailure(buildArchive(two, {Bytes(3, 1), Bytes(3, 1)}, false)), HasSubstr("several members"));
+}
+
+TEST(Checksum, RegionDigestIsTheHashOfPieceHashes) {
+  Bytes data(kDigestPieceBytes + 1000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + (i >> 13));
+  uint64_t pieces[2] = {xxh64(ByteSpan(data).first(kDigestPieceBytes)), xxh64(ByteSpan(data).subspan(kDigestPieceBytes))};
+  EXPECT_EQ(regionDigest(data), combinePieceHashes(pieces));
+  EXPECT_NE(regionDigest(data), xxh64(data));
+  data.back() ^= 1;
+  EXPECT_NE(regionDigest(data), combinePieceHashes(pieces));
+  EXPECT_EQ(regionDigest({}), combinePieceHashes({}));
 }
 
 TEST(Checksum, StreamingMatchesOneShot) {

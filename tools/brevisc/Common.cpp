@@ -1,17 +1,21 @@
 #include "tools/brevisc/Common.h"
 
+#include "tools/brevisc/Progress.h"
+
 #include "codegen/JitDecoder.h"
 #include "frontend/Parser.h"
 #include "lang/Diagnostics.h"
 #include "lang/Printer.h"
 #include "lang/TypeChecker.h"
-#include "runtime/Archive.h"
 #include "runtime/CheckpointRunner.h"
+#include "runtime/Checksum.h"
 #include "runtime/FileIO.h"
 #include "runtime/Interpreter.h"
 
 #include <filesystem>
 #include <iostream>
+#include <thread>
+#include <unistd.h>
 
 namespace brevis::cli {
 
@@ -29,30 +33,63 @@ std::optional<Module> loadProgram(const std::string &name, std::string text, boo
   return module;
 }
 
-Result<LoadedArchive> loadArchive(const std::string &path) {
-  auto bytes = readFile(path);
-  if (!bytes) return bytes.error();
-  auto archive = readArchive(*bytes, path);
+uint64_t LoadedArchive::originalSize() const {
+  uint64_t total = 0;
+  for (const auto &m : archive.members) total += m.sourceSize;
+  return total;
+}
+
+uint64_t LoadedArchive::payloadSize() const {
+  uint64_t total = 0;
+  for (const auto &m : archive.members) total += m.payload.size();
+  return total;
+}
+
+Result<LoadedArchive> loadArchive(const std::string &path, ArchiveReadOptions options) {
+  auto file = MappedFile::open(path);
+  if (!file) return file.error();
+  auto archive = readArchive(*file, path, options);
   if (!archive) return archive.error();
-  auto module = loadProgram(path + ":program", std::move(archive->programText), /*requireRunnable=*/true);
-  if (!module) return Error{path + " holds a program that does not check"};
-  if (!module->isCheckpoint()) return Error{path + " holds a single expression, not a checkpoint program"};
-  const Checkpoint &c = module->checkpoint();
-  if (c.source.size != archive->sourceSize || c.source.xxh64 != archive->sourceXxh64)
-    return Error{path + " is corrupt: its program and its header describe different source files"};
-  LoadedArchive loaded{std::move(*module), Payload::fromBytes(archive->payload), bytes->size()};
+  LoadedArchive loaded;
+  loaded.path = path;
+  for (const ArchiveMember &m : archive->members) {
+    std::string name = archive->directory ? path + ":" + m.path : path + ":program";
+    auto module = loadProgram(name, m.programText, /*requireRunnable=*/true);
+    if (!module) return Error{fmt::format("{} holds a program that does not check", name)};
+    if (!module->isCheckpoint()) return Error{fmt::format("{} holds a single expression, not a checkpoint program", name)};
+    BREVIS_TRY(checkMemberProgram(module->checkpoint(), m, path));
+    std::vector<uint64_t> digests;
+    for (const auto &e : m.index) digests.push_back(e.digest);
+    loaded.modules.push_back(std::move(*module));
+    loaded.digests.push_back(std::move(digests));
+  }
+  loaded.archive = std::move(*archive);
   return loaded;
 }
 
-namespace {
-/// The interpreter, or the JIT reporting its interpreter fallbacks on stderr.
 Result<std::unique_ptr<RegionDecoder>> makeDecoder(bool jit) {
   if (!jit) return std::unique_ptr<RegionDecoder>(std::make_unique<Interpreter>());
   auto decoder = JitDecoder::create([](const std::string &notice) { std::cerr << "brevisc: " << notice << "\n"; });
   if (!decoder) return decoder.error();
   return std::unique_ptr<RegionDecoder>(std::move(*decoder));
 }
-} // namespace
+
+Result<void> runDecodeJobs(std::span<const DecodeJob> jobs, const DecodeSettings &settings) {
+  auto decoder = makeDecoder(settings.jit);
+  if (!decoder) return decoder.error();
+  std::atomic<uint64_t> done{0};
+  uint64_t total = 0;
+  for (const DecodeJob &j : jobs) {
+    if (j.onlyRegions.empty()) total += j.checkpoint->source.size;
+    else
+      for (size_t r : j.onlyRegions) total += j.checkpoint->regions[r].bytes.size;
+  }
+  ProgressBar bar(settings.progressLabel, total, done, settings.progress);
+  DecodeOptions options;
+  options.threads = settings.threads;
+  options.progress = &done;
+  return decodeJobs(jobs, **decoder, options);
+}
 
 Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, bool jit, ByteSink &sink) {
   auto decoder = makeDecoder(jit);
@@ -60,12 +97,102 @@ Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, bool 
   return runCheckpoint(c, payload, **decoder, sink);
 }
 
-Result<void> decodeRegion(const Region &region, const Payload &payload, bool jit, ByteSink &sink) {
-  BREVIS_TRY(validateForExecution(*region.program, payload));
-  auto decoder = makeDecoder(jit);
-  if (!decoder) return decoder.error();
-  return (*decoder)->decode(region, payload, sink);
+namespace {
+/// Computes every region's digest from a sequential stream of the checkpoint's bytes.
+class DigestSink final : public ByteSink {
+public:
+  explicit DigestSink(const Checkpoint &c) : c_(c) {}
+  Result<void> write(const uint8_t *data, size_t size) override {
+    while (size) {
+      while (region_ < c_.regions.size() && inRegion_ == c_.regions[region_].bytes.size) finishRegion();
+      if (region_ == c_.regions.size()) return Error{"more bytes than the regions hold"};
+      uint64_t regionLeft = c_.regions[region_].bytes.size - inRegion_;
+      uint64_t pieceLeft = kDigestPieceBytes - inRegion_ % kDigestPieceBytes;
+      size_t take = static_cast<size_t>(std::min<uint64_t>({size, regionLeft, pieceLeft}));
+      piece_.update(data, take);
+      data += take;
+      size -= take;
+      inRegion_ += take;
+      if (inRegion_ % kDigestPieceBytes == 0 || inRegion_ == c_.regions[region_].bytes.size) {
+        pieces_.push_back(piece_.digest());
+        piece_.reset();
+      }
+    }
+    return {};
+  }
+  std::vector<uint64_t> finish() {
+    while (region_ < c_.regions.size()) finishRegion();
+    return std::move(digests_);
+  }
+
+private:
+  void finishRegion() {
+    digests_.push_back(combinePieceHashes(pieces_));
+    pieces_.clear();
+    inRegion_ = 0;
+    ++region_;
+  }
+  const Checkpoint &c_;
+  size_t region_ = 0;
+  uint64_t inRegion_ = 0;
+  Xxh64Stream piece_;
+  std::vector<uint64_t> pieces_, digests_;
+};
+} // namespace
+
+Result<std::vector<uint64_t>> digestsByDecoding(const Checkpoint &c, const Payload &payload) {
+  DigestSink sink(c);
+  BREVIS_TRY(decodeCheckpoint(c, payload, /*jit=*/false, sink));
+  return sink.finish();
 }
+
+Result<std::unique_ptr<ArchiveBuilder>> ArchiveBuilder::create(const std::string &output, bool overwrite) {
+  auto out = OutputFile::create(output, overwrite);
+  if (!out) return out.error();
+  if (!(*out)->isPositional()) return Error{fmt::format("cannot write an archive to {}: it is a pipe", output)};
+  return std::unique_ptr<ArchiveBuilder>(new ArchiveBuilder(std::move(*out)));
+}
+
+Result<void> ArchiveBuilder::add(const MemberSource &m, const DecodeSettings &settings) {
+  ArchiveMember entry;
+  entry.path = m.path;
+  entry.sourceSize = m.checkpoint.source.size;
+  entry.sourceXxh64 = m.checkpoint.source.xxh64;
+  entry.programText = printCheckpoint(m.checkpoint);
+  entry.index = indexFor(m.checkpoint, m.digests);
+  // Bit-exact or nothing: what is written is the printed text, parsed back and decoded.
+  auto module = loadProgram(m.path + ".bdsl", entry.programText, /*requireRunnable=*/true);
+  if (!module) return Error{fmt::format("internal error: the program for {} does not check", m.path)};
+  DiscardPositionalSink sink;
+  DecodeJob job{&module->checkpoint(), &m.payload, m.digests, &sink, m.path, {}};
+  if (auto ok = runDecodeJobs(std::span(&job, 1), settings); !ok)
+    return Error{"internal error: the synthesized program does not reproduce the input: " + ok.error().message};
+  auto range = writer_.appendPayload(ByteSpan(m.payload.data(), m.payload.size()));
+  if (!range) return range.error();
+  entry.payloadRange = *range;
+  members_.push_back(std::move(entry));
+  return {};
+}
+
+Result<uint64_t> ArchiveBuilder::commit(bool directory) {
+  auto size = writer_.finish(members_, directory);
+  if (!size) return size.error();
+  BREVIS_TRY(out_->commit());
+  return *size;
+}
+
+Result<void> SequentialPositionalSink::writeAt(uint64_t offset, const uint8_t *data, size_t size) {
+  if (offset != next_) return Error{"internal error: out-of-order write to a sequential output"};
+  next_ += size;
+  return out_.write(data, size);
+}
+
+unsigned resolveThreads(unsigned requested) {
+  if (requested) return requested;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+bool stderrIsTerminal() { return ::isatty(STDERR_FILENO) == 1; }
 
 Result<void> writeProgramFiles(const std::string &programPath, const std::string &text, const std::string &payloadPath,
                                ByteSpan payload, bool overwrite) {
@@ -77,15 +204,6 @@ Result<void> writeProgramFiles(const std::string &programPath, const std::string
   BREVIS_TRY((*payloadFile)->write(payload.data(), payload.size()));
   BREVIS_TRY((*payloadFile)->commit());
   return (*textFile)->commit();
-}
-
-Bytes archiveOf(const Checkpoint &c, ByteSpan payload) {
-  ArchiveContents contents;
-  contents.programText = printCheckpoint(c);
-  contents.payload.assign(payload.begin(), payload.end());
-  contents.sourceSize = c.source.size;
-  contents.sourceXxh64 = c.source.xxh64;
-  return writeArchive(contents);
 }
 
 int fail(const std::string &message) {

@@ -1,9 +1,11 @@
 #pragma once
-// Pieces every brevisc subcommand shares: loading and checking program text, decoding a
-// checkpoint with the chosen executor, and reporting.
+// Pieces every brevisc subcommand shares: loading and checking program text and archives,
+// decoding with the chosen executor on several threads, building archives, and reporting.
 #include "lang/Ast.h"
 #include "lang/Result.h"
+#include "runtime/Archive.h"
 #include "runtime/ByteSink.h"
+#include "runtime/ParallelDecode.h"
 #include "runtime/Payload.h"
 
 #include <fmt/format.h>
@@ -26,31 +28,93 @@ struct Verbosity {
 /// `requireRunnable`, a program with holes is refused.
 std::optional<Module> loadProgram(const std::string &name, std::string text, bool requireRunnable);
 
-/// An archive read, verified and parsed: its checkpoint program (checked, runnable) and payload.
+/// An archive read and checked as far as can be done without decoding: framing, metadata
+/// checksum, every member's program (diagnostics go to stderr) against its index.
 struct LoadedArchive {
-  Module module;
-  Payload payload;
-  uint64_t archiveSize = 0;
-  const Checkpoint &checkpoint() const { return module.checkpoint(); }
+  std::string path;
+  Archive archive;
+  std::vector<Module> modules; ///< one checkpoint program per member
+  std::vector<std::vector<uint64_t>> digests; ///< per member, per region
+
+  size_t memberCount() const { return modules.size(); }
+  const ArchiveMember &member(size_t i) const { return archive.members[i]; }
+  const Checkpoint &checkpoint(size_t i) const { return modules[i].checkpoint(); }
+  Checkpoint &checkpoint(size_t i) { return modules[i].checkpoint(); }
+  const Payload &payload(size_t i) const { return archive.members[i].payload; }
+  /// Sum of the members' source sizes.
+  uint64_t originalSize() const;
+  uint64_t payloadSize() const;
 };
 
-/// Reads an archive and checks it as far as can be done without decoding: its framing and
-/// checksum, its program (diagnostics go to stderr), and that both describe the same source.
-Result<LoadedArchive> loadArchive(const std::string &path);
+Result<LoadedArchive> loadArchive(const std::string &path, ArchiveReadOptions options = {});
 
-/// Decodes a checkpoint with the interpreter or the JIT into `sink`, verified against the
-/// program's source checksum.
+/// How to decode: executor, threads, progress display.
+struct DecodeSettings {
+  bool jit = false;
+  unsigned threads = 1;
+  bool progress = false;    ///< draw a progress bar on stderr (callers pass: a terminal, not -q)
+  std::string progressLabel;
+};
+
+/// The interpreter, or the JIT reporting its interpreter fallbacks on stderr.
+Result<std::unique_ptr<RegionDecoder>> makeDecoder(bool jit);
+
+/// Decodes jobs with the chosen executor (see decodeJobs), with a progress bar if asked.
+Result<void> runDecodeJobs(std::span<const DecodeJob> jobs, const DecodeSettings &settings);
+
+/// Decodes a checkpoint program sequentially into `sink`, verified against the program's
+/// source checksum (for programs without an archive index: `run`, `pack`).
 Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, bool jit, ByteSink &sink);
 
-/// Decodes one region of a checkpoint alone (its literals validated first).
-Result<void> decodeRegion(const Region &region, const Payload &payload, bool jit, ByteSink &sink);
+/// Per-region digests of a checkpoint's output, computed by decoding it (sequentially, checked
+/// against the program's source checksum).
+Result<std::vector<uint64_t>> digestsByDecoding(const Checkpoint &c, const Payload &payload);
+
+/// One file of an archive to be written: its checkpoint program, payload and region digests.
+struct MemberSource {
+  std::string path;
+  Checkpoint checkpoint;
+  Payload payload;
+  std::vector<uint64_t> digests;
+};
+
+/// Writes an archive member by member, each verified before its payload is written: its
+/// printed program must parse back, type-check and decode (on the settings' threads) to bytes
+/// matching its digests. Output goes to a temporary file renamed by commit().
+class ArchiveBuilder {
+public:
+  static Result<std::unique_ptr<ArchiveBuilder>> create(const std::string &output, bool overwrite);
+  Result<void> add(const MemberSource &member, const DecodeSettings &settings);
+  /// Writes the metadata and renames the archive into place; returns its size.
+  Result<uint64_t> commit(bool directory);
+
+private:
+  explicit ArchiveBuilder(std::unique_ptr<OutputFile> out) : out_(std::move(out)), writer_(*out_) {}
+  std::unique_ptr<OutputFile> out_;
+  ArchiveWriter writer_;
+  std::vector<ArchiveMember> members_;
+};
 
 /// Writes a program's text and its payload sidecar, both or neither.
 Result<void> writeProgramFiles(const std::string &programPath, const std::string &text, const std::string &payloadPath,
                                ByteSpan payload, bool overwrite);
 
-/// The `.brv` archive of a checkpoint program and its payload.
-Bytes archiveOf(const Checkpoint &c, ByteSpan payload);
+/// Positional writes to a sequential sink: only in increasing, gapless order (one thread).
+class SequentialPositionalSink final : public PositionalSink {
+public:
+  SequentialPositionalSink(ByteSink &out, uint64_t base) : out_(out), next_(base) {}
+  Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) override;
+
+private:
+  ByteSink &out_;
+  uint64_t next_;
+};
+
+/// Threads to use for `-T N`: N, or every hardware thread for 0.
+unsigned resolveThreads(unsigned requested);
+
+/// Whether stderr is a terminal (progress bars go there only then).
+bool stderrIsTerminal();
 
 /// `brevisc: error: message` on stderr; returns kExitFailure.
 int fail(const std::string &message);

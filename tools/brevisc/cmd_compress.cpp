@@ -1,48 +1,124 @@
-// brevisc compress MODEL [-o MODEL.brv] [-f]: synthesize, verify and pack into one archive.
+// brevisc compress PATH [-o OUT] [-T N] [-f] [--json]: synthesize, verify and pack a checkpoint
+// file, or a checkpoint directory (shards, index and the files beside them), into one archive.
 #include "tools/brevisc/Commands.h"
-#include "tools/brevisc/Verify.h"
 
-#include "lang/Printer.h"
+#include "runtime/Checksum.h"
 #include "runtime/FileIO.h"
 #include "synth/TemplateSynth.h"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 
 namespace brevis::cli {
 
 namespace {
 
+namespace fs = std::filesystem;
+
 struct CompressOptions {
   std::string input;
   std::string output;
+  unsigned threads = 0;
   bool force = false;
+  bool json = false;
 };
+
+/// The files of a directory, recursively, as sorted '/'-separated relative paths. Symbolic
+/// links to files are followed (model caches link shards to blobs); anything else that is not
+/// a regular file or a directory is refused, so that an archive never silently drops a file.
+Result<std::vector<std::string>> listFiles(const std::string &dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, ec), end;
+  if (ec) return Error{fmt::format("cannot read directory {}: {}", dir, ec.message())};
+  for (; it != end; it.increment(ec)) {
+    if (ec) return Error{fmt::format("cannot read directory {}: {}", dir, ec.message())};
+    const fs::directory_entry &e = *it;
+    if (e.is_directory()) continue;
+    std::string rel = fs::relative(e.path(), dir).generic_string();
+    if (!e.is_regular_file()) return Error{fmt::format("cannot archive {}: not a regular file", e.path().string())};
+    if (!isValidMemberPath(rel) || rel.size() > kMaxMemberPath)
+      return Error{fmt::format("cannot archive {}: unusable file name", e.path().string())};
+    files.push_back(rel);
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) return Error{fmt::format("{} holds no files", dir)};
+  return files;
+}
 
 int runCompress(const CompressOptions &o, const Verbosity &v) {
   auto start = std::chrono::steady_clock::now();
-  std::string output = o.output.empty() ? o.input + ".brv" : o.output;
-  auto file = readFile(o.input);
-  if (!file) return fail(file.error().message);
+  std::error_code ec;
+  const bool directory = fs::is_directory(o.input, ec);
+  std::string input = o.input;
+  while (directory && input.size() > 1 && input.back() == '/') input.pop_back();
+  std::string output = o.output.empty() ? input + ".brv" : o.output;
 
-  std::string name = baseName(o.input);
-  // The names `synth` and `unpack` use, so that unpack and pack give back this very archive.
-  SynthOutput synth = synthesizeTemplate(*file, name, withExtension(name, ".bdsl") + ".bin");
-  if (synth.notSafetensorsReason && !v.quiet)
-    std::cerr << "brevisc: note: " << o.input << " is not valid safetensors (" << *synth.notSafetensorsReason
-              << "); compressing it as one byte stream\n";
-  if (auto ok = verifyProgram(name + ".bdsl", printCheckpoint(synth.checkpoint), synth.payload); !ok)
-    return fail(ok.error().message);
-  Bytes archive = archiveOf(synth.checkpoint, synth.payload);
-  if (auto written = writeFile(output, archive, o.force); !written) return fail(written.error().message);
+  std::vector<std::string> files;
+  if (directory) {
+    auto listed = listFiles(input);
+    if (!listed) return fail(listed.error().message);
+    files = std::move(*listed);
+  } else {
+    files.push_back(baseName(input));
+  }
+  auto builder = ArchiveBuilder::create(output, o.force);
+  if (!builder) return fail(builder.error().message);
+
+  DecodeSettings settings;
+  settings.threads = resolveThreads(o.threads);
+  settings.progress = !v.quiet && stderrIsTerminal();
+  uint64_t originalSize = 0, regions = 0;
+  nlohmann::json members = nlohmann::json::array();
+  for (const std::string &file : files) {
+    std::string path = directory ? input + "/" + file : input;
+    auto mapped = MappedFile::open(path);
+    if (!mapped) return fail(mapped.error().message);
+    ByteSpan bytes = (*mapped)->bytes();
+    std::string name = baseName(file);
+    settings.progressLabel = "verify " + file;
+    // The names `synth` and `unpack` use, so that unpack and pack give back this very archive.
+    SynthOutput synth = synthesizeTemplate(bytes, name, withExtension(name, ".bdsl") + ".bin", settings.threads);
+    if (synth.notSafetensorsReason && !v.quiet && !directory)
+      std::cerr << "brevisc: note: " << o.input << " is not valid safetensors (" << *synth.notSafetensorsReason
+                << "); compressing it as one byte stream\n";
+    MemberSource member{file, std::move(synth.checkpoint), Payload(std::move(synth.payload)), {}};
+    for (const Region &r : member.checkpoint.regions)
+      member.digests.push_back(regionDigest(bytes.subspan(r.bytes.offset, r.bytes.size)));
+    if (auto added = (*builder)->add(member, settings); !added) return fail(path + ": " + added.error().message);
+    originalSize += bytes.size();
+    regions += member.checkpoint.regions.size();
+    members.push_back({{"path", file},
+                       {"bytes", bytes.size()},
+                       {"payload_bytes", member.payload.size()},
+                       {"safetensors", !synth.notSafetensorsReason},
+                       {"regions", member.checkpoint.regions.size()}});
+    if (v.verbose && directory)
+      std::cerr << fmt::format("  {}: {} -> {} payload\n", file, humanBytes(bytes.size()),
+                               humanBytes(member.payload.size()));
+  }
+  auto size = (*builder)->commit(directory);
+  if (!size) return fail(size.error().message);
 
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!v.quiet) {
-    double pct = file->empty() ? 100.0 : 100.0 * static_cast<double>(archive.size()) / static_cast<double>(file->size());
-    std::cerr << fmt::format("{}: {} -> {} ({:.2f}%, saved {}), {} regions, {:.2f} s, {}\n", o.input,
-                             humanBytes(file->size()), humanBytes(archive.size()), pct,
-                             humanBytes(file->size() > archive.size() ? file->size() - archive.size() : 0),
-                             synth.checkpoint.regions.size(), seconds, output);
+  double pct = originalSize == 0 ? 100.0 : 100.0 * static_cast<double>(*size) / static_cast<double>(originalSize);
+  double rate = seconds > 0 ? static_cast<double>(originalSize) / seconds : 0;
+  if (o.json) {
+    nlohmann::json j = {{"input", o.input},       {"output", output},       {"original_bytes", originalSize},
+                        {"archive_bytes", *size}, {"ratio_percent", pct},   {"seconds", seconds},
+                        {"threads", settings.threads}, {"files", files.size()}, {"regions", regions},
+                        {"members", members}};
+    std::cout << j.dump(2) << "\n";
+  } else if (!v.quiet) {
+    std::cerr << fmt::format("{}: {} -> {} ({:.2f}%, saved {}), {}{} regions, {:.2f} s, {}/s, {}\n", o.input,
+                             humanBytes(originalSize), humanBytes(*size), pct,
+                             humanBytes(originalSize > *size ? originalSize - *size : 0),
+                             directory ? fmt::format("{} files, ", files.size()) : "", regions, seconds,
+                             humanBytes(static_cast<uint64_t>(rate)), output);
   }
   return kExitOk;
 }
@@ -51,11 +127,15 @@ int runCompress(const CompressOptions &o, const Verbosity &v) {
 
 void registerCompress(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<CompressOptions>();
-  auto *cmd = app.add_subcommand("compress", "Compress a checkpoint into a verified .brv archive");
-  cmd->add_option("input", o->input, "safetensors file (any other file is stored as one byte stream)")
+  auto *cmd = app.add_subcommand("compress", "Compress a checkpoint file or directory into a verified .brv archive");
+  cmd->add_option("input", o->input,
+                  "safetensors file (any other file is stored as one byte stream), or a directory such as a sharded "
+                  "checkpoint: every file in it, recursively, symbolic links to files followed")
       ->required();
   cmd->add_option("-o,--output", o->output, "archive to write (default: INPUT.brv)");
+  cmd->add_option("-T,--threads", o->threads, "threads for synthesis and verification (default 0: all cores)");
   cmd->add_flag("-f,--force", o->force, "overwrite an existing archive");
+  cmd->add_flag("--json", o->json, "print the summary as JSON on stdout");
   cmd->callback([o, &ctx] { ctx.exitCode = runCompress(*o, ctx.verbosity); });
 }
 

@@ -1,22 +1,79 @@
-// brevisc decompress ARCHIVE.brv [-o OUT] [-f] [--jit]: rebuild the original file, verified
-// against its checksum before it is renamed into place.
+// brevisc decompress ARCHIVE.brv [-o OUT] [-T N] [-f] [--jit] [--json]: rebuild the original file
+// or directory, every region checked against its digest before the output is renamed into place.
 #include "tools/brevisc/Commands.h"
 
 #include "runtime/Archive.h"
 #include "runtime/FileIO.h"
 
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <optional>
+#include <unistd.h>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 namespace brevis::cli {
 
 namespace {
 
+namespace fs = std::filesystem;
+
 struct DecompressOptions {
   std::string input;
   std::string output;
+  unsigned threads = 0;
   bool jit = false;
   bool force = false;
+  bool json = false;
+};
+
+/// A PositionalSink over an output file that takes positional writes.
+class FileSink final : public PositionalSink {
+public:
+  explicit FileSink(OutputFile &f) : f_(f) {}
+  Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) override { return f_.writeAt(offset, data, size); }
+
+private:
+  OutputFile &f_;
+};
+
+/// A directory being built beside its final name, removed unless committed.
+class TempDirectory {
+public:
+  static Result<TempDirectory> create(const std::string &target) {
+    std::string pattern = target + ".tmp-XXXXXX";
+    if (!::mkdtemp(pattern.data())) return Error{fmt::format("cannot create a directory beside {}: {}", target, std::strerror(errno))};
+    return TempDirectory(target, pattern);
+  }
+  TempDirectory(TempDirectory &&o) noexcept : target_(std::move(o.target_)), path_(std::move(o.path_)) { o.path_.clear(); }
+  ~TempDirectory() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  const std::string &path() const { return path_; }
+  /// Moves the directory to its target; an existing target (allowed by -f) is replaced.
+  Result<void> commit() {
+    std::error_code ec;
+    std::string old;
+    if (fs::exists(fs::symlink_status(target_))) {
+      old = path_ + ".replaced";
+      fs::rename(target_, old, ec);
+      if (ec) return Error{fmt::format("cannot replace {}: {}", target_, ec.message())};
+    }
+    fs::rename(path_, target_, ec);
+    if (ec) return Error{fmt::format("cannot rename the output to {}: {}", target_, ec.message())};
+    path_.clear();
+    if (!old.empty()) fs::remove_all(old, ec);
+    return {};
+  }
+
+private:
+  TempDirectory(std::string target, std::string path) : target_(std::move(target)), path_(std::move(path)) {}
+  std::string target_, path_;
 };
 
 int runDecompress(const DecompressOptions &o, const Verbosity &v) {
@@ -24,26 +81,83 @@ int runDecompress(const DecompressOptions &o, const Verbosity &v) {
   std::string output = o.output;
   if (output.empty()) {
     const std::string suffix = ".brv";
-    if (o.input.size() <= suffix.size() || o.input.compare(o.input.size() - suffix.size(), suffix.size(), suffix) != 0)
-      return fail(fmt::format("cannot derive an output name from {} (it does not end in .brv); use -o FILE", o.input));
+    if (o.input.size() <= suffix.size() || !o.input.ends_with(suffix))
+      return fail(fmt::format("cannot derive an output name from {} (it does not end in .brv); use -o PATH", o.input));
     output = o.input.substr(0, o.input.size() - suffix.size());
   }
-  // The output is claimed first: a refusal to overwrite should not wait for a large archive.
-  auto out = OutputFile::create(output, o.force);
-  if (!out) return fail(out.error().message);
+  auto isArchive = fileIsArchive(o.input);
+  if (!isArchive) return fail(isArchive.error().message);
+  if (!*isArchive) return fail(o.input + " is not a brevis archive (bad magic)");
+  std::error_code ec;
+  // Devices (-o /dev/null) are written in place; files and directories are not replaced without -f.
+  auto status = fs::status(output, ec);
+  if (!o.force && (fs::is_regular_file(status) || fs::is_directory(status)))
+    return fail(fmt::format("{} already exists; use -f to overwrite it", output));
+
   auto archive = loadArchive(o.input);
   if (!archive) return fail(archive.error().message);
-  const Checkpoint &c = archive->checkpoint();
+  DecodeSettings settings;
+  settings.jit = o.jit;
+  settings.threads = resolveThreads(o.threads);
+  settings.progress = !v.quiet && !o.json && stderrIsTerminal();
+  settings.progressLabel = "decompress " + baseName(o.input);
 
-  if (auto room = (*out)->reserve(c.source.size); !room) return fail(room.error().message);
-  auto done = decodeCheckpoint(c, archive->payload, o.jit, **out);
-  if (done) done = (*out)->commit();
-  if (!done) return fail(o.input + ": " + done.error().message);
+  std::vector<DecodeJob> jobs;
+  std::vector<std::unique_ptr<OutputFile>> files;
+  std::vector<std::unique_ptr<PositionalSink>> sinks;
+  std::optional<TempDirectory> dir;
+  const Archive &a = archive->archive;
+  if (a.directory) {
+    auto made = TempDirectory::create(output);
+    if (!made) return fail(made.error().message);
+    dir.emplace(std::move(*made));
+  }
+  for (size_t i = 0; i < archive->memberCount(); ++i) {
+    std::string path = output;
+    if (dir) {
+      path = dir->path() + "/" + a.members[i].path;
+      fs::create_directories(fs::path(path).parent_path(), ec);
+      if (ec) return fail(fmt::format("cannot create {}: {}", fs::path(path).parent_path().string(), ec.message()));
+    }
+    auto out = OutputFile::create(path, o.force);
+    if (!out) return fail(out.error().message);
+    if (i == 0)
+      if (auto room = (*out)->reserve(archive->originalSize()); !room) return fail(room.error().message);
+    if ((*out)->isPositional()) {
+      sinks.push_back(std::make_unique<FileSink>(**out));
+    } else {
+      settings.threads = 1; // a pipe takes the bytes in order
+      sinks.push_back(std::make_unique<SequentialPositionalSink>(**out, 0));
+    }
+    files.push_back(std::move(*out));
+    jobs.push_back(DecodeJob{&archive->checkpoint(i), &archive->payload(i), archive->digests[i], sinks.back().get(),
+                             a.directory ? o.input + ":" + a.members[i].path : o.input, {}});
+  }
+  auto done = runDecodeJobs(jobs, settings);
+  for (size_t i = 0; done && i < files.size(); ++i) done = files[i]->commit();
+  if (done && dir) done = dir->commit();
+  if (!done) return fail(done.error().message);
 
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!v.quiet)
-    std::cerr << fmt::format("{}: {} -> {} ({}), verified, {:.2f} s\n", o.input, humanBytes(archive->archiveSize), output,
-                             humanBytes(c.source.size), seconds);
+  uint64_t original = archive->originalSize();
+  double rate = seconds > 0 ? static_cast<double>(original) / seconds : 0;
+  if (o.json) {
+    nlohmann::json j = {{"input", o.input},
+                        {"output", output},
+                        {"archive_bytes", a.fileSize},
+                        {"original_bytes", original},
+                        {"files", archive->memberCount()},
+                        {"seconds", seconds},
+                        {"threads", settings.threads},
+                        {"decoder", o.jit ? "jit" : "interpreter"},
+                        {"verified", true}};
+    std::cout << j.dump(2) << "\n";
+  } else if (!v.quiet) {
+    std::cerr << fmt::format("{}: {} -> {} ({}{}), verified, {:.2f} s, {}/s\n", o.input, humanBytes(a.fileSize), output,
+                             humanBytes(original),
+                             a.directory ? fmt::format(", {} files", archive->memberCount()) : "", seconds,
+                             humanBytes(static_cast<uint64_t>(rate)));
+  }
   return kExitOk;
 }
 
@@ -51,11 +165,13 @@ int runDecompress(const DecompressOptions &o, const Verbosity &v) {
 
 void registerDecompress(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<DecompressOptions>();
-  auto *cmd = app.add_subcommand("decompress", "Rebuild the original file from a .brv archive, verified");
+  auto *cmd = app.add_subcommand("decompress", "Rebuild the original file or directory from a .brv archive, verified");
   cmd->add_option("archive", o->input, ".brv file")->required();
-  cmd->add_option("-o,--output", o->output, "file to write (default: ARCHIVE without .brv)");
+  cmd->add_option("-o,--output", o->output, "file or directory to write (default: ARCHIVE without .brv)");
+  cmd->add_option("-T,--threads", o->threads, "decoding threads (default 0: all cores)");
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
-  cmd->add_flag("-f,--force", o->force, "overwrite the output file");
+  cmd->add_flag("-f,--force", o->force, "overwrite the output");
+  cmd->add_flag("--json", o->json, "print the summary as JSON on stdout");
   cmd->callback([o, &ctx] { ctx.exitCode = runDecompress(*o, ctx.verbosity); });
 }
 

@@ -46,11 +46,20 @@ std::string percent(uint64_t part, uint64_t whole) {
 int runInfo(const InfoOptions &o, const Verbosity &v) {
   auto archive = loadArchive(o.input);
   if (!archive) return fail(archive.error().message);
-  const Checkpoint &c = archive->checkpoint();
+  const Archive &a = archive->archive;
+  const uint64_t archiveSize = a.fileSize, original = archive->originalSize(), payload = archive->payloadSize();
 
   std::map<std::string, Tally> regions, dtypes, encodings;
   std::map<std::string, uint64_t> operators;
   nlohmann::json tensors = nlohmann::json::array();
+  nlohmann::json files = nlohmann::json::array();
+  for (size_t m = 0; m < archive->memberCount(); ++m) {
+  const Checkpoint &c = archive->checkpoint(m);
+  files.push_back({{"path", a.members[m].path},
+                   {"bytes", c.source.size},
+                   {"xxh64", fmt::format("{:016x}", c.source.xxh64)},
+                   {"payload_bytes", c.payloadSize},
+                   {"regions", c.regions.size()}});
   for (const Region &r : c.regions) {
     uint64_t stored = 0;
     survey(*r.program, stored, encodings, operators);
@@ -70,6 +79,8 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
                        {"bytes", r.bytes.size},
                        {"payload_bytes", stored},
                        {"program", nodeKindName(r.program->kind)}});
+    if (a.directory) tensors.back()["file"] = a.members[m].path;
+  }
   }
 
   if (o.json) {
@@ -79,12 +90,12 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
       return j;
     };
     nlohmann::json j = {{"archive", o.input},
-                        {"archive_bytes", archive->archiveSize},
-                        {"source", c.source.fileName},
-                        {"source_bytes", c.source.size},
-                        {"source_xxh64", fmt::format("{:016x}", c.source.xxh64)},
-                        {"ratio", c.source.size ? static_cast<double>(archive->archiveSize) / static_cast<double>(c.source.size) : 0.0},
-                        {"payload_bytes", archive->payload.size()},
+                        {"archive_bytes", archiveSize},
+                        {"kind", a.directory ? "directory" : "file"},
+                        {"source_bytes", original},
+                        {"ratio", original ? static_cast<double>(archiveSize) / static_cast<double>(original) : 0.0},
+                        {"payload_bytes", payload},
+                        {"files", files},
                         {"regions", tallies(regions)},
                         {"dtypes", tallies(dtypes)},
                         {"encodings", tallies(encodings)},
@@ -94,11 +105,16 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
     return kExitOk;
   }
 
-  std::cout << fmt::format("{}: {} archive of {} ({}), {} of the original\n", o.input,
-                           humanBytes(archive->archiveSize), quoteString(c.source.fileName), humanBytes(c.source.size),
-                           percent(archive->archiveSize, c.source.size));
-  std::cout << fmt::format("  payload {}, program and framing {}\n", humanBytes(archive->payload.size()),
-                           humanBytes(archive->archiveSize - archive->payload.size()));
+  std::string what = a.directory ? fmt::format("a directory of {} files", archive->memberCount())
+                                 : quoteString(archive->checkpoint(0).source.fileName);
+  std::cout << fmt::format("{}: {} archive of {} ({}), {} of the original\n", o.input, humanBytes(archiveSize), what,
+                           humanBytes(original), percent(archiveSize, original));
+  std::cout << fmt::format("  payload {}, programs, index and framing {}\n", humanBytes(payload),
+                           humanBytes(archiveSize - payload));
+  if (a.directory)
+    for (const auto &f : files)
+      std::cout << fmt::format("  {:<40} {:>10} -> {:>10}\n", f["path"].get<std::string>(),
+                               humanBytes(f["bytes"].get<uint64_t>()), humanBytes(f["payload_bytes"].get<uint64_t>()));
   std::cout << "regions:\n";
   for (const auto &[k, t] : regions)
     std::cout << fmt::format("  {:<8} {:>6}  {:>10} -> {:>10}  {:>8}\n", k, t.count, humanBytes(t.original),

@@ -23,6 +23,9 @@ struct PackOptions {
 int runUnpack(const PackOptions &o, const Verbosity &v) {
   auto archive = loadArchive(o.input);
   if (!archive) return fail(archive.error().message);
+  if (archive->archive.directory)
+    return fail(fmt::format("{} holds a directory; unpack works on single-file archives (decompress it instead)",
+                            o.input));
   std::string output = o.output;
   if (output.empty()) {
     const std::string suffix = ".brv";
@@ -33,10 +36,11 @@ int runUnpack(const PackOptions &o, const Verbosity &v) {
   }
   std::string payloadPath = output + ".bin";
   // The program names its payload file: point it at the sidecar written beside it.
-  Checkpoint &c = archive->module.checkpoint();
+  Checkpoint &c = archive->checkpoint(0);
   c.payloadFile = baseName(payloadPath);
-  auto written = writeProgramFiles(output, printCheckpoint(c), payloadPath,
-                                   ByteSpan(archive->payload.data(), archive->payload.size()), o.force);
+  const Payload &payload = archive->payload(0);
+  auto written = writeProgramFiles(output, printCheckpoint(c), payloadPath, ByteSpan(payload.data(), payload.size()),
+                                   o.force);
   if (!written) return fail(written.error().message);
   if (!v.quiet) std::cerr << fmt::format("{}: -> {} + {}\n", o.input, output, payloadPath);
   return kExitOk;
@@ -53,21 +57,24 @@ int runPack(const PackOptions &o, const Verbosity &v) {
   auto payload = Payload::readFile(payloadPath);
   if (!payload) return fail(payload.error().message);
   std::string output = o.output.empty() ? withExtension(o.input, ".brv") : o.output;
-  auto out = OutputFile::create(output, o.force);
-  if (!out) return fail(out.error().message);
+  auto builder = ArchiveBuilder::create(output, o.force);
+  if (!builder) return fail(builder.error().message);
 
   // Bit-exact or nothing: the program must rebuild the file its source line describes.
-  DiscardSink sink;
-  auto decoded = decodeCheckpoint(c, *payload, /*jit=*/false, sink);
-  if (!decoded) return fail(o.input + ": " + decoded.error().message);
-
-  Bytes archive = archiveOf(c, ByteSpan(payload->data(), payload->size()));
-  auto done = (*out)->write(archive.data(), archive.size());
-  if (done) done = (*out)->commit();
-  if (!done) return fail(done.error().message);
+  auto digests = digestsByDecoding(c, *payload);
+  if (!digests) return fail(o.input + ": " + digests.error().message);
+  MemberSource member{baseName(c.source.fileName), std::move(c), std::move(*payload), std::move(*digests)};
+  if (!isValidMemberPath(member.path))
+    return fail(fmt::format("{} names an unusable source file {}", o.input, quoteString(member.checkpoint.source.fileName)));
+  DecodeSettings settings;
+  settings.threads = resolveThreads(0);
+  auto added = (*builder)->add(member, settings);
+  if (!added) return fail(o.input + ": " + added.error().message);
+  auto size = (*builder)->commit(/*directory=*/false);
+  if (!size) return fail(size.error().message);
   if (!v.quiet)
-    std::cerr << fmt::format("{}: -> {} ({}, verified against {})\n", o.input, output, humanBytes(archive.size()),
-                             quoteString(c.source.fileName));
+    std::cerr << fmt::format("{}: -> {} ({}, verified against {})\n", o.input, output, humanBytes(*size),
+                             quoteString(member.checkpoint.source.fileName));
   return kExitOk;
 }
 

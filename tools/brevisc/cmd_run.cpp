@@ -20,6 +20,7 @@ struct RunOptions {
   std::string output;
   std::string payload;
   std::string tensor;
+  unsigned threads = 0;
   bool jit = false;
   bool force = false;
 };
@@ -38,8 +39,9 @@ Result<std::string> besideProgram(const std::string &program, const std::string 
   return directoryOf(program) + "/" + base;
 }
 
-/// Decodes one tensor of a checkpoint into -o (its raw bytes, as the safetensors file holds them).
-int runTensor(const RunOptions &o, const Module &module, const Payload &payload) {
+/// Decodes one tensor of a checkpoint program into -o (its raw bytes, as the safetensors file
+/// holds them).
+int runProgramTensor(const RunOptions &o, const Module &module, const Payload &payload) {
   if (!module.isCheckpoint()) return fail("--tensor needs a checkpoint program or an archive");
   const Region *region = nullptr;
   for (const Region &r : module.checkpoint().regions)
@@ -48,7 +50,10 @@ int runTensor(const RunOptions &o, const Module &module, const Payload &payload)
   if (o.output.empty()) return fail("--tensor needs an output file: use -o FILE");
   auto out = OutputFile::create(o.output, o.force);
   if (!out) return fail(out.error().message);
-  auto done = decodeRegion(*region, payload, o.jit, **out);
+  auto decoder = makeDecoder(o.jit);
+  if (!decoder) return fail(decoder.error().message);
+  auto done = validateForExecution(*region->program, payload);
+  if (done) done = (*decoder)->decode(*region, payload, **out);
   if (done && (*out)->bytesWritten() != region->bytes.size)
     done = Error{fmt::format("tensor {} produced {} bytes instead of {}", quoteString(o.tensor), (*out)->bytesWritten(),
                              region->bytes.size)};
@@ -56,36 +61,103 @@ int runTensor(const RunOptions &o, const Module &module, const Payload &payload)
   return done ? kExitOk : fail(o.input + ": " + done.error().message);
 }
 
+/// Positional writes of one region, shifted to start at byte 0 of a file.
+class ShiftedSink final : public PositionalSink {
+public:
+  ShiftedSink(OutputFile &f, uint64_t base) : f_(f), base_(base) {}
+  Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) override {
+    return f_.writeAt(offset - base_, data, size);
+  }
+
+private:
+  OutputFile &f_;
+  uint64_t base_;
+};
+
+/// Decodes one tensor of an archive: the index locates it, only its payload bytes are read, and
+/// its digest is checked.
+int runArchiveTensor(const RunOptions &o, const LoadedArchive &archive) {
+  if (o.output.empty()) return fail("--tensor needs an output file: use -o FILE");
+  std::optional<std::pair<size_t, size_t>> found;
+  for (size_t m = 0; m < archive.memberCount(); ++m)
+    for (size_t r = 0; r < archive.checkpoint(m).regions.size(); ++r) {
+      const Region &region = archive.checkpoint(m).regions[r];
+      if (region.kind != RegionKind::Tensor || region.name != o.tensor) continue;
+      if (found)
+        return fail(fmt::format("{} has tensor {} in both {} and {}", o.input, quoteString(o.tensor),
+                                archive.member(found->first).path, archive.member(m).path));
+      found = {m, r};
+    }
+  if (!found) return fail(fmt::format("{} has no tensor {}", o.input, quoteString(o.tensor)));
+  auto [m, r] = *found;
+  const Region &region = archive.checkpoint(m).regions[r];
+  auto out = OutputFile::create(o.output, o.force);
+  if (!out) return fail(out.error().message);
+  std::unique_ptr<PositionalSink> sink;
+  DecodeSettings settings;
+  settings.jit = o.jit;
+  settings.threads = resolveThreads(o.threads);
+  if ((*out)->isPositional()) {
+    sink = std::make_unique<ShiftedSink>(**out, region.bytes.offset);
+  } else {
+    settings.threads = 1;
+    sink = std::make_unique<SequentialPositionalSink>(**out, region.bytes.offset);
+  }
+  DecodeJob job{&archive.checkpoint(m), &archive.payload(m), archive.digests[m], sink.get(), o.input, {r}};
+  auto done = runDecodeJobs(std::span(&job, 1), settings);
+  if (done) done = (*out)->commit();
+  return done ? kExitOk : fail(done.error().message);
+}
+
 int runRun(const RunOptions &o, const Verbosity &v) {
   auto isArchive = fileIsArchive(o.input);
   if (!isArchive) return fail(isArchive.error().message);
-  std::optional<Module> module;
-  Payload payload;
   if (*isArchive) {
-    // An archive runs like its program with its payload.
     auto archive = loadArchive(o.input);
     if (!archive) return fail(archive.error().message);
-    module = std::move(archive->module);
-    payload = std::move(archive->payload);
-  } else {
-    auto text = readTextFile(o.input);
-    if (!text) return fail(text.error().message);
-    module = loadProgram(o.input, std::move(*text), /*requireRunnable=*/true);
-    if (!module) return kExitFailure;
-    std::string payloadPath = o.payload;
-    if (payloadPath.empty() && module->isCheckpoint()) {
-      auto beside = besideProgram(o.input, module->checkpoint().payloadFile, "payload");
+    if (!o.tensor.empty()) return runArchiveTensor(o, *archive);
+    if (archive->archive.directory)
+      return fail(fmt::format("{} holds a directory; use brevisc decompress, or run --tensor NAME", o.input));
+    std::string output = o.output;
+    if (output.empty()) {
+      auto beside = besideProgram(o.input, archive->checkpoint(0).source.fileName, "source");
       if (!beside) return fail(beside.error().message);
-      payloadPath = *beside;
+      output = *beside;
     }
-    if (!payloadPath.empty()) {
-      auto loaded = Payload::readFile(payloadPath);
-      if (!loaded) return fail(loaded.error().message);
-      payload = std::move(*loaded);
-    }
+    auto out = OutputFile::create(output, o.force);
+    if (!out) return fail(out.error().message);
+    if (auto room = (*out)->reserve(archive->originalSize()); !room) return fail(room.error().message);
+    DecodeSettings settings;
+    settings.jit = o.jit;
+    settings.threads = (*out)->isPositional() ? resolveThreads(o.threads) : 1;
+    std::unique_ptr<PositionalSink> sink;
+    if ((*out)->isPositional()) sink = std::make_unique<ShiftedSink>(**out, 0);
+    else sink = std::make_unique<SequentialPositionalSink>(**out, 0);
+    DecodeJob job{&archive->checkpoint(0), &archive->payload(0), archive->digests[0], sink.get(), o.input, {}};
+    auto done = runDecodeJobs(std::span(&job, 1), settings);
+    if (done) done = (*out)->commit();
+    if (!done) return fail(done.error().message);
+    if (v.verbose) std::cerr << fmt::format("{}: wrote {} ({})\n", o.input, output, humanBytes(archive->originalSize()));
+    return kExitOk;
   }
 
-  if (!o.tensor.empty()) return runTensor(o, *module, payload);
+  auto text = readTextFile(o.input);
+  if (!text) return fail(text.error().message);
+  auto module = loadProgram(o.input, std::move(*text), /*requireRunnable=*/true);
+  if (!module) return kExitFailure;
+  Payload payload;
+  std::string payloadPath = o.payload;
+  if (payloadPath.empty() && module->isCheckpoint()) {
+    auto beside = besideProgram(o.input, module->checkpoint().payloadFile, "payload");
+    if (!beside) return fail(beside.error().message);
+    payloadPath = *beside;
+  }
+  if (!payloadPath.empty()) {
+    auto loaded = Payload::readFile(payloadPath);
+    if (!loaded) return fail(loaded.error().message);
+    payload = std::move(*loaded);
+  }
+  if (!o.tensor.empty()) return runProgramTensor(o, *module, payload);
 
   std::string output = o.output;
   if (output.empty()) {
@@ -117,6 +189,7 @@ void registerRun(CLI::App &app, Context &ctx) {
                   "file to write (default for a checkpoint: its source file name, beside the program)");
   cmd->add_option("--payload", o->payload, "payload file (default: the one the program names, beside it)");
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
+  cmd->add_option("-T,--threads", o->threads, "decoding threads for archives (default 0: all cores)");
   cmd->add_flag("-f,--force", o->force, "overwrite the output file");
   cmd->callback([o, &ctx] { ctx.exitCode = runRun(*o, ctx.verbosity); });
 }

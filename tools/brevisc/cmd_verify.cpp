@@ -1,5 +1,6 @@
-// brevisc verify ARCHIVE [ORIGINAL] [--jit]: decode an archive without writing anything and
-// check it against its recorded checksum and, when given, byte for byte against the original.
+// brevisc verify ARCHIVE [ORIGINAL] [--jit] [-T N]: decode an archive without writing anything and
+// check its archive checksum, every region's digest and, when given, every byte against the
+// original file or directory.
 #include "tools/brevisc/Commands.h"
 
 #include "runtime/FileIO.h"
@@ -14,52 +15,67 @@ namespace {
 struct VerifyOptions {
   std::string input;
   std::string original;
+  unsigned threads = 0;
   bool jit = false;
 };
 
-/// Compares what is written with a file's bytes, and remembers the first difference.
-class CompareSink final : public ByteSink {
+/// Compares positional writes with a file's bytes.
+class CompareSink final : public PositionalSink {
 public:
-  explicit CompareSink(const Bytes *expected) : expected_(expected) {}
-  Result<void> write(const uint8_t *data, size_t size) override {
-    if (expected_) {
-      if (size > expected_->size() - std::min<uint64_t>(at_, expected_->size()))
-        return Error{fmt::format("the decoded file is longer than the original ({} bytes)", expected_->size())};
-      if (std::memcmp(data, expected_->data() + at_, size) != 0) {
-        uint64_t i = 0;
-        while (data[i] == (*expected_)[at_ + i]) ++i;
-        return Error{fmt::format("the decoded file differs from the original at byte {}", at_ + i)};
-      }
+  explicit CompareSink(ByteSpan expected) : expected_(expected) {}
+  Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) override {
+    if (offset > expected_.size() || size > expected_.size() - offset)
+      return Error{fmt::format("the decoded file is longer than the original ({} bytes)", expected_.size())};
+    if (std::memcmp(data, expected_.data() + offset, size) != 0) {
+      uint64_t i = 0;
+      while (data[i] == expected_[offset + i]) ++i;
+      return Error{fmt::format("the decoded file differs from the original at byte {}", offset + i)};
     }
-    at_ += size;
     return {};
   }
-  uint64_t written() const { return at_; }
 
 private:
-  const Bytes *expected_;
-  uint64_t at_ = 0;
+  ByteSpan expected_;
 };
 
 int runVerify(const VerifyOptions &o, const Verbosity &v) {
-  auto archive = loadArchive(o.input);
+  auto archive = loadArchive(o.input, ArchiveReadOptions{.verifyWholeFile = true});
   if (!archive) return fail(archive.error().message);
-  std::optional<Bytes> original;
-  if (!o.original.empty()) {
-    auto bytes = readFile(o.original);
-    if (!bytes) return fail(bytes.error().message);
-    original = std::move(*bytes);
+  const Archive &a = archive->archive;
+  std::vector<std::shared_ptr<const MappedFile>> originals;
+  std::vector<std::unique_ptr<PositionalSink>> sinks;
+  std::vector<DecodeJob> jobs;
+  for (size_t i = 0; i < archive->memberCount(); ++i) {
+    const ArchiveMember &m = a.members[i];
+    if (!o.original.empty()) {
+      std::string path = a.directory ? o.original + "/" + m.path : o.original;
+      auto file = MappedFile::open(path);
+      if (!file) return fail(file.error().message);
+      if ((*file)->bytes().size() != m.sourceSize)
+        return fail(fmt::format("{}: {} has {} bytes, but the archive holds {}", o.input, path, (*file)->bytes().size(),
+                                m.sourceSize));
+      sinks.push_back(std::make_unique<CompareSink>((*file)->bytes()));
+      originals.push_back(std::move(*file));
+    } else {
+      sinks.push_back(std::make_unique<DiscardPositionalSink>());
+    }
+    jobs.push_back(DecodeJob{&archive->checkpoint(i), &archive->payload(i), archive->digests[i], sinks.back().get(),
+                             a.directory ? o.input + ":" + m.path : o.input, {}});
   }
-  const Checkpoint &c = archive->checkpoint();
-  CompareSink sink(original ? &*original : nullptr);
-  auto done = decodeCheckpoint(c, archive->payload, o.jit, sink);
-  if (!done) return fail(o.input + ": " + done.error().message);
-  if (original && sink.written() != original->size())
-    return fail(fmt::format("{}: the decoded file has {} bytes, the original {}", o.input, sink.written(),
-                            original->size()));
-  if (!v.quiet)
-    std::cout << fmt::format("{}: ok, {} decoded, xxh64 {:016x} matches{}\n", o.input, humanBytes(c.source.size),
-                             c.source.xxh64, original ? ", identical to " + o.original : "");
+  DecodeSettings settings;
+  settings.jit = o.jit;
+  settings.threads = resolveThreads(o.threads);
+  settings.progress = !v.quiet && stderrIsTerminal();
+  settings.progressLabel = "verify " + baseName(o.input);
+  if (auto done = runDecodeJobs(jobs, settings); !done) return fail(done.error().message);
+  if (!v.quiet) {
+    size_t regions = 0;
+    for (size_t i = 0; i < archive->memberCount(); ++i) regions += archive->checkpoint(i).regions.size();
+    std::cout << fmt::format("{}: ok, {} decoded{}, {} region checksums match{}\n", o.input,
+                             humanBytes(archive->originalSize()),
+                             a.directory ? fmt::format(" in {} files", archive->memberCount()) : "", regions,
+                             o.original.empty() ? "" : ", identical to " + o.original);
+  }
   return kExitOk;
 }
 
@@ -69,7 +85,8 @@ void registerVerify(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<VerifyOptions>();
   auto *cmd = app.add_subcommand("verify", "Decode an archive without writing it and check it (and against ORIGINAL)");
   cmd->add_option("archive", o->input, ".brv file")->required();
-  cmd->add_option("original", o->original, "the original file, compared byte for byte");
+  cmd->add_option("original", o->original, "the original file or directory, compared byte for byte");
+  cmd->add_option("-T,--threads", o->threads, "decoding threads (default 0: all cores)");
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
   cmd->callback([o, &ctx] { ctx.exitCode = runVerify(*o, ctx.verbosity); });
 }

@@ -1,0 +1,152 @@
+#include "runtime/ParallelDecode.h"
+
+#include "runtime/Checksum.h"
+#include "runtime/Interpreter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <thread>
+
+namespace brevis {
+
+std::string regionLabel(const Region &r) {
+  switch (r.kind) {
+  case RegionKind::Header: return "the header";
+  case RegionKind::Bytes: return fmt::format("the bytes at @{}+{}", r.bytes.offset, r.bytes.size);
+  case RegionKind::Tensor: return fmt::format("tensor {}", r.name);
+  }
+  return {};
+}
+
+namespace {
+
+struct Piece {
+  size_t job, region;
+  uint64_t firstByte, size; ///< within the region
+  size_t hashSlot;          ///< where its hash goes
+};
+
+/// Writes a piece at its place in the output, hashing it and counting progress.
+class PieceSink final : public ByteSink {
+public:
+  PieceSink(PositionalSink &out, uint64_t offset, std::atomic<uint64_t> *progress)
+      : out_(out), offset_(offset), progress_(progress) {}
+  Result<void> write(const uint8_t *data, size_t size) override {
+    hash_.update(data, size);
+    BREVIS_TRY(out_.writeAt(offset_ + written_, data, size));
+    written_ += size;
+    if (progress_) progress_->fetch_add(size, std::memory_order_relaxed);
+    return {};
+  }
+  uint64_t written() const { return written_; }
+  uint64_t digest() const { return hash_.digest(); }
+
+private:
+  PositionalSink &out_;
+  uint64_t offset_;
+  std::atomic<uint64_t> *progress_;
+  Xxh64Stream hash_;
+  uint64_t written_ = 0;
+};
+
+/// Runs work(i) for i in [0, n) on `threads` threads, in increasing order of i per thread and
+/// handed out in order; stops handing out work after the first failure. Returns the failure
+/// with the smallest i.
+template <typename Work> Result<void> runInOrder(size_t n, unsigned threads, Work work) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::optional<Error>> errors(n);
+  auto loop = [&] {
+    for (size_t i; !failed.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < n;) {
+      auto r = work(i);
+      if (!r) {
+        errors[i] = r.error();
+        failed = true;
+      }
+    }
+  };
+  threads = static_cast<unsigned>(std::clamp<size_t>(threads, 1, std::max<size_t>(n, 1)));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(loop);
+  loop();
+  for (auto &t : pool) t.join();
+  for (auto &e : errors)
+    if (e) return *e;
+  return {};
+}
+
+} // namespace
+
+Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder, const DecodeOptions &options) {
+  struct RegionRef {
+    size_t job, region;
+  };
+  std::vector<RegionRef> regions;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const Checkpoint &c = *jobs[j].checkpoint;
+    if (jobs[j].payload->size() != c.payloadSize)
+      return Error{fmt::format("{}: the payload has {} bytes, but the program expects {}", jobs[j].label,
+                               jobs[j].payload->size(), c.payloadSize)};
+    if (jobs[j].digests.size() != c.regions.size())
+      return Error{fmt::format("{}: {} region checksums for {} regions", jobs[j].label, jobs[j].digests.size(),
+                               c.regions.size())};
+    if (jobs[j].onlyRegions.empty())
+      for (size_t r = 0; r < c.regions.size(); ++r) regions.push_back({j, r});
+    else
+      for (size_t r : jobs[j].onlyRegions) regions.push_back({j, r});
+  }
+  auto describe = [&](const RegionRef &ref) {
+    return fmt::format("{}: {}", jobs[ref.job].label, regionLabel(jobs[ref.job].checkpoint->regions[ref.region]));
+  };
+
+  // 1. Every literal is validated before any decoder sees it.
+  BREVIS_TRY(runInOrder(regions.size(), options.threads, [&](size_t i) -> Result<void> {
+    const DecodeJob &job = jobs[regions[i].job];
+    auto valid = validateForExecution(*job.checkpoint->regions[regions[i].region].program, *job.payload);
+    if (!valid) return Error{fmt::format("{}: {}", describe(regions[i]), valid.error().message)};
+    return {};
+  }));
+  // 2. Per-checkpoint preparation (the JIT compiles here, on its own threads).
+  for (const DecodeJob &job : jobs) BREVIS_TRY(decoder.prepare(*job.checkpoint, *job.payload));
+
+  // 3. Pieces, in file order.
+  std::vector<Piece> pieces;
+  std::vector<size_t> firstSlot(regions.size());
+  for (size_t i = 0; i < regions.size(); ++i) {
+    const Region &r = jobs[regions[i].job].checkpoint->regions[regions[i].region];
+    firstSlot[i] = pieces.size();
+    for (uint64_t at = 0; at < r.bytes.size; at += kDigestPieceBytes)
+      pieces.push_back(Piece{regions[i].job, regions[i].region, at, std::min(kDigestPieceBytes, r.bytes.size - at),
+                             pieces.size()});
+  }
+  std::vector<uint64_t> hashes(pieces.size());
+  BREVIS_TRY(runInOrder(pieces.size(), options.threads, [&](size_t i) -> Result<void> {
+    const Piece &p = pieces[i];
+    const DecodeJob &job = jobs[p.job];
+    const Region &r = job.checkpoint->regions[p.region];
+    const unsigned wordBytes = containerBytes(streamTypeOf(*r.program).width);
+    PieceSink sink(*job.output, r.bytes.offset + p.firstByte, options.progress);
+    auto done = decoder.decodeWords(r, *job.payload, p.firstByte / wordBytes, p.size / wordBytes, sink);
+    if (!done)
+      return Error{fmt::format("{}: {}: {}", job.label, regionLabel(r), done.error().message)};
+    if (sink.written() != p.size)
+      return Error{fmt::format("{}: {} produced {} bytes instead of {} at byte {}", job.label, regionLabel(r),
+                               sink.written(), p.size, p.firstByte)};
+    hashes[p.hashSlot] = sink.digest();
+    return {};
+  }));
+
+  // 4. Digests.
+  for (size_t i = 0; i < regions.size(); ++i) {
+    const Region &r = jobs[regions[i].job].checkpoint->regions[regions[i].region];
+    size_t count = (r.bytes.size + kDigestPieceBytes - 1) / kDigestPieceBytes;
+    uint64_t digest = combinePieceHashes(std::span<const uint64_t>(hashes).subspan(firstSlot[i], count));
+    if (digest != jobs[regions[i].job].digests[regions[i].region])
+      return Error{fmt::format("{}: the decoded bytes do not match their checksum", describe(regions[i]))};
+  }
+  return {};
+}
+
+} // namespace brevis
