@@ -195,8 +195,7 @@ Result<void> OutputFile::writeAt(uint64_t offset, const uint8_t *data, size_t si
 }
 
 Result<void> OutputFile::commit() {
-  // Devices and pipes have nothing to sync (and fsync fails on them).
-  bool ok = std::fflush(file_) == 0 && (tempPath_.empty() || fsync(fileno(file_)) == 0);
+  bool ok = std::fflush(file_) == 0;
   ok = std::fclose(file_) == 0 && ok;
   file_ = nullptr;
   if (!ok) return Error{fmt::format("cannot write {}: {}", path_, systemError())};

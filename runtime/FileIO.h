@@ -2,7 +2,9 @@
 // Whole-file reads and crash-safe writes: output goes to a temporary file beside the target
 // and is renamed into place only by commit(), so a failed run never leaves a partial file; the
 // temporary file is removed on failure, on exit, and on SIGINT, SIGTERM and SIGHUP. Devices and
-// pipes (-o /dev/null) are written in place.
+// pipes (-o /dev/null) are written in place. Like zstd and gzip, commit() does not fsync: the
+// rename makes a complete, verified file visible; surviving power loss is left to the file
+// system (an fsync of a multi-gigabyte output costs more than decoding it).
 #include "lang/Result.h"
 #include "runtime/ByteSink.h"
 #include "runtime/Bytes.h"

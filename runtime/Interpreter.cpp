@@ -1,6 +1,7 @@
 #include "runtime/Interpreter.h"
 
 #include "runtime/LitDecode.h"
+#include "runtime/MergeKernel.h"
 #include "runtime/WordOps.h"
 
 #include <fmt/format.h>
@@ -331,6 +332,7 @@ void storeLE(const uint64_t *words, size_t n, unsigned cb, uint8_t *out) {
 Result<void> Interpreter::decodeWords(const Region &region, const Payload &payload, uint64_t first, uint64_t count,
                                       ByteSink &sink) {
   // The caller validated the program (RegionDecoder's contract); see validatePayload().
+  if (fusedKernelApplies(*region.program)) return decodeFused(*region.program, payload, first, count, sink);
   std::vector<uint8_t> bytes(Interpreter::kChunkWords * 8);
   return stream(*region.program, payload, first, count, [&](StreamType t, const uint64_t *words, size_t n) {
     unsigned cb = containerBytes(t.width);

@@ -7,7 +7,10 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <immintrin.h>
 #include <iterator>
+#include <array>
+#include <utility>
 
 namespace brevis {
 
@@ -111,6 +114,124 @@ Result<void> LitCursor::skip(uint64_t n) {
 
 namespace {
 
+/// read() in pieces, narrowed.
+template <typename T> Result<void> readNarrowed(LitCursor &c, T *out, size_t n) {
+  uint64_t scratch[256];
+  while (n) {
+    size_t take = std::min(n, std::size(scratch));
+    BREVIS_TRY(c.read(scratch, take));
+    for (size_t i = 0; i < take; ++i) out[i] = static_cast<T>(scratch[i]);
+    out += take;
+    n -= take;
+  }
+  return {};
+}
+
+uint64_t load64(const uint8_t *p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+/// Eight B-bit words per group of B bytes, from group `g0` on; one (or, past 8 bits, one
+/// 16-byte) load per group. Reads up to 16 - B bytes past a group: within the payload slack.
+template <unsigned B, typename T> void unpackGroups(const uint8_t *bits, uint64_t g0, size_t groups, T *out) {
+  constexpr uint64_t mask = (uint64_t{1} << B) - 1;
+  const uint8_t *p = bits + g0 * B;
+  for (size_t g = 0; g < groups; ++g, p += B, out += 8) {
+    if constexpr (B <= 8) {
+      const uint64_t v = load64(p);
+      for (unsigned j = 0; j < 8; ++j) out[j] = static_cast<T>((v >> (j * B)) & mask);
+    } else {
+      unsigned __int128 v;
+      std::memcpy(&v, p, 16);
+      for (unsigned j = 0; j < 8; ++j) out[j] = static_cast<T>(static_cast<uint64_t>(v >> (j * B)) & mask);
+    }
+  }
+}
+
+template <typename T, unsigned... B>
+constexpr auto makeUnpackTable(std::integer_sequence<unsigned, B...>) {
+  using Fn = void (*)(const uint8_t *, uint64_t, size_t, T *);
+  return std::array<Fn, sizeof...(B)>{&unpackGroups<B + 1, T>...};
+}
+
+/// The same with BMI2's pdep, which deposits a group's bits into byte (B <= 8) or 16-bit lanes
+/// (B <= 16) in one instruction per four or eight words; any B, chosen at run time.
+template <typename T>
+[[gnu::target("bmi2")]] void unpackGroupsPdep(const uint8_t *bits, unsigned B, uint64_t g0, size_t groups, T *out) {
+  const uint8_t *p = bits + g0 * B;
+  if (B <= 8) {
+    const uint64_t spread = ((uint64_t{1} << B) - 1) * 0x0101010101010101ull;
+    for (size_t g = 0; g < groups; ++g, p += B, out += 8) {
+      uint64_t lanes = _pdep_u64(load64(p), spread);
+      uint8_t b[8];
+      std::memcpy(b, &lanes, 8);
+      for (unsigned j = 0; j < 8; ++j) out[j] = b[j];
+    }
+  } else {
+    const uint64_t spread = ((uint64_t{1} << B) - 1) * 0x0001000100010001ull;
+    for (size_t g = 0; g < groups; ++g, p += B, out += 8) {
+      unsigned __int128 v;
+      std::memcpy(&v, p, 16);
+      uint64_t lanes[2] = {_pdep_u64(static_cast<uint64_t>(v), spread),
+                           _pdep_u64(static_cast<uint64_t>(v >> (4 * B)), spread)};
+      uint16_t h[8];
+      std::memcpy(h, lanes, 16);
+      for (unsigned j = 0; j < 8; ++j) out[j] = static_cast<T>(h[j]);
+    }
+  }
+}
+
+} // namespace
+
+template <typename T>
+void decodeLitNarrow(const Lit &lit, const Payload &payload, uint64_t first, size_t count, T *out) {
+  if (lit.isInline()) {
+    for (size_t i = 0; i < count; ++i) out[i] = static_cast<T>(lit.words()[first + i]);
+    return;
+  }
+  const uint8_t *base = payload.data() + lit.payload().offset;
+  if (lit.encoding == Encoding::Raw) {
+    const unsigned cb = containerBytes(lit.type.width);
+    const uint8_t *p = base + first * cb;
+    if (cb == sizeof(T)) {
+      std::memcpy(out, p, count * sizeof(T));
+    } else {
+      for (size_t i = 0; i < count; ++i) out[i] = static_cast<T>(loadLE(p + i * cb, cb));
+    }
+    return;
+  }
+  const unsigned b = base[0];
+  if (b == 0) {
+    std::memset(out, 0, count * sizeof(T));
+    return;
+  }
+  const uint8_t *bits = base + 1;
+  // Words before the first whole group of eight, the groups, then the words after.
+  size_t i = 0;
+  for (; i < count && (first + i) % 8 != 0; ++i) out[i] = static_cast<T>(extractBits(bits, (first + i) * b, b));
+  const size_t groups = (count - i) / 8;
+  if (b <= 16 && groups) {
+    static const bool bmi2 = __builtin_cpu_supports("bmi2");
+    static constexpr auto table = makeUnpackTable<T>(std::make_integer_sequence<unsigned, 16>{});
+    if (bmi2 && (b <= 8 || sizeof(T) >= 2)) unpackGroupsPdep(bits, b, (first + i) / 8, groups, out + i);
+    else table[b - 1](bits, (first + i) / 8, groups, out + i);
+    i += groups * 8;
+  }
+  for (; i < count; ++i) out[i] = static_cast<T>(extractBits(bits, (first + i) * b, b));
+}
+
+template void decodeLitNarrow<uint8_t>(const Lit &, const Payload &, uint64_t, size_t, uint8_t *);
+template void decodeLitNarrow<uint16_t>(const Lit &, const Payload &, uint64_t, size_t, uint16_t *);
+template void decodeLitNarrow<uint32_t>(const Lit &, const Payload &, uint64_t, size_t, uint32_t *);
+
+Result<void> LitCursor::read8(uint8_t *out, size_t n) { return readNarrowed(*this, out, n); }
+Result<void> LitCursor::read16(uint16_t *out, size_t n) { return readNarrowed(*this, out, n); }
+Result<void> LitCursor::read32(uint32_t *out, size_t n) { return readNarrowed(*this, out, n); }
+
+namespace {
+
 class RandomAccessCursor final : public LitCursor {
 public:
   RandomAccessCursor(const Lit &lit, const Payload &payload) : lit_(lit), payload_(payload) {}
@@ -124,8 +245,16 @@ public:
     pos_ += n;
     return {};
   }
+  Result<void> read8(uint8_t *out, size_t n) override { return narrow(out, n); }
+  Result<void> read16(uint16_t *out, size_t n) override { return narrow(out, n); }
+  Result<void> read32(uint32_t *out, size_t n) override { return narrow(out, n); }
 
 private:
+  template <typename T> Result<void> narrow(T *out, size_t n) {
+    decodeLitNarrow(lit_, payload_, pos_, n, out);
+    pos_ += n;
+    return {};
+  }
   const Lit &lit_;
   const Payload &payload_;
   uint64_t pos_ = 0;
@@ -136,7 +265,12 @@ private:
 template <typename Decoder, typename Symbol, bool MapsAlphabet> class BlockCursor final : public LitCursor {
 public:
   explicit BlockCursor(std::unique_ptr<Decoder> d) : decoder_(std::move(d)) {}
-  Result<void> read(uint64_t *out, size_t n) override {
+  Result<void> read(uint64_t *out, size_t n) override { return serve(out, n); }
+  Result<void> read8(uint8_t *out, size_t n) override { return serve(out, n); }
+  Result<void> read16(uint16_t *out, size_t n) override { return serve(out, n); }
+  Result<void> read32(uint32_t *out, size_t n) override { return serve(out, n); }
+
+  template <typename Out> Result<void> serve(Out *out, size_t n) {
     while (n) {
       if (pos_ == length_) {
         BREVIS_TRY(load(next_));
@@ -146,9 +280,11 @@ public:
       const Symbol *s = symbols_.data() + pos_;
       if constexpr (MapsAlphabet) {
         const uint64_t *alphabet = decoder_->alphabet().data();
-        for (size_t i = 0; i < take; ++i) out[i] = alphabet[s[i]];
+        for (size_t i = 0; i < take; ++i) out[i] = static_cast<Out>(alphabet[s[i]]);
+      } else if constexpr (sizeof(Out) == sizeof(Symbol)) {
+        std::memcpy(out, s, take * sizeof(Symbol));
       } else {
-        for (size_t i = 0; i < take; ++i) out[i] = s[i];
+        for (size_t i = 0; i < take; ++i) out[i] = static_cast<Out>(s[i]);
       }
       out += take;
       n -= take;

@@ -1,5 +1,7 @@
 #include "runtime/LitEncode.h"
 
+#include <algorithm>
+
 #include "runtime/HuffmanEncode.h"
 #include "runtime/Rans16.h"
 #include "runtime/RansCodec.h"
@@ -86,7 +88,12 @@ uint64_t encodedSize(Encoding encoding, std::span<const uint64_t> words, unsigne
   return bitpackPayloadSize(words.size(), usedBits(words));
 }
 
-Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &out) {
+EncodePolicy policyForLevel(int level) {
+  static constexpr double kMinGain[] = {0.05, 0.04, 0.03, 0.02, 0.01, 0.005, 0.002, 0.001, 0.0};
+  return EncodePolicy{kMinGain[std::clamp(level, 1, 9) - 1]};
+}
+
+Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &out, EncodePolicy policy) {
   Encoding best = encodedSize(Encoding::Bitpack, words, width) < encodedSize(Encoding::Raw, words, width)
                       ? Encoding::Bitpack
                       : Encoding::Raw;
@@ -98,7 +105,11 @@ Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &
     if (!estimate || static_cast<double>(*estimate) > static_cast<double>(bestSize) * (1 + kEstimateRelative) + kEstimateAbsolute)
       continue;
     candidate.clear();
-    if (!encodeLit(e, words, width, candidate) || candidate.size() >= bestSize) continue;
+    // Candidates come in decreasing decoding speed: a slower one must win by the policy's margin.
+    if (!encodeLit(e, words, width, candidate) ||
+        static_cast<double>(candidate.size()) >= static_cast<double>(bestSize) * (1 - policy.minGain) ||
+        candidate.size() >= bestSize)
+      continue;
     best = e;
     bestSize = candidate.size();
     std::swap(bestBytes, candidate);

@@ -21,8 +21,21 @@ bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned widt
 /// Exact size of raw and bitpack encodings (cheap, no encoding).
 uint64_t encodedSize(Encoding encoding, std::span<const uint64_t> words, unsigned width);
 
-/// Appends the smallest encoding of `words` to `out` and returns which one it is.
-Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &out);
+/// How much smaller a slower-decoding encoding must be to be chosen over a faster one. Decoding
+/// speed ranks raw and bitpack first, then huffman, rans, rans_o1: an entropy coder that saves
+/// 0.3% of a mantissa stream would halve that tensor's decoding speed for nothing a user sees.
+struct EncodePolicy {
+  double minGain = 0.0; ///< relative size reduction required; 0 keeps the exact smallest
+};
+
+/// Compression levels (brevisc --level): 9 keeps the exact smallest encoding; lower levels ask
+/// slower encodings for a larger gain (level 5, the default: 1%; level 1: 5%).
+inline constexpr int kDefaultLevel = 5;
+EncodePolicy policyForLevel(int level);
+
+/// Appends the chosen encoding of `words` to `out` and returns which one it is: the smallest by
+/// exact size, except that a slower encoding must beat the best faster one by policy.minGain.
+Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &out, EncodePolicy policy = {});
 
 /// Estimated encoded size from the words' statistics, without encoding; nullopt where the
 /// encoding does not apply. Raw and bitpack are exact; the entropy coders' estimates are the

@@ -24,22 +24,22 @@ std::vector<uint64_t> readWords(ByteSpan bytes, unsigned wordBytes) {
 }
 
 /// A literal of `words` in its smallest encoding, its payload appended to `payload`.
-ExprPtr makeLit(std::span<const uint64_t> words, unsigned width, Bytes &payload) {
+ExprPtr makeLit(std::span<const uint64_t> words, unsigned width, Bytes &payload, EncodePolicy policy) {
   uint64_t offset = payload.size();
-  Encoding enc = encodeSmallest(words, width, payload);
+  Encoding enc = encodeSmallest(words, width, payload, policy);
   return Lit::make(StreamType{width, words.size()}, enc, ByteRange{offset, payload.size() - offset});
 }
 
-ExprPtr bytesProgram(ByteSpan bytes, Bytes &payload) {
-  return makeLit(readWords(bytes, 1), 8, payload);
+ExprPtr bytesProgram(ByteSpan bytes, Bytes &payload, EncodePolicy policy) {
+  return makeLit(readWords(bytes, 1), 8, payload, policy);
 }
 
 } // namespace
 
-ExprPtr synthesizeTensor(DType dtype, ByteSpan bytes, Bytes &payload) {
+ExprPtr synthesizeTensor(DType dtype, ByteSpan bytes, Bytes &payload, EncodePolicy policy) {
   const DTypeInfo &info = dtypeInfo(dtype);
   std::vector<uint64_t> words = readWords(bytes, info.wordBits / 8);
-  if (!info.isFloat() || words.empty()) return makeLit(words, info.wordBits, payload);
+  if (!info.isFloat() || words.empty()) return makeLit(words, info.wordBits, payload, policy);
 
   struct FieldSpec {
     const char *name;
@@ -54,7 +54,7 @@ ExprPtr synthesizeTensor(DType dtype, ByteSpan bytes, Bytes &payload) {
   std::vector<uint64_t> field(words.size());
   for (const auto &spec : specs) {
     for (size_t i = 0; i < words.size(); ++i) field[i] = (words[i] >> spec.shift) & widthMask(spec.width);
-    fields.push_back(MergeField{spec.name, makeLit(field, spec.width, payload)});
+    fields.push_back(MergeField{spec.name, makeLit(field, spec.width, payload, policy)});
   }
   return Merge::make(std::move(fields));
 }
@@ -74,7 +74,7 @@ void rebase(Expr &e, uint64_t base) {
 } // namespace
 
 SynthOutput synthesizeTemplate(ByteSpan file, const std::string &sourceName, const std::string &payloadName,
-                               unsigned threads) {
+                               const SynthOptions &options) {
   SynthOutput out;
   Checkpoint &c = out.checkpoint;
   c.version = kLanguageVersion;
@@ -115,12 +115,12 @@ SynthOutput synthesizeTemplate(ByteSpan file, const std::string &sourceName, con
     for (size_t i; (i = next.fetch_add(1)) < c.regions.size();) {
       Region &r = c.regions[i];
       ByteSpan bytes = file.subspan(r.bytes.offset, r.bytes.size);
-      r.program = r.kind == RegionKind::Tensor ? synthesizeTensor(r.dtype, bytes, payloads[i])
-                                               : bytesProgram(bytes, payloads[i]);
+      r.program = r.kind == RegionKind::Tensor ? synthesizeTensor(r.dtype, bytes, payloads[i], options.policy)
+                                               : bytesProgram(bytes, payloads[i], options.policy);
     }
   };
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < std::min<size_t>(std::max(threads, 1u), c.regions.size()); ++t) pool.emplace_back(work);
+  for (unsigned t = 1; t < std::min<size_t>(std::max(options.threads, 1u), c.regions.size()); ++t) pool.emplace_back(work);
   work();
   for (auto &t : pool) t.join();
 

@@ -5,6 +5,7 @@
 // synthesizer replaces this; the template stays as its baseline and fallback.
 #include "lang/Ast.h"
 #include "runtime/Bytes.h"
+#include "runtime/LitEncode.h"
 
 #include <optional>
 #include <string>
@@ -18,13 +19,16 @@ struct SynthOutput {
   std::optional<std::string> notSafetensorsReason;
 };
 
-/// Synthesizes every region; regions are independent and run on `threads` threads (the result
-/// does not depend on the count).
+struct SynthOptions {
+  unsigned threads = 1;  ///< regions are independent; the result does not depend on the count
+  EncodePolicy policy{}; ///< which literal encodings to keep (default: the exact smallest)
+};
+
 SynthOutput synthesizeTemplate(ByteSpan file, const std::string &sourceName, const std::string &payloadName,
-                               unsigned threads = 1);
+                               const SynthOptions &options = {});
 
 /// The program for one tensor's bytes (`bytes` holds words of dtype's width, little-endian);
 /// literal payloads are appended to `payload`.
-ExprPtr synthesizeTensor(DType dtype, ByteSpan bytes, Bytes &payload);
+ExprPtr synthesizeTensor(DType dtype, ByteSpan bytes, Bytes &payload, EncodePolicy policy = {});
 
 } // namespace brevis

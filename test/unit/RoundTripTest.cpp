@@ -75,9 +75,9 @@ TEST_P(RoundTrip, SynthPrintParseRunIsBitExact) {
 
 TEST_P(RoundTrip, ArchiveRoundTripIsBitExactOnAnyThreadCount) {
   Bytes file = original();
-  SynthOutput synth = synthesizeTemplate(file, GetParam(), "synth.bdsl.bin", /*threads=*/3);
+  SynthOutput synth = synthesizeTemplate(file, GetParam(), "synth.bdsl.bin", SynthOptions{.threads = 3});
   // Synthesis does not depend on the thread count.
-  SynthOutput serial = synthesizeTemplate(file, GetParam(), "synth.bdsl.bin", /*threads=*/1);
+  SynthOutput serial = synthesizeTemplate(file, GetParam(), "synth.bdsl.bin", SynthOptions{.threads = 1});
   EXPECT_EQ(printCheckpoint(synth.checkpoint), printCheckpoint(serial.checkpoint));
   EXPECT_EQ(synth.payload, serial.payload);
 

@@ -23,6 +23,7 @@ struct CompressOptions {
   std::string input;
   std::string output;
   unsigned threads = 0;
+  int level = kDefaultLevel;
   bool force = false;
   bool json = false;
 };
@@ -82,7 +83,8 @@ int runCompress(const CompressOptions &o, const Verbosity &v) {
     std::string name = baseName(file);
     settings.progressLabel = "verify " + file;
     // The names `synth` and `unpack` use, so that unpack and pack give back this very archive.
-    SynthOutput synth = synthesizeTemplate(bytes, name, withExtension(name, ".bdsl") + ".bin", settings.threads);
+    SynthOutput synth = synthesizeTemplate(bytes, name, withExtension(name, ".bdsl") + ".bin",
+                                           SynthOptions{settings.threads, policyForLevel(o.level)});
     if (synth.notSafetensorsReason && !v.quiet && !directory)
       std::cerr << "brevisc: note: " << o.input << " is not valid safetensors (" << *synth.notSafetensorsReason
                 << "); compressing it as one byte stream\n";
@@ -110,7 +112,7 @@ int runCompress(const CompressOptions &o, const Verbosity &v) {
   if (o.json) {
     nlohmann::json j = {{"input", o.input},       {"output", output},       {"original_bytes", originalSize},
                         {"archive_bytes", *size}, {"ratio_percent", pct},   {"seconds", seconds},
-                        {"threads", settings.threads}, {"files", files.size()}, {"regions", regions},
+                        {"threads", settings.threads}, {"level", o.level}, {"files", files.size()}, {"regions", regions},
                         {"members", members}};
     std::cout << j.dump(2) << "\n";
   } else if (!v.quiet) {
@@ -134,6 +136,11 @@ void registerCompress(CLI::App &app, Context &ctx) {
       ->required();
   cmd->add_option("-o,--output", o->output, "archive to write (default: INPUT.brv)");
   cmd->add_option("-T,--threads", o->threads, "threads for synthesis and verification (default 0: all cores)");
+  cmd->add_option("-l,--level", o->level,
+                  "1-9: how much smaller a slower-decoding literal encoding must be to be chosen (9: any gain, the "
+                  "smallest archive; 5: 1%; 1: 5%, the fastest decoding)")
+      ->check(CLI::Range(1, 9))
+      ->capture_default_str();
   cmd->add_flag("-f,--force", o->force, "overwrite an existing archive");
   cmd->add_flag("--json", o->json, "print the summary as JSON on stdout");
   cmd->callback([o, &ctx] { ctx.exitCode = runCompress(*o, ctx.verbosity); });

@@ -13,19 +13,22 @@ namespace brevis::cli {
 
 namespace {
 
-struct SynthOptions {
+struct SynthCommandOptions {
   std::string input;
   std::string output;
+  unsigned threads = 0;
+  int level = kDefaultLevel;
   bool force = false;
 };
 
-int runSynth(const SynthOptions &o, const Verbosity &v) {
+int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
   std::string output = o.output.empty() ? withExtension(o.input, ".bdsl") : o.output;
   std::string payloadPath = output + ".bin";
-  auto file = readFile(o.input);
+  auto file = MappedFile::open(o.input);
   if (!file) return fail(file.error().message);
 
-  SynthOutput synth = synthesizeTemplate(*file, baseName(o.input), baseName(payloadPath));
+  SynthOutput synth = synthesizeTemplate((*file)->bytes(), baseName(o.input), baseName(payloadPath),
+                                         SynthOptions{resolveThreads(o.threads), policyForLevel(o.level)});
   if (synth.notSafetensorsReason && !v.quiet)
     std::cerr << "brevisc: note: " << o.input << " is not valid safetensors (" << *synth.notSafetensorsReason
               << "); keeping it as one byte stream\n";
@@ -43,12 +46,14 @@ int runSynth(const SynthOptions &o, const Verbosity &v) {
 } // namespace
 
 void registerSynth(CLI::App &app, Context &ctx) {
-  auto o = std::make_shared<SynthOptions>();
+  auto o = std::make_shared<SynthCommandOptions>();
   auto *cmd = app.add_subcommand("synth", "Synthesize a program for every tensor of a checkpoint");
   cmd->add_option("input", o->input, "safetensors file (any other file is kept as one byte stream)")
       ->required();
   cmd->add_option("-o,--output", o->output, "program file to write (default: INPUT with extension .bdsl); "
                                             "the payload goes to OUTPUT.bin");
+  cmd->add_option("-T,--threads", o->threads, "synthesis threads (default 0: all cores)");
+  cmd->add_option("-l,--level", o->level, "1-9, as for compress")->check(CLI::Range(1, 9))->capture_default_str();
   cmd->add_flag("-f,--force", o->force, "overwrite existing output files");
   cmd->callback([o, &ctx] { ctx.exitCode = runSynth(*o, ctx.verbosity); });
 }

@@ -1,0 +1,176 @@
+#include "tools/gen/SyntheticCheckpoint.h"
+
+#include "runtime/FileIO.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace brevis::gen {
+
+namespace {
+
+struct TensorSpec {
+  std::string name;
+  uint64_t rows, cols; ///< rows = 1 for vectors
+  bool norm = false;   ///< a norm weight: values near 1
+};
+
+/// splitmix64: small, fast, and the same everywhere.
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [0, 1).
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  /// Approximately standard normal: the sum of four 32-bit uniforms from two draws, centred and
+  /// scaled (Irwin–Hall), cheap enough for billions of weights. 32 bits per uniform keep small
+  /// values finely spaced, so mantissa bits come out as evenly spread as trained weights' do.
+  float normal() {
+    uint64_t a = next(), b = next();
+    uint64_t sum = (a & 0xffffffff) + (a >> 32) + (b & 0xffffffff) + (b >> 32);
+    return static_cast<float>((static_cast<double>(sum) * 0x1.0p-32 - 2.0) * 1.7320508075688772);
+  }
+};
+
+uint16_t toBf16(float f) {
+  uint32_t u = std::bit_cast<uint32_t>(f);
+  u += 0x7fff + ((u >> 16) & 1); // round to nearest even (no NaNs are generated)
+  return static_cast<uint16_t>(u >> 16);
+}
+
+uint16_t toF16(float f) {
+  // Finite values of small magnitude only (weights): normal and subnormal halves, rounded.
+  uint32_t u = std::bit_cast<uint32_t>(f);
+  uint32_t sign = (u >> 16) & 0x8000;
+  float a = std::fabs(f);
+  if (a >= 65504.0f) return static_cast<uint16_t>(sign | 0x7bff);
+  if (a < 0x1.0p-14f) return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(a * 0x1.0p24f)));
+  uint32_t au = std::bit_cast<uint32_t>(a);
+  uint32_t exp = ((au >> 23) & 0xff) - 127 + 15, mant = au & 0x7fffff;
+  uint32_t h = (exp << 10) | (mant >> 13);
+  uint32_t rest = mant & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+
+std::vector<TensorSpec> layout(const SyntheticOptions &o, uint64_t wordBytes) {
+  const uint64_t d = o.hidden, ff = (o.hidden * 11) / 4, v = o.vocab;
+  std::vector<TensorSpec> all;
+  uint64_t budget = o.targetBytes > 4096 ? o.targetBytes - 4096 : 0; // room for the header
+  uint64_t used = 0;
+  auto fits = [&](const std::vector<TensorSpec> &ts) {
+    uint64_t n = 0;
+    for (const auto &t : ts) n += t.rows * t.cols * wordBytes;
+    if (used + n > budget) return false;
+    used += n;
+    all.insert(all.end(), ts.begin(), ts.end());
+    return true;
+  };
+  // Embedding and head first when they fit; then whole layers; then single matrices.
+  fits({{"model.embed_tokens.weight", v, d}});
+  for (unsigned l = 0;; ++l) {
+    std::string p = fmt::format("model.layers.{}.", l);
+    std::vector<TensorSpec> layer = {
+        {p + "input_layernorm.weight", 1, d, true},      {p + "self_attn.q_proj.weight", d, d},
+        {p + "self_attn.k_proj.weight", d, d},           {p + "self_attn.v_proj.weight", d, d},
+        {p + "self_attn.o_proj.weight", d, d},           {p + "post_attention_layernorm.weight", 1, d, true},
+        {p + "mlp.gate_proj.weight", ff, d},             {p + "mlp.up_proj.weight", ff, d},
+        {p + "mlp.down_proj.weight", d, ff}};
+    if (fits(layer)) continue;
+    // The last, partial layer: as many of its tensors as fit, in order.
+    for (const auto &t : layer)
+      if (!fits({t})) break;
+    break;
+  }
+  fits({{"model.norm.weight", 1, d, true}});
+  return all;
+}
+
+} // namespace
+
+Result<uint64_t> parseSize(const std::string &text) {
+  size_t end = 0;
+  double value;
+  try {
+    value = std::stod(text, &end);
+  } catch (...) {
+    return Error{fmt::format("'{}' is not a size", text)};
+  }
+  std::string unit = text.substr(end);
+  for (auto &c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  double scale = 1;
+  if (unit == "" || unit == "b") scale = 1;
+  else if (unit == "k" || unit == "kib") scale = 1024.0;
+  else if (unit == "m" || unit == "mib") scale = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gib") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "kb") scale = 1e3;
+  else if (unit == "mb") scale = 1e6;
+  else if (unit == "gb") scale = 1e9;
+  else return Error{fmt::format("'{}' has an unknown unit (use B, KiB, MiB, GiB, KB, MB or GB)", text)};
+  if (!(value >= 0) || value * scale > 1e15) return Error{fmt::format("'{}' is out of range", text)};
+  return static_cast<uint64_t>(value * scale);
+}
+
+Result<uint64_t> writeSyntheticCheckpoint(const std::string &path, const SyntheticOptions &o, bool overwrite) {
+  if (o.dtype != DType::BF16 && o.dtype != DType::F16 && o.dtype != DType::F32)
+    return Error{"the generator writes bf16, f16 or f32 checkpoints"};
+  const uint64_t wordBytes = o.dtype == DType::F32 ? 4 : 2;
+  std::vector<TensorSpec> tensors = layout(o, wordBytes);
+  if (tensors.empty()) return Error{fmt::format("{} bytes hold no tensor of this model; ask for more", o.targetBytes)};
+
+  nlohmann::ordered_json header;
+  header["__metadata__"] = {{"format", "pt"}, {"generator", "brevis-gen"}, {"seed", std::to_string(o.seed)}};
+  const char *dtypeName = o.dtype == DType::BF16 ? "BF16" : o.dtype == DType::F16 ? "F16" : "F32";
+  uint64_t offset = 0;
+  for (const auto &t : tensors) {
+    uint64_t n = t.rows * t.cols * wordBytes;
+    nlohmann::ordered_json shape = t.rows == 1 ? nlohmann::ordered_json::array({t.cols})
+                                               : nlohmann::ordered_json::array({t.rows, t.cols});
+    header[t.name] = {{"dtype", dtypeName}, {"shape", shape}, {"data_offsets", {offset, offset + n}}};
+    offset += n;
+  }
+  std::string json = header.dump();
+  json.append((8 - json.size() % 8) % 8, ' '); // the data section starts 8-aligned, as writers pad
+  auto out = OutputFile::create(path, overwrite);
+  if (!out) return out.error();
+  uint8_t prefix[8];
+  uint64_t n = json.size();
+  std::memcpy(prefix, &n, 8);
+  BREVIS_TRY((*out)->write(prefix, 8));
+  BREVIS_TRY((*out)->write(reinterpret_cast<const uint8_t *>(json.data()), json.size()));
+
+  Rng rng{o.seed};
+  std::vector<uint8_t> row;
+  for (const auto &t : tensors) {
+    // Trained matrices: std about 1/sqrt(fan-in), rows scaled by a log-normal factor.
+    const float base = 1.0f / std::sqrt(static_cast<float>(t.cols));
+    row.resize(t.cols * wordBytes);
+    for (uint64_t r = 0; r < t.rows; ++r) {
+      const float scale = base * std::exp(0.35f * rng.normal());
+      for (uint64_t c = 0; c < t.cols; ++c) {
+        float x = t.norm ? 1.0f + 0.05f * rng.normal() : scale * rng.normal();
+        if (!t.norm && (rng.next() & 0x3fff) == 0) x *= 12.0f; // about 1 in 16k is an outlier
+        if (o.dtype == DType::F32) std::memcpy(&row[4 * c], &x, 4);
+        else {
+          uint16_t h = o.dtype == DType::BF16 ? toBf16(x) : toF16(x);
+          std::memcpy(&row[2 * c], &h, 2);
+        }
+      }
+      BREVIS_TRY((*out)->write(row.data(), row.size()));
+    }
+  }
+  uint64_t size = (*out)->bytesWritten();
+  BREVIS_TRY((*out)->commit());
+  return size;
+}
+
+} // namespace brevis::gen
