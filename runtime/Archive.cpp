@@ -133,7 +133,7 @@ Result<void> ArchiveWriter::put(ByteSpan bytes) {
 
 Result<ByteRange> ArchiveWriter::appendPayload(ByteSpan payload) {
   if (!started_) {
-    payloadHash_ = std::make_unique<Xxh64Stream>();
+    payloadHash_ = std::make_unique<Xxh3Stream>();
     at_ = kArchiveHeaderSize; // the header is written last
     started_ = true;
   }
@@ -187,7 +187,7 @@ Result<uint64_t> ArchiveWriter::finish(const std::vector<ArchiveMember> &members
   putU64(header, program.size());
   putU64(header, entries);
   putU64(header, payloadSize_);
-  Xxh64Stream meta;
+  Xxh3Stream meta;
   for (const Bytes *part : {&header, &table, &program, &index}) meta.update(part->data(), part->size());
   const uint64_t metaDigest = meta.digest();
   putU64(header, metaDigest);
@@ -198,7 +198,7 @@ Result<uint64_t> ArchiveWriter::finish(const std::vector<ArchiveMember> &members
   Bytes trailer;
   putU64(trailer, metaDigest);
   putU64(trailer, payloadHash_->digest());
-  uint64_t whole = xxh64(trailer);
+  uint64_t whole = xxh3(trailer);
   trailer.clear();
   putU64(trailer, whole);
   BREVIS_TRY(put(trailer));
@@ -241,16 +241,16 @@ Result<Archive> readArchive(std::shared_ptr<const MappedFile> file, const std::s
   const uint8_t *index = program + programSize;
   const uint64_t metaDigest = getU64(a.data() + 64);
   {
-    Xxh64Stream meta;
+    Xxh3Stream meta;
     meta.update(a.data(), 64);
     meta.update(table, tableSize + programSize + entryCount * kArchiveIndexEntrySize);
     if (meta.digest() != metaDigest) return corrupt("the checksum of its header and index does not match");
   }
   if (options.verifyWholeFile) {
     Bytes pair;
-    for (uint64_t v : {metaDigest, xxh64(ByteSpan(payload, payloadSize))})
+    for (uint64_t v : {metaDigest, xxh3(ByteSpan(payload, payloadSize))})
       for (int b = 0; b < 8; ++b) pair.push_back(static_cast<uint8_t>(v >> (8 * b)));
-    if (xxh64(pair) != getU64(a.data() + a.size() - kTrailerSize)) return corrupt("archive checksum mismatch");
+    if (xxh3(pair) != getU64(a.data() + a.size() - kTrailerSize)) return corrupt("archive checksum mismatch");
   }
   for (size_t i = 0; i < kPayloadPadding; ++i)
     if (payload[payloadSize + i] != 0) return corrupt("the padding after the payload is not zero");

@@ -67,7 +67,7 @@ private:
   uint64_t at_ = 0;
   uint64_t payloadSize_ = 0;
   bool started_ = false;
-  std::unique_ptr<Xxh64Stream> payloadHash_;
+  std::unique_ptr<Xxh3Stream> payloadHash_;
 };
 
 struct ArchiveReadOptions {

@@ -8,19 +8,37 @@ namespace brevis {
 
 uint64_t xxh64(ByteSpan data) { return XXH64(data.data(), data.size(), 0); }
 
+uint64_t xxh3(ByteSpan data) { return XXH3_64bits(data.data(), data.size()); }
+
 uint64_t combinePieceHashes(std::span<const uint64_t> pieceHashes) {
   Bytes list(pieceHashes.size() * 8);
   for (size_t i = 0; i < pieceHashes.size(); ++i)
     for (int b = 0; b < 8; ++b) list[8 * i + b] = static_cast<uint8_t>(pieceHashes[i] >> (8 * b));
-  return xxh64(list);
+  return xxh3(list);
 }
 
 uint64_t regionDigest(ByteSpan bytes) {
   std::vector<uint64_t> pieces;
   for (uint64_t at = 0; at < bytes.size(); at += kDigestPieceBytes)
-    pieces.push_back(xxh64(bytes.subspan(at, std::min<uint64_t>(kDigestPieceBytes, bytes.size() - at))));
+    pieces.push_back(xxh3(bytes.subspan(at, std::min<uint64_t>(kDigestPieceBytes, bytes.size() - at))));
   return combinePieceHashes(pieces);
 }
+
+struct Xxh3Stream::State {
+  XXH3_state_t *s = XXH3_createState();
+  ~State() { XXH3_freeState(s); }
+};
+
+Xxh3Stream::Xxh3Stream() : state_(std::make_unique<State>()) {
+  if (!state_->s) throw std::bad_alloc();
+  XXH3_64bits_reset(state_->s);
+}
+Xxh3Stream::~Xxh3Stream() = default;
+Xxh3Stream::Xxh3Stream(Xxh3Stream &&) noexcept = default;
+Xxh3Stream &Xxh3Stream::operator=(Xxh3Stream &&) noexcept = default;
+void Xxh3Stream::reset() { XXH3_64bits_reset(state_->s); }
+void Xxh3Stream::update(const uint8_t *data, size_t size) { XXH3_64bits_update(state_->s, data, size); }
+uint64_t Xxh3Stream::digest() const { return XXH3_64bits_digest(state_->s); }
 
 struct Xxh64Stream::State {
   XXH64_state_t *s = XXH64_createState();

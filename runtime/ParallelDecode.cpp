@@ -6,6 +6,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -28,18 +31,87 @@ struct Piece {
   size_t hashSlot;          ///< where its hash goes
 };
 
+/// Performs positional writes on a thread of its own, so that the kernel's copying into the
+/// page cache overlaps decoding (as zstd's asynchronous I/O does). Memory is bounded: submit()
+/// waits while `maxQueued` buffers are pending. Buffers are written in submission order.
+class WriteQueue {
+public:
+  explicit WriteQueue(size_t maxQueued) : maxQueued_(maxQueued), thread_([this] { loop(); }) {}
+  ~WriteQueue() {
+    {
+      std::lock_guard lock(mutex_);
+      closing_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  /// Queues `buffer` for writing at `offset`; returns an emptied buffer to fill next.
+  Bytes submit(PositionalSink &out, uint64_t offset, Bytes buffer) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return pending_.size() < maxQueued_; });
+    pending_.push_back(Task{&out, offset, std::move(buffer)});
+    Bytes reuse;
+    if (!spare_.empty()) {
+      reuse = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    changed_.notify_all();
+    return reuse;
+  }
+  /// Waits until everything queued is written; the first write error, if any.
+  Result<void> drain() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return pending_.empty() && !busy_; });
+    if (error_) return *error_;
+    return {};
+  }
+
+private:
+  struct Task {
+    PositionalSink *out;
+    uint64_t offset;
+    Bytes data;
+  };
+  void loop() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      changed_.wait(lock, [&] { return !pending_.empty() || closing_; });
+      if (pending_.empty()) return;
+      Task t = std::move(pending_.front());
+      pending_.pop_front();
+      busy_ = true;
+      lock.unlock();
+      Result<void> r = error_ ? Result<void>{} : t.out->writeAt(t.offset, t.data.data(), t.data.size());
+      lock.lock();
+      busy_ = false;
+      if (!r && !error_) error_ = r.error();
+      t.data.clear();
+      spare_.push_back(std::move(t.data));
+      changed_.notify_all();
+    }
+  }
+  const size_t maxQueued_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Task> pending_;
+  std::vector<Bytes> spare_;
+  std::optional<Error> error_;
+  bool busy_ = false, closing_ = false;
+  std::thread thread_;
+};
+
 /// Writes a piece at its place in the output, hashing it and counting progress. Decoders write
 /// small chunks; they are gathered into writes of kWriteBytes, which the kernel copies into the
 /// page cache far more cheaply than many small ones.
 class PieceSink final : public ByteSink {
 public:
   static constexpr size_t kWriteBytes = size_t{1} << 20;
-  PieceSink(PositionalSink &out, uint64_t offset, std::atomic<uint64_t> *progress)
-      : out_(out), offset_(offset), progress_(progress) {}
+  PieceSink(PositionalSink &out, uint64_t offset, std::atomic<uint64_t> *progress, WriteQueue *queue)
+      : out_(out), offset_(offset), progress_(progress), queue_(queue) {}
   Result<void> write(const uint8_t *data, size_t size) override {
     hash_.update(data, size);
     while (size) {
-      if (buffer_.empty() && size >= kWriteBytes) { // large writes go straight through
+      if (!queue_ && buffer_.empty() && size >= kWriteBytes) { // large writes go straight through
         BREVIS_TRY(emit(data, size));
         return {};
       }
@@ -54,6 +126,13 @@ public:
   }
   Result<void> flush() {
     if (buffer_.empty()) return {};
+    if (queue_) {
+      const uint64_t size = buffer_.size();
+      buffer_ = queue_->submit(out_, offset_ + written_, std::move(buffer_));
+      written_ += size;
+      if (progress_) progress_->fetch_add(size, std::memory_order_relaxed);
+      return {};
+    }
     BREVIS_TRY(emit(buffer_.data(), buffer_.size()));
     buffer_.clear();
     return {};
@@ -71,7 +150,8 @@ private:
   PositionalSink &out_;
   uint64_t offset_;
   std::atomic<uint64_t> *progress_;
-  Xxh64Stream hash_;
+  WriteQueue *queue_;
+  Xxh3Stream hash_;
   Bytes buffer_;
   uint64_t written_ = 0;
 };
@@ -147,12 +227,14 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
                              pieces.size()});
   }
   std::vector<uint64_t> hashes(pieces.size());
-  BREVIS_TRY(runInOrder(pieces.size(), options.threads, [&](size_t i) -> Result<void> {
+  std::optional<WriteQueue> queue;
+  if (options.asyncWrites) queue.emplace(4 + 2 * size_t{std::max(options.threads, 1u)});
+  auto decoded = runInOrder(pieces.size(), options.threads, [&](size_t i) -> Result<void> {
     const Piece &p = pieces[i];
     const DecodeJob &job = jobs[p.job];
     const Region &r = job.checkpoint->regions[p.region];
     const unsigned wordBytes = containerBytes(streamTypeOf(*r.program).width);
-    PieceSink sink(*job.output, r.bytes.offset + p.firstByte, options.progress);
+    PieceSink sink(*job.output, r.bytes.offset + p.firstByte, options.progress, queue ? &*queue : nullptr);
     auto done = decoder.decodeWords(r, *job.payload, p.firstByte / wordBytes, p.size / wordBytes, sink);
     if (done) done = sink.flush();
     if (!done)
@@ -162,7 +244,12 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
                                sink.written(), p.size, p.firstByte)};
     hashes[p.hashSlot] = sink.digest();
     return {};
-  }));
+  });
+  if (queue) {
+    auto written = queue->drain();
+    if (decoded && !written) decoded = written;
+  }
+  BREVIS_TRY(decoded);
 
   // 4. Digests.
   for (size_t i = 0; i < regions.size(); ++i) {

@@ -33,6 +33,9 @@ struct DecodeOptions {
   unsigned threads = 1;
   /// Bytes decoded so far, for progress displays (may be null).
   std::atomic<uint64_t> *progress = nullptr;
+  /// Hand output writes to a thread of their own (worth it for files: the kernel's copy into the
+  /// page cache then overlaps decoding).
+  bool asyncWrites = false;
 };
 
 /// Validates every literal the jobs' regions read (on the threads), prepares the decoder for each

@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const uint64_t fixed = kArchiveHeaderSize + 24;
     if (payload < size && table < size && program < size && entries < size / kArchiveIndexEntrySize &&
         fixed + payload + table + program + entries * kArchiveIndexEntrySize == size) {
-      Xxh64Stream meta;
+      Xxh3Stream meta;
       meta.update(bytes.data(), 64);
       meta.update(bytes.data() + kArchiveHeaderSize + payload + 16, table + program + entries * kArchiveIndexEntrySize);
       uint64_t sum = meta.digest();

@@ -88,6 +88,7 @@ Result<void> runDecodeJobs(std::span<const DecodeJob> jobs, const DecodeSettings
   DecodeOptions options;
   options.threads = settings.threads;
   options.progress = &done;
+  options.asyncWrites = settings.asyncWrites;
   return decodeJobs(jobs, **decoder, options);
 }
 
@@ -135,7 +136,7 @@ private:
   const Checkpoint &c_;
   size_t region_ = 0;
   uint64_t inRegion_ = 0;
-  Xxh64Stream piece_;
+  Xxh3Stream piece_;
   std::vector<uint64_t> pieces_, digests_;
 };
 } // namespace

@@ -53,6 +53,7 @@ struct DecodeSettings {
   bool jit = false;
   unsigned threads = 1;
   bool progress = false;    ///< draw a progress bar on stderr (callers pass: a terminal, not -q)
+  bool asyncWrites = false; ///< the outputs are files: write them on a thread of their own
   std::string progressLabel;
 };
 

@@ -101,6 +101,7 @@ int runDecompress(const DecompressOptions &o, const Verbosity &v) {
   settings.threads = resolveThreads(o.threads);
   settings.progress = !v.quiet && !o.json && stderrIsTerminal();
   settings.progressLabel = "decompress " + baseName(o.input);
+  settings.asyncWrites = true;
 
   std::vector<DecodeJob> jobs;
   std::vector<std::unique_ptr<OutputFile>> files;

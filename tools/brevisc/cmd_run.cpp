@@ -130,6 +130,7 @@ int runRun(const RunOptions &o, const Verbosity &v) {
     DecodeSettings settings;
     settings.jit = o.jit;
     settings.threads = (*out)->isPositional() ? resolveThreads(o.threads) : 1;
+    settings.asyncWrites = true;
     std::unique_ptr<PositionalSink> sink;
     if ((*out)->isPositional()) sink = std::make_unique<ShiftedSink>(**out, 0);
     else sink = std::make_unique<SequentialPositionalSink>(**out, 0);

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""End-to-end decompression benchmark: brevisc against zstd, file to file, page cache warm.
+
+For each checkpoint: compress it with `brevisc compress` (default level) and with `zstd -3`,
+then time, interleaved so that machine drift hits every tool alike, N rounds of
+  zstd -d            (one thread; zstd's decoder has no threads)
+  brevisc decompress -T1          (interpreter)
+  brevisc decompress -T2          (interpreter, two threads)
+  brevisc decompress -T1 --jit    (LLVM-compiled decoders)
+Each output is removed before its timed run, so no run pays for deleting the last one.
+Reports the median wall time, GB/s of original bytes, and each speed as a ratio to zstd -d.
+
+Usage: decompress_bench.py [--brevisc PATH] [--gen PATH] [--rounds N] [--synthetic SIZE]
+                           [--workdir DIR] [--markdown] [FILE ...]
+With --synthetic SIZE (e.g. 1GiB), a deterministic checkpoint from brevis-gen is added.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def run(cmd):
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+
+
+def timed(cmd, output):
+    if os.path.exists(output):
+        os.remove(output)
+    start = time.perf_counter()
+    run(cmd)
+    return time.perf_counter() - start
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("files", nargs="*")
+    p.add_argument("--brevisc", default=os.path.join(root, "build/tools/brevisc/brevisc"))
+    p.add_argument("--gen", default=os.path.join(root, "build/tools/gen/brevis-gen"))
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--synthetic", help="add a synthetic BF16 checkpoint of this size (e.g. 1GiB)")
+    p.add_argument("--workdir", help="where archives and outputs go (default: a temporary directory)")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    a = p.parse_args()
+    if shutil.which("zstd") is None:
+        sys.exit("decompress_bench: zstd is not installed (tools/setup.sh installs it)")
+    work = a.workdir or tempfile.mkdtemp(prefix="brevis-bench-")
+    os.makedirs(work, exist_ok=True)
+    files = list(a.files)
+    if a.synthetic:
+        synthetic = os.path.join(work, f"synthetic-{a.synthetic}.safetensors")
+        if not os.path.exists(synthetic):
+            run([a.gen, "--size", a.synthetic, "-o", synthetic])
+        files.append(synthetic)
+    if not files:
+        sys.exit("decompress_bench: no input (give files or --synthetic SIZE)")
+
+    rows = []
+    for f in files:
+        name = os.path.basename(f)
+        size = os.path.getsize(f)
+        brv = os.path.join(work, name + ".brv")
+        zst = os.path.join(work, name + ".zst")
+        run([a.brevisc, "compress", "-q", "-f", f, "-o", brv])
+        run(["zstd", "-3", "-T1", "-q", "-f", f, "-o", zst])
+        out = os.path.join(work, name + ".out")
+        tools = {
+            "zstd -d": ["zstd", "-d", "-q", "-f", zst, "-o", out],
+            "brevisc -T1": [a.brevisc, "decompress", "-q", "-f", "-T", "1", brv, "-o", out],
+            "brevisc -T2": [a.brevisc, "decompress", "-q", "-f", "-T", "2", brv, "-o", out],
+            "brevisc -T1 --jit": [a.brevisc, "decompress", "-q", "-f", "-T", "1", "--jit", brv, "-o", out],
+        }
+        times = {t: [] for t in tools}
+        for t, cmd in tools.items():  # one warm-up round, untimed
+            timed(cmd, out)
+        for _ in range(a.rounds):
+            for t, cmd in tools.items():
+                times[t].append(timed(cmd, out))
+        if os.path.exists(out):
+            os.remove(out)
+        med = {t: statistics.median(v) for t, v in times.items()}
+        rows.append((name, size, os.path.getsize(brv), os.path.getsize(zst), med))
+
+    if a.markdown:
+        print("| file | original | brevisc archive | zstd -3 | tool | median s | GB/s | × zstd -d |")
+        print("|---|---:|---:|---:|---|---:|---:|---:|")
+    for name, size, brv, zst, med in rows:
+        base = med["zstd -d"]
+        for t, s in med.items():
+            gbps = size / s / 1e9
+            if a.markdown:
+                print(f"| {name} | {size/1e6:.1f} MB | {100*brv/size:.2f}% | {100*zst/size:.2f}% | {t} | "
+                      f"{s:.3f} | {gbps:.2f} | {base/s:.2f} |")
+            else:
+                print(f"{name:40s} {t:20s} {s:8.3f} s {gbps:6.2f} GB/s {base/s:5.2f}x zstd -d")
+    if not a.workdir:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
