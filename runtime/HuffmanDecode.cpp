@@ -187,7 +187,8 @@ void pairLoop(BitStream *s, uint64_t *next, const uint32_t *pairs, unsigned L, u
 
 } // namespace
 
-Result<std::unique_ptr<HuffmanDecoder>> HuffmanDecoder::create(ByteSpan bytes, unsigned width, uint64_t count) {
+Result<std::unique_ptr<HuffmanDecoder>> HuffmanDecoder::create(ByteSpan bytes, unsigned width, uint64_t count,
+                                                               bool buildTables) {
   auto d = std::unique_ptr<HuffmanDecoder>(new HuffmanDecoder());
   d->count_ = count;
   ByteReader in(bytes);
@@ -219,6 +220,7 @@ Result<std::unique_ptr<HuffmanDecoder>> HuffmanDecoder::create(ByteSpan bytes, u
     }
   }
   if (in.remaining() != 0) return Error{"huffman literal has trailing bytes"};
+  if (!buildTables) return d;
 
   // The decoding table: every L-bit pattern whose low bits are a code maps to that code.
   const unsigned L = d->code_.maxLength;

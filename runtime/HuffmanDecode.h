@@ -16,7 +16,10 @@ class HuffmanDecoder {
 public:
   /// Parses the table and the block layout of a literal of `count` words of `width` bits in
   /// `bytes`; the bytes must stay alive and have 16 readable bytes after them (Payload does).
-  static Result<std::unique_ptr<HuffmanDecoder>> create(ByteSpan bytes, unsigned width, uint64_t count);
+  /// Without `buildTables`, only the table and the layout are checked (validation): decodeBlock()
+  /// must not be called then.
+  static Result<std::unique_ptr<HuffmanDecoder>> create(ByteSpan bytes, unsigned width, uint64_t count,
+                                                        bool buildTables = true);
 
   uint64_t blockWords() const { return blockWords_; }
   size_t blockCount() const { return blocks_.size(); }

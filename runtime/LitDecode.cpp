@@ -33,6 +33,10 @@ inline uint64_t extractBits(const uint8_t *base, uint64_t bit, unsigned b) {
 
 } // namespace
 
+namespace {
+Result<std::unique_ptr<LitCursor>> openEntropyDecoder(const Lit &lit, const Payload &payload, bool buildTables);
+} // namespace
+
 Result<void> validateLit(const Lit &lit, const Payload &payload) {
   if (lit.isInline()) return {};
   const ByteRange r = lit.payload();
@@ -54,8 +58,9 @@ Result<void> validateLit(const Lit &lit, const Payload &payload) {
   }
 
   if (lit.encoding == Encoding::Huffman || lit.encoding == Encoding::Rans || lit.encoding == Encoding::RansO1) {
-    auto cursor = LitCursor::open(lit, payload);
-    if (!cursor) return Error{fmt::format("{}: {}", where(), cursor.error().message)};
+    // The layout is checked here; the decoding tables are built when a cursor opens it.
+    auto parsed = openEntropyDecoder(lit, payload, /*buildTables=*/false);
+    if (!parsed) return Error{fmt::format("{}: {}", where(), parsed.error().message)};
     return {};
   }
 
@@ -336,24 +341,29 @@ private:
 
 } // namespace
 
-Result<std::unique_ptr<LitCursor>> LitCursor::open(const Lit &lit, const Payload &payload) {
-  if (isRandomAccess(lit)) return std::unique_ptr<LitCursor>(new RandomAccessCursor(lit, payload));
+namespace {
+
+/// Parses an entropy-coded literal and returns its cursor (tables built), or with
+/// buildTables false only checks it (returning null).
+Result<std::unique_ptr<LitCursor>> openEntropyDecoder(const Lit &lit, const Payload &payload, bool buildTables) {
   if (!payload.contains(lit.payload())) return Error{"literal range lies outside the payload"};
   ByteSpan bytes = payload.slice(lit.payload());
   if (lit.encoding == Encoding::Huffman) {
-    auto d = HuffmanDecoder::create(bytes, lit.type.width, lit.type.length);
+    auto d = HuffmanDecoder::create(bytes, lit.type.width, lit.type.length, buildTables);
     if (!d) return d.error();
     if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
       return Error{"huffman literal has blocks larger than any encoder writes"};
+    if (!buildTables) return std::unique_ptr<LitCursor>();
     if ((*d)->alphabet().size() <= 256)
       return std::unique_ptr<LitCursor>(new BlockCursor<HuffmanDecoder, uint8_t, true>(std::move(*d)));
     return std::unique_ptr<LitCursor>(new BlockCursor<HuffmanDecoder, uint16_t, true>(std::move(*d)));
   }
   if (lit.encoding == Encoding::Rans && lit.type.width > kRansMaxWidth && lit.type.width <= 16) {
-    auto d = Rans16Decoder::create(bytes, lit.type.width, lit.type.length);
+    auto d = Rans16Decoder::create(bytes, lit.type.width, lit.type.length, buildTables);
     if (!d) return d.error();
     if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
       return Error{"rans literal has blocks larger than any encoder writes"};
+    if (!buildTables) return std::unique_ptr<LitCursor>();
     return std::unique_ptr<LitCursor>(new BlockCursor<Rans16Decoder, uint16_t, true>(std::move(*d)));
   }
   if (lit.type.width > kRansMaxWidth) return Error{"rans_o1 literals hold words of at most 8 bits"};
@@ -361,7 +371,15 @@ Result<std::unique_ptr<LitCursor>> LitCursor::open(const Lit &lit, const Payload
   if (!d) return d.error();
   if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
     return Error{"rans literal has blocks larger than any encoder writes"};
+  if (!buildTables) return std::unique_ptr<LitCursor>();
   return std::unique_ptr<LitCursor>(new BlockCursor<RansDecoder, uint8_t, false>(std::move(*d)));
+}
+
+} // namespace
+
+Result<std::unique_ptr<LitCursor>> LitCursor::open(const Lit &lit, const Payload &payload) {
+  if (isRandomAccess(lit)) return std::unique_ptr<LitCursor>(new RandomAccessCursor(lit, payload));
+  return openEntropyDecoder(lit, payload, /*buildTables=*/true);
 }
 
 Result<std::vector<uint64_t>> decodeLit(const Lit &lit, const Payload &payload) {

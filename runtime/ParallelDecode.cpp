@@ -106,21 +106,22 @@ private:
 class PieceSink final : public ByteSink {
 public:
   static constexpr size_t kWriteBytes = size_t{1} << 20;
-  PieceSink(PositionalSink &out, uint64_t offset, std::atomic<uint64_t> *progress, WriteQueue *queue)
-      : out_(out), offset_(offset), progress_(progress), queue_(queue) {}
+  PieceSink(PositionalSink &out, uint64_t offset, uint64_t size, std::atomic<uint64_t> *progress, WriteQueue *queue)
+      : out_(out), offset_(offset), bufferBytes_(static_cast<size_t>(std::min<uint64_t>(size, kWriteBytes))),
+        progress_(progress), queue_(queue) {}
   Result<void> write(const uint8_t *data, size_t size) override {
     hash_.update(data, size);
     while (size) {
-      if (!queue_ && buffer_.empty() && size >= kWriteBytes) { // large writes go straight through
+      if (!queue_ && buffer_.empty() && size >= bufferBytes_) { // large writes go straight through
         BREVIS_TRY(emit(data, size));
         return {};
       }
-      if (buffer_.capacity() < kWriteBytes) buffer_.reserve(kWriteBytes);
-      size_t take = std::min(size, kWriteBytes - buffer_.size());
+      if (buffer_.capacity() < bufferBytes_) buffer_.reserve(bufferBytes_);
+      size_t take = std::min(size, bufferBytes_ - buffer_.size());
       buffer_.insert(buffer_.end(), data, data + take);
       data += take;
       size -= take;
-      if (buffer_.size() == kWriteBytes) BREVIS_TRY(flush());
+      if (buffer_.size() == bufferBytes_) BREVIS_TRY(flush());
     }
     return {};
   }
@@ -149,6 +150,7 @@ private:
   }
   PositionalSink &out_;
   uint64_t offset_;
+  size_t bufferBytes_; ///< kWriteBytes, or the whole piece if smaller
   std::atomic<uint64_t> *progress_;
   WriteQueue *queue_;
   Xxh3Stream hash_;
@@ -234,7 +236,7 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
     const DecodeJob &job = jobs[p.job];
     const Region &r = job.checkpoint->regions[p.region];
     const unsigned wordBytes = containerBytes(streamTypeOf(*r.program).width);
-    PieceSink sink(*job.output, r.bytes.offset + p.firstByte, options.progress, queue ? &*queue : nullptr);
+    PieceSink sink(*job.output, r.bytes.offset + p.firstByte, p.size, options.progress, queue ? &*queue : nullptr);
     auto done = decoder.decodeWords(r, *job.payload, p.firstByte / wordBytes, p.size / wordBytes, sink);
     if (done) done = sink.flush();
     if (!done)

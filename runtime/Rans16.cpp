@@ -103,7 +103,8 @@ bool encodeRans16(std::span<const uint64_t> words, unsigned width, Bytes &out) {
   return true;
 }
 
-Result<std::unique_ptr<Rans16Decoder>> Rans16Decoder::create(ByteSpan bytes, unsigned width, uint64_t count) {
+Result<std::unique_ptr<Rans16Decoder>> Rans16Decoder::create(ByteSpan bytes, unsigned width, uint64_t count,
+                                                             bool buildTables) {
   auto d = std::unique_ptr<Rans16Decoder>(new Rans16Decoder());
   d->count_ = count;
   ByteReader in(bytes);
@@ -138,9 +139,11 @@ Result<std::unique_ptr<Rans16Decoder>> Rans16Decoder::create(ByteSpan bytes, uns
     if (sum > kTotal) return Error{"rans frequencies sum to more than 2^16"};
   }
   if (sum != kTotal) return Error{"rans frequencies do not sum to 2^16"};
-  d->slotSymbol_.resize(kTotal);
-  for (uint32_t s = 0; s < *k; ++s)
-    std::fill_n(d->slotSymbol_.begin() + d->start_[s], d->freq_[s], static_cast<uint16_t>(s));
+  if (buildTables) {
+    d->slotSymbol_.resize(kTotal);
+    for (uint32_t s = 0; s < *k; ++s)
+      std::fill_n(d->slotSymbol_.begin() + d->start_[s], d->freq_[s], static_cast<uint16_t>(s));
+  }
   auto blockWords = in.varint();
   if (!blockWords || *blockWords == 0) return Error{"rans literal has an invalid block size"};
   d->blockWords_ = *blockWords;

@@ -30,7 +30,9 @@ bool encodeRans16(std::span<const uint64_t> words, unsigned width, Bytes &out);
 
 class Rans16Decoder {
 public:
-  static Result<std::unique_ptr<Rans16Decoder>> create(ByteSpan bytes, unsigned width, uint64_t count);
+  /// Without `buildTables`, only the table and the layout are checked (validation).
+  static Result<std::unique_ptr<Rans16Decoder>> create(ByteSpan bytes, unsigned width, uint64_t count,
+                                                       bool buildTables = true);
   const std::vector<uint64_t> &alphabet() const { return words_; }
   uint64_t blockWords() const { return blockWords_; }
   size_t blockCount() const { return blocks_.size(); }
