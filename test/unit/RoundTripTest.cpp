@@ -14,7 +14,10 @@
 #include "runtime/ParallelDecode.h"
 #include "synth/TemplateSynth.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <random>
 
 using namespace brevis;
 
@@ -164,4 +167,66 @@ TEST(RoundTripNonSafetensors, ArbitraryBytesAreKeptAsOneStream) {
   VectorSink sink(out);
   ASSERT_TRUE(runCheckpoint(synth.checkpoint, Payload::fromBytes(synth.payload), interpreter, sink));
   EXPECT_EQ(out, file);
+}
+
+namespace {
+
+/// Reparses printed text (the archive's path) and decodes it with both executors.
+void expectBitExact(const Bytes &file, const std::string &what) {
+  SynthOutput synth = synthesizeTemplate(file, "edge.safetensors", "edge.bdsl.bin");
+  ASSERT_FALSE(synth.notSafetensorsReason) << what << ": " << *synth.notSafetensorsReason;
+  std::string text = printCheckpoint(synth.checkpoint);
+  Diagnostics diags("edge.bdsl", text);
+  auto module = parseModule(diags);
+  ASSERT_TRUE(module) << diags.render();
+  TypeChecker checker(diags);
+  ASSERT_TRUE(checker.checkModule(*module)) << what << "\n" << diags.render() << text;
+  Payload payload = Payload::fromBytes(synth.payload);
+  Interpreter interpreter;
+  auto jit = JitDecoder::create({});
+  ASSERT_TRUE(jit);
+  for (RegionDecoder *decoder : {static_cast<RegionDecoder *>(&interpreter), static_cast<RegionDecoder *>(jit->get())}) {
+    Bytes out;
+    VectorSink sink(out);
+    auto done = runCheckpoint(module->checkpoint(), payload, *decoder, sink);
+    ASSERT_TRUE(done) << what << ": " << done.error().message;
+    EXPECT_EQ(out, file) << what;
+  }
+}
+
+} // namespace
+
+TEST(RoundTripSafetensors, EveryDtypeEmptyTensorsMetadataPaddingOrderAndUncoveredBytes) {
+  // Every dtype, scalars, empty tensors, tensors listed out of offset order, a gap no tensor
+  // covers, header padding and bytes after the last tensor: all must come back exactly.
+  const char *dtypes[] = {"BOOL", "U8", "I8", "F8_E4M3", "F8_E5M2", "I16", "U16", "F16",
+                          "BF16", "I32", "U32", "F32", "F64", "I64", "U64"};
+  const unsigned bytesPer[] = {1, 1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 8, 8, 8};
+  std::string json = R"({"__metadata__":{"format":"pt","note":"edge cases"})";
+  std::vector<std::pair<std::string, uint64_t>> entries; // listed in reverse offset order below
+  uint64_t offset = 0;
+  for (size_t i = 0; i < std::size(dtypes); ++i) {
+    uint64_t n = 37 * bytesPer[i];
+    entries.push_back({fmt::format(R"("t{}":{{"dtype":"{}","shape":[37],"data_offsets":[{},{}]}})", i, dtypes[i],
+                                   offset, offset + n),
+                       offset});
+    offset += n + (i == 3 ? 5 : 0); // 5 bytes after tensor 3 belong to no tensor
+  }
+  entries.push_back({fmt::format(R"("scalar":{{"dtype":"F32","shape":[],"data_offsets":[{},{}]}})", offset, offset + 4),
+                     offset});
+  offset += 4;
+  entries.push_back({fmt::format(R"("empty":{{"dtype":"BF16","shape":[2,0],"data_offsets":[{},{}]}})", offset, offset),
+                     offset});
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) json += "," + it->first;
+  json += "}";
+  json.append(7, ' '); // header padding
+  Bytes file;
+  for (int i = 0; i < 8; ++i) file.push_back(static_cast<uint8_t>(json.size() >> (8 * i)));
+  file.insert(file.end(), json.begin(), json.end());
+  std::mt19937_64 rng(5);
+  for (uint64_t i = 0; i < offset; ++i) file.push_back(static_cast<uint8_t>(rng() >> (i % 3 == 0 ? 0 : 60)));
+  expectBitExact(file, "edge cases");
+  Bytes trailing = file;
+  for (int i = 0; i < 11; ++i) trailing.push_back(static_cast<uint8_t>(i));
+  expectBitExact(trailing, "bytes after the last tensor");
 }
