@@ -69,26 +69,7 @@ private:
   size_t at_ = 0;
 };
 
-void collectSpan(const Expr &e, uint64_t &lo, uint64_t &hi) {
-  if (e.kind == NodeKind::Lit) {
-    const Lit &l = as<Lit>(e);
-    if (l.isInline()) return;
-    ByteRange r = l.payload();
-    lo = std::min(lo, r.offset);
-    hi = std::max(hi, r.offset + r.size);
-    return;
-  }
-  for (const Expr *c : children(e)) collectSpan(*c, lo, hi);
-}
-
 } // namespace
-
-ByteRange payloadSpan(const Expr &e) {
-  uint64_t lo = UINT64_MAX, hi = 0;
-  collectSpan(e, lo, hi);
-  if (lo > hi) return ByteRange{0, 0};
-  return ByteRange{lo, hi - lo};
-}
 
 bool isValidMemberPath(const std::string &path) {
   if (path.empty() || path.size() > kMaxMemberPath || path.front() == '/') return false;
@@ -114,15 +95,6 @@ Result<bool> fileIsArchive(const std::string &path) {
   size_t n = std::fread(head, 1, sizeof head, f);
   std::fclose(f);
   return looksLikeArchive(ByteSpan(head, n));
-}
-
-std::vector<ArchiveIndexEntry> indexFor(const Checkpoint &c, std::span<const uint64_t> digests) {
-  std::vector<ArchiveIndexEntry> index;
-  for (size_t i = 0; i < c.regions.size(); ++i) {
-    const Region &r = c.regions[i];
-    index.push_back(ArchiveIndexEntry{r.bytes, payloadSpan(*r.program), digests[i]});
-  }
-  return index;
 }
 
 Result<void> ArchiveWriter::put(ByteSpan bytes) {
@@ -157,11 +129,11 @@ Result<uint64_t> ArchiveWriter::finish(const std::vector<ArchiveMember> &members
     putU64(table, texts.size());
     putU64(table, m.programText.size());
     putU64(table, entries);
-    putU64(table, m.index.size());
+    putU64(table, m.digests.size());
     putU64(table, m.payloadRange.offset);
     putU64(table, m.payloadRange.size);
     texts += m.programText;
-    entries += m.index.size();
+    entries += m.digests.size();
   }
   Bytes program(ZSTD_compressBound(texts.size()));
   size_t packed = ZSTD_compress(program.data(), program.size(), texts.data(), texts.size(), kProgramZstdLevel);
@@ -170,13 +142,7 @@ Result<uint64_t> ArchiveWriter::finish(const std::vector<ArchiveMember> &members
 
   Bytes index;
   for (const ArchiveMember &m : members)
-    for (const ArchiveIndexEntry &e : m.index) {
-      putU64(index, e.bytes.offset);
-      putU64(index, e.bytes.size);
-      putU64(index, e.payload.offset);
-      putU64(index, e.payload.size);
-      putU64(index, e.digest);
-    }
+    for (uint64_t digest : m.digests) putU64(index, digest);
 
   Bytes header(kMagic, kMagic + sizeof kMagic);
   putU32(header, kArchiveVersion);
@@ -287,9 +253,7 @@ Result<Archive> readArchive(std::shared_ptr<const MappedFile> file, const std::s
       return corrupt(fmt::format("member {} has sections that do not follow the previous member's", m.path));
     m.programText = texts.substr(textOffset, textLength);
     for (uint64_t e = 0; e < entries; ++e) {
-      const uint8_t *p = index + (firstEntry + e) * kArchiveIndexEntrySize;
-      m.index.push_back(ArchiveIndexEntry{ByteRange{getU64(p), getU64(p + 8)}, ByteRange{getU64(p + 16), getU64(p + 24)},
-                                          getU64(p + 32)});
+      m.digests.push_back(getU64(index + (firstEntry + e) * kArchiveIndexEntrySize));
     }
     m.payloadRange = ByteRange{payloadOffset, payloadLength};
     m.payload = Payload::view(ByteSpan(payload + payloadOffset, payloadLength), payloadOwner);
@@ -317,16 +281,8 @@ Result<void> checkMemberProgram(const Checkpoint &c, const ArchiveMember &m, con
   if (c.source.size != m.sourceSize || c.source.xxh64 != m.sourceXxh64)
     return corrupt("its program and the member table describe different source files");
   if (c.payloadSize != m.payload.size()) return corrupt("its program declares a different payload size");
-  if (c.regions.size() != m.index.size()) return corrupt("its index and its program have different region counts");
-  for (size_t i = 0; i < c.regions.size(); ++i) {
-    const Region &r = c.regions[i];
-    const ArchiveIndexEntry &e = m.index[i];
-    if (r.bytes.offset != e.bytes.offset || r.bytes.size != e.bytes.size)
-      return corrupt(fmt::format("index entry {} does not match region {} of the program", i + 1, i + 1));
-    ByteRange span = payloadSpan(*r.program);
-    if (span.offset != e.payload.offset || span.size != e.payload.size)
-      return corrupt(fmt::format("index entry {} has the wrong payload range", i + 1));
-  }
+  if (c.regions.size() != m.digests.size())
+    return corrupt(fmt::format("its index has {} region checksums for {} regions", m.digests.size(), c.regions.size()));
   return {};
 }
 

@@ -20,7 +20,7 @@ namespace brevis {
 
 inline constexpr uint32_t kArchiveVersion = 2;
 inline constexpr size_t kArchiveHeaderSize = 72;
-inline constexpr size_t kArchiveIndexEntrySize = 40;
+inline constexpr size_t kArchiveIndexEntrySize = 8; ///< one region digest
 /// Program text larger than this is refused on reading: parsing costs far more memory than the
 /// text (see kMaxTokens in frontend/Parser.h), so a small archive must not be able to declare
 /// more. A program of 200,000 tensors in the synthesizer's usual form is about 50 MB.
@@ -28,18 +28,12 @@ inline constexpr uint64_t kMaxProgramTextSize = uint64_t{64} << 20;
 inline constexpr uint64_t kMaxMemberTableSize = uint64_t{64} << 20;
 inline constexpr size_t kMaxMemberPath = 4096;
 
-struct ArchiveIndexEntry {
-  ByteRange bytes;   ///< where the region lies in the member's file
-  ByteRange payload; ///< the payload bytes its literals read (relative to the member's payload)
-  uint64_t digest = 0; ///< regionDigest() of the region's original bytes
-};
-
 struct ArchiveMember {
   std::string path; ///< relative, '/'-separated
   uint64_t sourceSize = 0;
   uint64_t sourceXxh64 = 0;
   std::string programText;
-  std::vector<ArchiveIndexEntry> index;
+  std::vector<uint64_t> digests; ///< the index: regionDigest() of each region's original bytes
   ByteRange payloadRange; ///< within the payload section
   Payload payload;        ///< read: a view into the archive (unused by the writer)
 };
@@ -80,16 +74,9 @@ struct ArchiveReadOptions {
 Result<Archive> readArchive(std::shared_ptr<const MappedFile> file, const std::string &name,
                             ArchiveReadOptions options = {});
 
-/// Index entries for a checkpoint program: its regions' ranges and literal payload spans, with
-/// the given digests (one per region).
-std::vector<ArchiveIndexEntry> indexFor(const Checkpoint &c, std::span<const uint64_t> digests);
-
 /// Step 6 of docs/format/archive.md: the parsed program of `m` agrees with its member entry and
 /// index. `name` is used in messages.
 Result<void> checkMemberProgram(const Checkpoint &c, const ArchiveMember &m, const std::string &name);
-
-/// The smallest payload range holding every literal of `e` ({0, 0} if it reads none).
-ByteRange payloadSpan(const Expr &e);
 
 /// Whether a member path is acceptable: relative, '/'-separated, no empty, "." or ".." parts.
 bool isValidMemberPath(const std::string &path);

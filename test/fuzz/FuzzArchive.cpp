@@ -39,10 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     TypeChecker checker(diags);
     if (!checker.checkModule(*module) || checker.sawHole()) continue;
     if (!checkMemberProgram(module->checkpoint(), m, "fuzz.brv")) continue;
-    std::vector<uint64_t> digests;
-    for (const auto &e : m.index) digests.push_back(e.digest);
     DiscardPositionalSink sink;
-    DecodeJob job{&module->checkpoint(), &m.payload, digests, &sink, m.path, {}};
+    DecodeJob job{&module->checkpoint(), &m.payload, m.digests, &sink, m.path, {}};
     Interpreter interpreter;
     (void)decodeJobs(std::span(&job, 1), interpreter, DecodeOptions{1, nullptr});
   }

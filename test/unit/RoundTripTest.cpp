@@ -96,7 +96,7 @@ TEST_P(RoundTrip, ArchiveRoundTripIsBitExactOnAnyThreadCount) {
   member.sourceSize = file.size();
   member.sourceXxh64 = synth.checkpoint.source.xxh64;
   member.programText = printCheckpoint(synth.checkpoint);
-  member.index = indexFor(synth.checkpoint, digests);
+  member.digests = digests;
   member.payloadRange = *range;
   auto size = writer.finish({member}, /*directory=*/false);
   ASSERT_TRUE(size);

@@ -58,10 +58,7 @@ Result<LoadedArchive> loadArchive(const std::string &path, ArchiveReadOptions op
     if (!module) return Error{fmt::format("{} holds a program that does not check", name)};
     if (!module->isCheckpoint()) return Error{fmt::format("{} holds a single expression, not a checkpoint program", name)};
     BREVIS_TRY(checkMemberProgram(module->checkpoint(), m, path));
-    std::vector<uint64_t> digests;
-    for (const auto &e : m.index) digests.push_back(e.digest);
     loaded.modules.push_back(std::move(*module));
-    loaded.digests.push_back(std::move(digests));
   }
   loaded.archive = std::move(*archive);
   return loaded;
@@ -160,7 +157,7 @@ Result<void> ArchiveBuilder::add(const MemberSource &m, const DecodeSettings &se
   entry.sourceSize = m.checkpoint.source.size;
   entry.sourceXxh64 = m.checkpoint.source.xxh64;
   entry.programText = printCheckpoint(m.checkpoint);
-  entry.index = indexFor(m.checkpoint, m.digests);
+  entry.digests = m.digests;
   // Bit-exact or nothing: what is written is the printed text, parsed back and decoded.
   auto module = loadProgram(m.path + ".bdsl", entry.programText, /*requireRunnable=*/true);
   if (!module) return Error{fmt::format("internal error: the program for {} does not check", m.path)};

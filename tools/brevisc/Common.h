@@ -34,13 +34,13 @@ struct LoadedArchive {
   std::string path;
   Archive archive;
   std::vector<Module> modules; ///< one checkpoint program per member
-  std::vector<std::vector<uint64_t>> digests; ///< per member, per region
 
   size_t memberCount() const { return modules.size(); }
   const ArchiveMember &member(size_t i) const { return archive.members[i]; }
   const Checkpoint &checkpoint(size_t i) const { return modules[i].checkpoint(); }
   Checkpoint &checkpoint(size_t i) { return modules[i].checkpoint(); }
   const Payload &payload(size_t i) const { return archive.members[i].payload; }
+  const std::vector<uint64_t> &digests(size_t i) const { return archive.members[i].digests; }
   /// Sum of the members' source sizes.
   uint64_t originalSize() const;
   uint64_t payloadSize() const;

@@ -131,7 +131,7 @@ int runDecompress(const DecompressOptions &o, const Verbosity &v) {
       sinks.push_back(std::make_unique<SequentialPositionalSink>(**out, 0));
     }
     files.push_back(std::move(*out));
-    jobs.push_back(DecodeJob{&archive->checkpoint(i), &archive->payload(i), archive->digests[i], sinks.back().get(),
+    jobs.push_back(DecodeJob{&archive->checkpoint(i), &archive->payload(i), archive->digests(i), sinks.back().get(),
                              a.directory ? o.input + ":" + a.members[i].path : o.input, {}});
   }
   auto done = runDecodeJobs(jobs, settings);

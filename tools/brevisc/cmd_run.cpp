@@ -103,7 +103,7 @@ int runArchiveTensor(const RunOptions &o, const LoadedArchive &archive) {
     settings.threads = 1;
     sink = std::make_unique<SequentialPositionalSink>(**out, region.bytes.offset);
   }
-  DecodeJob job{&archive.checkpoint(m), &archive.payload(m), archive.digests[m], sink.get(), o.input, {r}};
+  DecodeJob job{&archive.checkpoint(m), &archive.payload(m), archive.digests(m), sink.get(), o.input, {r}};
   auto done = runDecodeJobs(std::span(&job, 1), settings);
   if (done) done = (*out)->commit();
   return done ? kExitOk : fail(done.error().message);
@@ -134,7 +134,7 @@ int runRun(const RunOptions &o, const Verbosity &v) {
     std::unique_ptr<PositionalSink> sink;
     if ((*out)->isPositional()) sink = std::make_unique<ShiftedSink>(**out, 0);
     else sink = std::make_unique<SequentialPositionalSink>(**out, 0);
-    DecodeJob job{&archive->checkpoint(0), &archive->payload(0), archive->digests[0], sink.get(), o.input, {}};
+    DecodeJob job{&archive->checkpoint(0), &archive->payload(0), archive->digests(0), sink.get(), o.input, {}};
     auto done = runDecodeJobs(std::span(&job, 1), settings);
     if (done) done = (*out)->commit();
     if (!done) return fail(done.error().message);

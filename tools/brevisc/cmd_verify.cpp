@@ -59,7 +59,7 @@ int runVerify(const VerifyOptions &o, const Verbosity &v) {
     } else {
       sinks.push_back(std::make_unique<DiscardPositionalSink>());
     }
-    jobs.push_back(DecodeJob{&archive->checkpoint(i), &archive->payload(i), archive->digests[i], sinks.back().get(),
+    jobs.push_back(DecodeJob{&archive->checkpoint(i), &archive->payload(i), archive->digests(i), sinks.back().get(),
                              a.directory ? o.input + ":" + m.path : o.input, {}});
   }
   DecodeSettings settings;
