@@ -10,5 +10,5 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(os.path.dirname(config.brevis_tools_dir), "..", "test", "lit")
 
 config.environment["PATH"] = os.pathsep.join(
-    [config.brevis_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
+    [config.brevis_tools_dir, config.brevis_test_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
 config.substitutions.append(("%data", config.brevis_test_data))

@@ -13,6 +13,7 @@
 #include "runtime/Checksum.h"
 #include "runtime/ParallelDecode.h"
 #include "synth/TemplateSynth.h"
+#include "tools/gen/SyntheticCheckpoint.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -229,4 +230,37 @@ TEST(RoundTripSafetensors, EveryDtypeEmptyTensorsMetadataPaddingOrderAndUncovere
   Bytes trailing = file;
   for (int i = 0; i < 11; ++i) trailing.push_back(static_cast<uint8_t>(i));
   expectBitExact(trailing, "bytes after the last tensor");
+}
+
+TEST(RoundTripLarge, TensorsSplitIntoPiecesDecodeIdenticallyOnAnyThreadCount) {
+  // An embedding of 5000 x 2048 BF16 words (20 MB) spans two 16 MiB pieces, so its second
+  // piece starts mid-tensor: every literal must skip to it (entropy-coded ones by jumping to
+  // the block holding it), and the two pieces' hashes make the region's digest.
+  std::string path = ::testing::TempDir() + "/brevis-large.safetensors";
+  gen::SyntheticOptions options;
+  options.targetBytes = 44u << 20;
+  options.vocab = 5000;
+  auto size = gen::writeSyntheticCheckpoint(path, options, /*overwrite=*/true);
+  ASSERT_TRUE(size) << size.error().message;
+  auto file = readFile(path);
+  ASSERT_TRUE(file);
+  std::remove(path.c_str());
+  SynthOutput synth = synthesizeTemplate(*file, "large.safetensors", "large.bdsl.bin", SynthOptions{.threads = 2});
+  const Checkpoint &c = synth.checkpoint;
+  ASSERT_GT(c.regions[1].bytes.size, kDigestPieceBytes);
+  std::vector<uint64_t> digests;
+  for (const Region &r : c.regions) digests.push_back(regionDigest(ByteSpan(*file).subspan(r.bytes.offset, r.bytes.size)));
+  Payload payload(std::move(synth.payload));
+  auto jit = JitDecoder::create({});
+  ASSERT_TRUE(jit);
+  Interpreter interpreter;
+  for (RegionDecoder *decoder : {static_cast<RegionDecoder *>(&interpreter), static_cast<RegionDecoder *>(jit->get())})
+    for (unsigned threads : {1u, 3u}) {
+      Bytes out(file->size());
+      VectorPositionalSink sink(out);
+      DecodeJob job{&c, &payload, digests, &sink, "large", {}};
+      auto done = decodeJobs(std::span(&job, 1), *decoder, DecodeOptions{threads, nullptr, /*asyncWrites=*/true});
+      ASSERT_TRUE(done) << done.error().message;
+      EXPECT_TRUE(out == *file) << threads << " threads";
+    }
 }
