@@ -35,7 +35,8 @@ public:
   virtual Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) = 0;
 };
 
-/// A growing buffer taking positional writes (one thread).
+/// A buffer taking positional writes: it grows on demand (one thread); sized in advance, it
+/// takes concurrent writes to disjoint ranges.
 class VectorPositionalSink final : public PositionalSink {
 public:
   explicit VectorPositionalSink(Bytes &out) : out_(out) {}

@@ -215,8 +215,10 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
     if (!valid) return Error{fmt::format("{}: {}", describe(regions[i]), valid.error().message)};
     return {};
   }));
-  // 2. Per-checkpoint preparation (the JIT compiles here, on its own threads).
-  for (const DecodeJob &job : jobs) BREVIS_TRY(decoder.prepare(*job.checkpoint, *job.payload));
+  // 2. Per-checkpoint preparation (the JIT compiles every program here, on its own threads);
+  // a job for a few regions leaves them to be compiled on demand.
+  for (const DecodeJob &job : jobs)
+    if (job.onlyRegions.empty()) BREVIS_TRY(decoder.prepare(*job.checkpoint, *job.payload));
 
   // 3. Pieces, in file order.
   std::vector<Piece> pieces;

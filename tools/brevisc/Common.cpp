@@ -20,55 +20,21 @@
 namespace brevis::cli {
 
 std::optional<Module> loadProgram(const std::string &name, std::string text, bool requireRunnable) {
-  Diagnostics diags(name, std::move(text));
-  auto module = parseModule(diags);
-  if (module) {
-    TypeChecker checker(diags);
-    checker.checkModule(*module);
-    if (!diags.hasErrors() && requireRunnable && checker.sawHole())
-      diags.error(SourceLoc{}, "the program has holes ('?'); fill them before running it");
-  }
-  std::cerr << diags.render();
-  if (diags.hasErrors()) return std::nullopt;
+  std::string diagnostics;
+  auto module = parseProgram(name, std::move(text), requireRunnable, diagnostics);
+  std::cerr << diagnostics;
   return module;
 }
 
-uint64_t LoadedArchive::originalSize() const {
-  uint64_t total = 0;
-  for (const auto &m : archive.members) total += m.sourceSize;
-  return total;
-}
-
-uint64_t LoadedArchive::payloadSize() const {
-  uint64_t total = 0;
-  for (const auto &m : archive.members) total += m.payload.size();
-  return total;
-}
-
-Result<LoadedArchive> loadArchive(const std::string &path, ArchiveReadOptions options) {
-  auto file = MappedFile::open(path);
-  if (!file) return file.error();
-  auto archive = readArchive(*file, path, options);
-  if (!archive) return archive.error();
-  LoadedArchive loaded;
-  loaded.path = path;
-  for (const ArchiveMember &m : archive->members) {
-    std::string name = archive->directory ? path + ":" + m.path : path + ":program";
-    auto module = loadProgram(name, m.programText, /*requireRunnable=*/true);
-    if (!module) return Error{fmt::format("{} holds a program that does not check", name)};
-    if (!module->isCheckpoint()) return Error{fmt::format("{} holds a single expression, not a checkpoint program", name)};
-    BREVIS_TRY(checkMemberProgram(module->checkpoint(), m, path));
-    loaded.modules.push_back(std::move(*module));
-  }
-  loaded.archive = std::move(*archive);
-  return loaded;
+Result<ArchiveReader> loadArchive(const std::string &path, ArchiveReadOptions options) {
+  std::string diagnostics;
+  auto reader = ArchiveReader::open(path, options, &diagnostics);
+  std::cerr << diagnostics;
+  return reader;
 }
 
 Result<std::unique_ptr<RegionDecoder>> makeDecoder(bool jit) {
-  if (!jit) return std::unique_ptr<RegionDecoder>(std::make_unique<Interpreter>());
-  auto decoder = JitDecoder::create([](const std::string &notice) { std::cerr << "brevisc: " << notice << "\n"; });
-  if (!decoder) return decoder.error();
-  return std::unique_ptr<RegionDecoder>(std::move(*decoder));
+  return makeRegionDecoder(jit, [](const std::string &notice) { std::cerr << "brevisc: " << notice << "\n"; });
 }
 
 Result<void> runDecodeJobs(std::span<const DecodeJob> jobs, const DecodeSettings &settings) {

@@ -7,6 +7,7 @@
 #include "runtime/ByteSink.h"
 #include "runtime/ParallelDecode.h"
 #include "runtime/Payload.h"
+#include "tools/api/ArchiveReader.h"
 
 #include <fmt/format.h>
 
@@ -28,25 +29,8 @@ struct Verbosity {
 /// `requireRunnable`, a program with holes is refused.
 std::optional<Module> loadProgram(const std::string &name, std::string text, bool requireRunnable);
 
-/// An archive read and checked as far as can be done without decoding: framing, metadata
-/// checksum, every member's program (diagnostics go to stderr) against its index.
-struct LoadedArchive {
-  std::string path;
-  Archive archive;
-  std::vector<Module> modules; ///< one checkpoint program per member
-
-  size_t memberCount() const { return modules.size(); }
-  const ArchiveMember &member(size_t i) const { return archive.members[i]; }
-  const Checkpoint &checkpoint(size_t i) const { return modules[i].checkpoint(); }
-  Checkpoint &checkpoint(size_t i) { return modules[i].checkpoint(); }
-  const Payload &payload(size_t i) const { return archive.members[i].payload; }
-  const std::vector<uint64_t> &digests(size_t i) const { return archive.members[i].digests; }
-  /// Sum of the members' source sizes.
-  uint64_t originalSize() const;
-  uint64_t payloadSize() const;
-};
-
-Result<LoadedArchive> loadArchive(const std::string &path, ArchiveReadOptions options = {});
+/// ArchiveReader::open, with the diagnostics of a program that does not check on stderr.
+Result<ArchiveReader> loadArchive(const std::string &path, ArchiveReadOptions options = {});
 
 /// How to decode: executor, threads, progress display.
 struct DecodeSettings {

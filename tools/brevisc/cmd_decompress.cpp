@@ -31,16 +31,6 @@ struct DecompressOptions {
   bool json = false;
 };
 
-/// A PositionalSink over an output file that takes positional writes.
-class FileSink final : public PositionalSink {
-public:
-  explicit FileSink(OutputFile &f) : f_(f) {}
-  Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) override { return f_.writeAt(offset, data, size); }
-
-private:
-  OutputFile &f_;
-};
-
 /// A directory being built beside its final name, removed unless committed.
 class TempDirectory {
 public:
@@ -105,9 +95,9 @@ int runDecompress(const DecompressOptions &o, const Verbosity &v) {
 
   std::vector<DecodeJob> jobs;
   std::vector<std::unique_ptr<OutputFile>> files;
-  std::vector<std::unique_ptr<PositionalSink>> sinks;
+  std::vector<std::unique_ptr<SequentialPositionalSink>> pipes;
   std::optional<TempDirectory> dir;
-  const Archive &a = archive->archive;
+  const Archive &a = archive->contents();
   if (a.directory) {
     auto made = TempDirectory::create(output);
     if (!made) return fail(made.error().message);
@@ -124,14 +114,14 @@ int runDecompress(const DecompressOptions &o, const Verbosity &v) {
     if (!out) return fail(out.error().message);
     if (i == 0)
       if (auto room = (*out)->reserve(archive->originalSize()); !room) return fail(room.error().message);
-    if ((*out)->isPositional()) {
-      sinks.push_back(std::make_unique<FileSink>(**out));
-    } else {
+    PositionalSink *sink = out->get();
+    if (!(*out)->isPositional()) {
       settings.threads = 1; // a pipe takes the bytes in order
-      sinks.push_back(std::make_unique<SequentialPositionalSink>(**out, 0));
+      pipes.push_back(std::make_unique<SequentialPositionalSink>(**out, 0));
+      sink = pipes.back().get();
     }
     files.push_back(std::move(*out));
-    jobs.push_back(DecodeJob{&archive->checkpoint(i), &archive->payload(i), archive->digests(i), sinks.back().get(),
+    jobs.push_back(DecodeJob{&archive->checkpoint(i), &archive->payload(i), archive->digests(i), sink,
                              a.directory ? o.input + ":" + a.members[i].path : o.input, {}});
   }
   auto done = runDecodeJobs(jobs, settings);

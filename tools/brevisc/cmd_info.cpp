@@ -46,7 +46,7 @@ std::string percent(uint64_t part, uint64_t whole) {
 int runInfo(const InfoOptions &o, const Verbosity &v) {
   auto archive = loadArchive(o.input);
   if (!archive) return fail(archive.error().message);
-  const Archive &a = archive->archive;
+  const Archive &a = archive->contents();
   const uint64_t archiveSize = a.fileSize, original = archive->originalSize(), payload = archive->payloadSize();
 
   std::map<std::string, Tally> regions, dtypes, encodings;

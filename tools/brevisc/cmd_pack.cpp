@@ -23,7 +23,7 @@ struct PackOptions {
 int runUnpack(const PackOptions &o, const Verbosity &v) {
   auto archive = loadArchive(o.input);
   if (!archive) return fail(archive.error().message);
-  if (archive->archive.directory)
+  if (archive->contents().directory)
     return fail(fmt::format("{} holds a directory; unpack works on single-file archives (decompress it instead)",
                             o.input));
   std::string output = o.output;

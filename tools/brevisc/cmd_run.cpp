@@ -61,50 +61,22 @@ int runProgramTensor(const RunOptions &o, const Module &module, const Payload &p
   return done ? kExitOk : fail(o.input + ": " + done.error().message);
 }
 
-/// Positional writes of one region, shifted to start at byte 0 of a file.
-class ShiftedSink final : public PositionalSink {
-public:
-  ShiftedSink(OutputFile &f, uint64_t base) : f_(f), base_(base) {}
-  Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) override {
-    return f_.writeAt(offset - base_, data, size);
-  }
-
-private:
-  OutputFile &f_;
-  uint64_t base_;
-};
-
 /// Decodes one tensor of an archive: the index locates it, only its payload bytes are read, and
 /// its digest is checked.
-int runArchiveTensor(const RunOptions &o, const LoadedArchive &archive) {
+int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive) {
   if (o.output.empty()) return fail("--tensor needs an output file: use -o FILE");
-  std::optional<std::pair<size_t, size_t>> found;
-  for (size_t m = 0; m < archive.memberCount(); ++m)
-    for (size_t r = 0; r < archive.checkpoint(m).regions.size(); ++r) {
-      const Region &region = archive.checkpoint(m).regions[r];
-      if (region.kind != RegionKind::Tensor || region.name != o.tensor) continue;
-      if (found)
-        return fail(fmt::format("{} has tensor {} in both {} and {}", o.input, quoteString(o.tensor),
-                                archive.member(found->first).path, archive.member(m).path));
-      found = {m, r};
-    }
-  if (!found) return fail(fmt::format("{} has no tensor {}", o.input, quoteString(o.tensor)));
-  auto [m, r] = *found;
-  const Region &region = archive.checkpoint(m).regions[r];
+  auto tensor = archive.findTensor(o.tensor);
+  if (!tensor) return fail(tensor.error().message);
   auto out = OutputFile::create(o.output, o.force);
   if (!out) return fail(out.error().message);
-  std::unique_ptr<PositionalSink> sink;
-  DecodeSettings settings;
-  settings.jit = o.jit;
-  settings.threads = resolveThreads(o.threads);
-  if ((*out)->isPositional()) {
-    sink = std::make_unique<ShiftedSink>(**out, region.bytes.offset);
-  } else {
-    settings.threads = 1;
-    sink = std::make_unique<SequentialPositionalSink>(**out, region.bytes.offset);
-  }
-  DecodeJob job{&archive.checkpoint(m), &archive.payload(m), archive.digests(m), sink.get(), o.input, {r}};
-  auto done = runDecodeJobs(std::span(&job, 1), settings);
+  ReadOptions options;
+  options.jit = o.jit;
+  options.notice = [](const std::string &notice) { std::cerr << "brevisc: " << notice << "\n"; };
+  options.threads = (*out)->isPositional() ? resolveThreads(o.threads) : 1;
+  options.asyncWrites = true;
+  SequentialPositionalSink sequential(**out, 0);
+  PositionalSink &sink = (*out)->isPositional() ? static_cast<PositionalSink &>(**out) : sequential;
+  auto done = archive.readTensor(*tensor, sink, options);
   if (done) done = (*out)->commit();
   return done ? kExitOk : fail(done.error().message);
 }
@@ -116,7 +88,7 @@ int runRun(const RunOptions &o, const Verbosity &v) {
     auto archive = loadArchive(o.input);
     if (!archive) return fail(archive.error().message);
     if (!o.tensor.empty()) return runArchiveTensor(o, *archive);
-    if (archive->archive.directory)
+    if (archive->contents().directory)
       return fail(fmt::format("{} holds a directory; use brevisc decompress, or run --tensor NAME", o.input));
     std::string output = o.output;
     if (output.empty()) {
@@ -131,10 +103,9 @@ int runRun(const RunOptions &o, const Verbosity &v) {
     settings.jit = o.jit;
     settings.threads = (*out)->isPositional() ? resolveThreads(o.threads) : 1;
     settings.asyncWrites = true;
-    std::unique_ptr<PositionalSink> sink;
-    if ((*out)->isPositional()) sink = std::make_unique<ShiftedSink>(**out, 0);
-    else sink = std::make_unique<SequentialPositionalSink>(**out, 0);
-    DecodeJob job{&archive->checkpoint(0), &archive->payload(0), archive->digests(0), sink.get(), o.input, {}};
+    SequentialPositionalSink sequential(**out, 0);
+    PositionalSink &sink = (*out)->isPositional() ? static_cast<PositionalSink &>(**out) : sequential;
+    DecodeJob job{&archive->checkpoint(0), &archive->payload(0), archive->digests(0), &sink, o.input, {}};
     auto done = runDecodeJobs(std::span(&job, 1), settings);
     if (done) done = (*out)->commit();
     if (!done) return fail(done.error().message);

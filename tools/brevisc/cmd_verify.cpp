@@ -41,7 +41,7 @@ private:
 int runVerify(const VerifyOptions &o, const Verbosity &v) {
   auto archive = loadArchive(o.input, ArchiveReadOptions{.verifyWholeFile = true});
   if (!archive) return fail(archive.error().message);
-  const Archive &a = archive->archive;
+  const Archive &a = archive->contents();
   std::vector<std::shared_ptr<const MappedFile>> originals;
   std::vector<std::unique_ptr<PositionalSink>> sinks;
   std::vector<DecodeJob> jobs;

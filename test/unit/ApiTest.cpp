@@ -1,0 +1,114 @@
+// The library interface: open an archive, list tensors, decode one tensor alone (interpreter
+// and JIT, any thread count), with clear errors for missing, ambiguous and damaged tensors.
+#include "lang/Printer.h"
+#include "runtime/Archive.h"
+#include "runtime/Checksum.h"
+#include "runtime/FileIO.h"
+#include "runtime/Safetensors.h"
+#include "synth/TemplateSynth.h"
+#include "tools/api/ArchiveReader.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+using namespace brevis;
+
+namespace {
+
+Bytes committed(const std::string &name) {
+  auto bytes = readFile(std::string(BREVIS_TEST_DATA) + "/" + name);
+  EXPECT_TRUE(bytes);
+  return bytes ? *bytes : Bytes{};
+}
+
+/// Writes a directory archive of the given files (path, bytes) to `out`; `corruptDigest`
+/// damages the digest of the second region of the first member.
+void writeArchiveFile(const std::string &out, const std::vector<std::pair<std::string, Bytes>> &files,
+                      bool corruptDigest = false) {
+  auto file = OutputFile::create(out, /*overwrite=*/true);
+  ASSERT_TRUE(file);
+  ArchiveWriter writer(**file);
+  std::vector<ArchiveMember> members;
+  for (const auto &[path, bytes] : files) {
+    SynthOutput synth = synthesizeTemplate(bytes, path, path + ".bin");
+    ArchiveMember m;
+    m.path = path;
+    m.sourceSize = bytes.size();
+    m.sourceXxh64 = synth.checkpoint.source.xxh64;
+    m.programText = printCheckpoint(synth.checkpoint);
+    for (const Region &r : synth.checkpoint.regions)
+      m.digests.push_back(regionDigest(ByteSpan(bytes).subspan(r.bytes.offset, r.bytes.size)));
+    if (corruptDigest && members.empty()) m.digests[1] ^= 1;
+    auto range = writer.appendPayload(synth.payload);
+    ASSERT_TRUE(range);
+    m.payloadRange = *range;
+    members.push_back(std::move(m));
+  }
+  ASSERT_TRUE(writer.finish(members, files.size() > 1));
+  ASSERT_TRUE((*file)->commit());
+}
+
+} // namespace
+
+TEST(ArchiveReader, DecodesOneTensorAloneExactly) {
+  Bytes bf16 = committed("stories260K.bf16.safetensors");
+  std::string path = ::testing::TempDir() + "/api.brv";
+  writeArchiveFile(path, {{"model.safetensors", bf16}});
+  auto archive = ArchiveReader::open(path);
+  ASSERT_TRUE(archive) << archive.error().message;
+  EXPECT_FALSE(archive->isDirectory());
+  auto tensors = archive->tensors();
+  ASSERT_EQ(tensors.size(), 49u);
+  auto layout = parseSafetensors(bf16);
+  ASSERT_TRUE(layout);
+  for (bool jit : {false, true})
+    for (unsigned threads : {1u, 2u}) {
+      for (size_t i = 0; i < layout->tensors.size(); i += jit ? 16 : 1) { // the JIT compiles per tensor
+        const TensorEntry &t = layout->tensors[i];
+        ReadOptions options;
+        options.jit = jit;
+        options.threads = threads;
+        auto bytes = archive->readTensor(t.name, options);
+        ASSERT_TRUE(bytes) << t.name << ": " << bytes.error().message;
+        EXPECT_TRUE(*bytes == Bytes(bf16.begin() + static_cast<long>(t.begin), bf16.begin() + static_cast<long>(t.end)))
+            << t.name;
+      }
+    }
+  auto missing = archive->readTensor("no.such.tensor");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("has no tensor \"no.such.tensor\""), std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST(ArchiveReader, ReportsAmbiguousNamesAndDamagedTensors) {
+  Bytes bf16 = committed("stories260K.bf16.safetensors");
+  Bytes f32 = committed("stories260K.safetensors");
+  std::string path = ::testing::TempDir() + "/api-dir.brv";
+  writeArchiveFile(path, {{"a/bf16.safetensors", bf16}, {"f32.safetensors", f32}}, /*corruptDigest=*/true);
+  auto archive = ArchiveReader::open(path);
+  ASSERT_TRUE(archive) << archive.error().message;
+  EXPECT_TRUE(archive->isDirectory());
+  EXPECT_EQ(archive->tensors().size(), 98u);
+  auto ambiguous = archive->findTensor("tok_embeddings.weight");
+  ASSERT_FALSE(ambiguous);
+  EXPECT_NE(ambiguous.error().message.find("in both a/bf16.safetensors and f32.safetensors"), std::string::npos);
+  // Region 1 of the first member is its first tensor in file order; its digest was damaged.
+  const Region &first = archive->checkpoint(0).regions[1];
+  TensorInfo t{0, 1, "a/bf16.safetensors", first.name, first.dtype, first.shape, first.bytes.size};
+  Bytes out(t.bytes);
+  VectorPositionalSink sink(out);
+  auto damaged = archive->readTensor(t, sink);
+  ASSERT_FALSE(damaged);
+  EXPECT_NE(damaged.error().message.find("do not match their checksum"), std::string::npos) << damaged.error().message;
+  std::remove(path.c_str());
+}
+
+TEST(ArchiveReader, RefusesForeignFilesAndBrokenPrograms) {
+  std::string path = ::testing::TempDir() + "/api-foreign.brv";
+  ASSERT_TRUE(writeFile(path, Bytes(200, 7), /*overwrite=*/true));
+  auto foreign = ArchiveReader::open(path);
+  ASSERT_FALSE(foreign);
+  EXPECT_NE(foreign.error().message.find("not a brevis archive"), std::string::npos);
+  std::remove(path.c_str());
+}

@@ -1,0 +1,132 @@
+#include "tools/api/ArchiveReader.h"
+
+#include "codegen/JitDecoder.h"
+#include "lang/Printer.h"
+#include "frontend/Parser.h"
+#include "lang/Diagnostics.h"
+#include "lang/TypeChecker.h"
+#include "runtime/Interpreter.h"
+#include "runtime/ParallelDecode.h"
+
+#include <fmt/format.h>
+
+namespace brevis {
+
+Result<std::unique_ptr<RegionDecoder>> makeRegionDecoder(bool jit, std::function<void(const std::string &)> notice) {
+  if (!jit) return std::unique_ptr<RegionDecoder>(std::make_unique<Interpreter>());
+  auto decoder = JitDecoder::create(std::move(notice));
+  if (!decoder) return decoder.error();
+  return std::unique_ptr<RegionDecoder>(std::move(*decoder));
+}
+
+std::optional<Module> parseProgram(const std::string &name, std::string text, bool requireRunnable,
+                                   std::string &diagnostics) {
+  Diagnostics diags(name, std::move(text));
+  auto module = parseModule(diags);
+  if (module) {
+    TypeChecker checker(diags);
+    checker.checkModule(*module);
+    if (!diags.hasErrors() && requireRunnable && checker.sawHole())
+      diags.error(SourceLoc{}, "the program has holes ('?'); fill them before running it");
+  }
+  diagnostics += diags.render();
+  if (diags.hasErrors()) return std::nullopt;
+  return module;
+}
+
+Result<ArchiveReader> ArchiveReader::open(const std::string &path, ArchiveReadOptions options,
+                                          std::string *diagnostics) {
+  auto file = MappedFile::open(path);
+  if (!file) return file.error();
+  auto archive = readArchive(*file, path, options);
+  if (!archive) return archive.error();
+  ArchiveReader reader;
+  reader.path_ = path;
+  for (const ArchiveMember &m : archive->members) {
+    std::string name = archive->directory ? path + ":" + m.path : path + ":program";
+    std::string diags;
+    auto module = parseProgram(name, m.programText, /*requireRunnable=*/true, diags);
+    if (diagnostics) *diagnostics += diags;
+    if (!module)
+      return Error{fmt::format("{} holds a program that does not check{}", name, diagnostics ? "" : ":\n" + diags)};
+    if (!module->isCheckpoint()) return Error{fmt::format("{} holds a single expression, not a checkpoint program", name)};
+    BREVIS_TRY(checkMemberProgram(module->checkpoint(), m, path));
+    reader.modules_.push_back(std::move(*module));
+  }
+  reader.archive_ = std::move(*archive);
+  return reader;
+}
+
+uint64_t ArchiveReader::originalSize() const {
+  uint64_t total = 0;
+  for (const auto &m : archive_.members) total += m.sourceSize;
+  return total;
+}
+
+uint64_t ArchiveReader::payloadSize() const {
+  uint64_t total = 0;
+  for (const auto &m : archive_.members) total += m.payload.size();
+  return total;
+}
+
+std::vector<TensorInfo> ArchiveReader::tensors() const {
+  std::vector<TensorInfo> out;
+  for (size_t m = 0; m < memberCount(); ++m)
+    for (size_t r = 0; r < checkpoint(m).regions.size(); ++r) {
+      const Region &region = checkpoint(m).regions[r];
+      if (region.kind != RegionKind::Tensor) continue;
+      out.push_back(TensorInfo{m, r, member(m).path, region.name, region.dtype, region.shape, region.bytes.size});
+    }
+  return out;
+}
+
+Result<TensorInfo> ArchiveReader::findTensor(const std::string &name) const {
+  std::optional<TensorInfo> found;
+  for (TensorInfo &t : tensors()) {
+    if (t.name != name) continue;
+    if (found)
+      return Error{fmt::format("{} has tensor {} in both {} and {}", path_, quoteString(name), found->file, t.file)};
+    found = std::move(t);
+  }
+  if (!found) return Error{fmt::format("{} has no tensor {}", path_, quoteString(name))};
+  return *found;
+}
+
+namespace {
+/// Positional writes of one region, shifted to start at byte 0.
+class ShiftedSink final : public PositionalSink {
+public:
+  ShiftedSink(PositionalSink &out, uint64_t base) : out_(out), base_(base) {}
+  Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) override {
+    return out_.writeAt(offset - base_, data, size);
+  }
+
+private:
+  PositionalSink &out_;
+  uint64_t base_;
+};
+} // namespace
+
+Result<void> ArchiveReader::readTensor(const TensorInfo &t, PositionalSink &sink, const ReadOptions &options) const {
+  auto decoder = makeRegionDecoder(options.jit, options.notice);
+  if (!decoder) return decoder.error();
+  ShiftedSink shifted(sink, checkpoint(t.member).regions[t.region].bytes.offset);
+  DecodeJob job{&checkpoint(t.member), &payload(t.member), digests(t.member), &shifted,
+                archive_.directory ? path_ + ":" + t.file : path_, {t.region}};
+  DecodeOptions decodeOptions;
+  decodeOptions.threads = options.threads;
+  decodeOptions.progress = options.progress;
+  decodeOptions.asyncWrites = options.asyncWrites;
+  return decodeJobs(std::span(&job, 1), **decoder, decodeOptions);
+}
+
+Result<Bytes> ArchiveReader::readTensor(const std::string &name, const ReadOptions &options) const {
+  auto t = findTensor(name);
+  if (!t) return t.error();
+  Bytes out(t->bytes);
+  VectorPositionalSink sink(out);
+  BREVIS_TRY(readTensor(*t, sink, options));
+  return out;
+}
+
+} // namespace brevis

@@ -1,0 +1,87 @@
+#pragma once
+// The library interface to `.brv` archives: open one, list its files and tensors, and decode a
+// tensor or a whole member, verified against the archive's digests. brevisc's commands are
+// built on it; programs embedding Brevis use it the same way:
+//
+//   auto archive = brevis::ArchiveReader::open("model.safetensors.brv");
+//   if (!archive) { /* archive.error().message says what is wrong */ }
+//   auto bytes = archive->readTensor("model.embed_tokens.weight");   // Result<Bytes>
+//
+// Opening reads the header, the programs and the index (checked against their checksum) and
+// maps the payload; reading a tensor touches only that tensor's payload bytes.
+#include "lang/Ast.h"
+#include "lang/Result.h"
+#include "runtime/Archive.h"
+#include "runtime/ByteSink.h"
+#include "runtime/RegionDecoder.h"
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace brevis {
+
+/// A tensor of an archive: which member file and region hold it, and what it is.
+struct TensorInfo {
+  size_t member = 0, region = 0;
+  std::string file; ///< the member's path
+  std::string name;
+  DType dtype = DType::U8;
+  std::vector<uint64_t> shape;
+  uint64_t bytes = 0;
+};
+
+/// How to decode.
+struct ReadOptions {
+  unsigned threads = 1;
+  bool jit = false;                              ///< LLVM-compiled decoders instead of the interpreter
+  std::function<void(const std::string &)> notice; ///< the JIT's notes (interpreter fallbacks)
+  std::atomic<uint64_t> *progress = nullptr;     ///< bytes decoded so far
+  bool asyncWrites = false;                      ///< write on a thread of its own (file outputs)
+};
+
+/// The interpreter, or the JIT reporting notices through `notice`.
+Result<std::unique_ptr<RegionDecoder>> makeRegionDecoder(bool jit, std::function<void(const std::string &)> notice);
+
+/// Parses and type-checks program text; diagnostics (file:line:col, source line, caret) are
+/// appended to `diagnostics`. With `requireRunnable`, a program with holes is refused.
+std::optional<Module> parseProgram(const std::string &name, std::string text, bool requireRunnable,
+                                   std::string &diagnostics);
+
+class ArchiveReader {
+public:
+  /// Reads and checks an archive as far as can be done without decoding. Diagnostics of a
+  /// program that does not check go to `diagnostics` if given, else into the error message.
+  static Result<ArchiveReader> open(const std::string &path, ArchiveReadOptions options = {},
+                                    std::string *diagnostics = nullptr);
+
+  const std::string &path() const { return path_; }
+  const Archive &contents() const { return archive_; }
+  bool isDirectory() const { return archive_.directory; }
+  size_t memberCount() const { return modules_.size(); }
+  const ArchiveMember &member(size_t i) const { return archive_.members[i]; }
+  const Checkpoint &checkpoint(size_t i) const { return modules_[i].checkpoint(); }
+  Checkpoint &checkpoint(size_t i) { return modules_[i].checkpoint(); }
+  const Payload &payload(size_t i) const { return archive_.members[i].payload; }
+  const std::vector<uint64_t> &digests(size_t i) const { return archive_.members[i].digests; }
+  uint64_t originalSize() const;
+  uint64_t payloadSize() const;
+
+  /// Every tensor of every member, in member and file order.
+  std::vector<TensorInfo> tensors() const;
+  /// The tensor called `name`; an error if no member or more than one has it.
+  Result<TensorInfo> findTensor(const std::string &name) const;
+  /// Decodes one tensor's bytes (as its safetensors file holds them) to `sink`, at offsets from
+  /// 0, checked against its digest.
+  Result<void> readTensor(const TensorInfo &tensor, PositionalSink &sink, const ReadOptions &options = {}) const;
+  Result<Bytes> readTensor(const std::string &name, const ReadOptions &options = {}) const;
+
+private:
+  std::string path_;
+  Archive archive_;
+  std::vector<Module> modules_; ///< one checkpoint program per member
+};
+
+} // namespace brevis
