@@ -3,6 +3,8 @@
 #include "runtime/Checksum.h"
 #include "runtime/LitEncode.h"
 #include "runtime/Safetensors.h"
+#include "synth/BaselineSchemes.h"
+#include "synth/Literals.h"
 
 #include <atomic>
 #include <cstring>
@@ -12,23 +14,6 @@
 namespace brevis {
 
 namespace {
-
-std::vector<uint64_t> readWords(ByteSpan bytes, unsigned wordBytes) {
-  std::vector<uint64_t> words(bytes.size() / wordBytes);
-  for (size_t i = 0; i < words.size(); ++i) {
-    uint64_t w = 0;
-    std::memcpy(&w, bytes.data() + i * wordBytes, wordBytes); // little-endian host
-    words[i] = w;
-  }
-  return words;
-}
-
-/// A literal of `words` in its smallest encoding, its payload appended to `payload`.
-ExprPtr makeLit(std::span<const uint64_t> words, unsigned width, Bytes &payload, EncodePolicy policy) {
-  uint64_t offset = payload.size();
-  Encoding enc = encodeSmallest(words, width, payload, policy);
-  return Lit::make(StreamType{width, words.size()}, enc, ByteRange{offset, payload.size() - offset});
-}
 
 ExprPtr bytesProgram(ByteSpan bytes, Bytes &payload, EncodePolicy policy) {
   return makeLit(readWords(bytes, 1), 8, payload, policy);
@@ -115,8 +100,17 @@ SynthOutput synthesizeTemplate(ByteSpan file, const std::string &sourceName, con
     for (size_t i; (i = next.fetch_add(1)) < c.regions.size();) {
       Region &r = c.regions[i];
       ByteSpan bytes = file.subspan(r.bytes.offset, r.bytes.size);
-      r.program = r.kind == RegionKind::Tensor ? synthesizeTensor(r.dtype, bytes, payloads[i], options.policy)
-                                               : bytesProgram(bytes, payloads[i], options.policy);
+      if (r.kind != RegionKind::Tensor) {
+        r.program = options.scheme == TensorScheme::FloatFields
+                        ? bytesProgram(bytes, payloads[i], options.policy)
+                        : makeLitFrom(readWords(bytes, 1), 8, payloads[i], {Encoding::Raw, Encoding::Huffman});
+        continue;
+      }
+      switch (options.scheme) {
+      case TensorScheme::FloatFields: r.program = synthesizeTensor(r.dtype, bytes, payloads[i], options.policy); break;
+      case TensorScheme::ZipNN: r.program = zipnnTensor(r.dtype, bytes, payloads[i]); break;
+      case TensorScheme::DFloat11: r.program = dfloat11Tensor(r.dtype, bytes, payloads[i]); break;
+      }
     }
   };
   std::vector<std::thread> pool;

@@ -19,9 +19,14 @@ struct SynthOutput {
   std::optional<std::string> notSafetensorsReason;
 };
 
+/// How tensors become programs: Brevis's own float-field template, or another compressor's
+/// fixed pipeline written as a program (synth/BaselineSchemes.h), for comparisons.
+enum class TensorScheme { FloatFields, ZipNN, DFloat11 };
+
 struct SynthOptions {
   unsigned threads = 1;  ///< regions are independent; the result does not depend on the count
   EncodePolicy policy{}; ///< which literal encodings to keep (default: the exact smallest)
+  TensorScheme scheme = TensorScheme::FloatFields;
 };
 
 SynthOutput synthesizeTemplate(ByteSpan file, const std::string &sourceName, const std::string &payloadName,

@@ -9,6 +9,7 @@ PACKAGES=(
   antlr4 default-jre-headless libantlr4-runtime-dev uuid-dev
   libfmt-dev libgtest-dev libgmock-dev
   libzstd-dev zstd libxxhash-dev nlohmann-json3-dev libcli11-dev libhtscodecs-dev
+  zlib1g-dev liblzma-dev libbrotli-dev liblz4-dev libsnappy-dev
 )
 
 missing=()

@@ -38,7 +38,12 @@ Result<ArchiveReader> ArchiveReader::open(const std::string &path, ArchiveReadOp
                                           std::string *diagnostics) {
   auto file = MappedFile::open(path);
   if (!file) return file.error();
-  auto archive = readArchive(*file, path, options);
+  return open(*file, path, options, diagnostics);
+}
+
+Result<ArchiveReader> ArchiveReader::open(std::shared_ptr<const MappedFile> file, const std::string &path,
+                                          ArchiveReadOptions options, std::string *diagnostics) {
+  auto archive = readArchive(std::move(file), path, options);
   if (!archive) return archive.error();
   ArchiveReader reader;
   reader.path_ = path;

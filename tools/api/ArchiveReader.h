@@ -56,6 +56,9 @@ public:
   /// program that does not check go to `diagnostics` if given, else into the error message.
   static Result<ArchiveReader> open(const std::string &path, ArchiveReadOptions options = {},
                                     std::string *diagnostics = nullptr);
+  /// The same for an archive already in memory (or mapped); `name` is used in messages.
+  static Result<ArchiveReader> open(std::shared_ptr<const MappedFile> file, const std::string &name,
+                                    ArchiveReadOptions options = {}, std::string *diagnostics = nullptr);
 
   const std::string &path() const { return path_; }
   const Archive &contents() const { return archive_; }
