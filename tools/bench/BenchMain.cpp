@@ -26,7 +26,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <functional>
 #include <map>
+#include <set>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,6 +46,9 @@ public:
   virtual std::string name() const = 0;
   virtual bool threadedCompress() const { return false; }
   virtual bool threadedDecompress() const { return false; }
+  /// Whether compress() is the same work as the previous compressor's (a JIT variant of the same
+  /// level): its compression is timed once and reported for both.
+  virtual bool repeatsPreviousCompression() const { return false; }
   virtual Result<Bytes> compress(ByteSpan input, unsigned threads) const = 0;
   virtual Result<Bytes> decompress(ByteSpan compressed, size_t size, unsigned threads) const = 0;
 };
@@ -70,6 +75,7 @@ public:
   std::string name() const override { return name_; }
   bool threadedCompress() const override { return true; }
   bool threadedDecompress() const override { return true; }
+  bool repeatsPreviousCompression() const override { return jit_; }
 
   Result<Bytes> compress(ByteSpan in, unsigned threads) const override {
     SynthOutput synth = synthesizeTemplate(in, "input.safetensors", "input.bdsl.bin",
@@ -219,11 +225,29 @@ Bytes sample(ByteSpan file, uint64_t budget) {
   const uint64_t stride = std::max<uint64_t>(1, (total + budget - 1) / std::max<uint64_t>(budget, 1));
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   Bytes data;
-  uint64_t seen = 0;
-  for (size_t i = 0; i < layout->tensors.size(); ++i) {
+  // Every stride-th tensor that still fits, then the ones after each of those, and so on, until
+  // the budget is full: spread over the file, whatever the tensors' sizes; if none fits, the
+  // smallest.
+  std::vector<size_t> chosen;
+  uint64_t used = 0;
+  for (uint64_t shift = 0; shift < stride; ++shift)
+    for (size_t i = shift; i < layout->tensors.size(); i += stride) {
+      const uint64_t n = layout->tensors[i].end - layout->tensors[i].begin;
+      if (used + n > budget) continue;
+      chosen.push_back(i);
+      used += n;
+    }
+  std::sort(chosen.begin(), chosen.end());
+  if (chosen.empty() && !layout->tensors.empty()) {
+    size_t smallest = 0;
+    for (size_t i = 1; i < layout->tensors.size(); ++i)
+      if (layout->tensors[i].end - layout->tensors[i].begin <
+          layout->tensors[smallest].end - layout->tensors[smallest].begin)
+        smallest = i;
+    chosen.push_back(smallest);
+  }
+  for (size_t i : chosen) {
     const TensorEntry &t = layout->tensors[i];
-    if (i % stride != 0 || data.size() + (t.end - t.begin) > budget + (seen == 0 ? t.end - t.begin : 0)) continue;
-    ++seen;
     header[t.name] = {{"dtype", dtypeInfo(t.dtype).safetensorsName},
                       {"shape", t.shape},
                       {"data_offsets", {data.size(), data.size() + (t.end - t.begin)}}};
@@ -237,6 +261,19 @@ Bytes sample(ByteSpan file, uint64_t budget) {
   out.insert(out.end(), json.begin(), json.end());
   out.insert(out.end(), data.begin(), data.end());
   return out;
+}
+
+std::string dominantDtype(ByteSpan file) {
+  auto layout = parseSafetensors(file);
+  if (!layout) return "-";
+  std::map<std::string, uint64_t> weights;
+  for (const auto &t : layout->tensors)
+    weights[std::string(dtypeInfo(t.dtype).bdslName)] += (t.end - t.begin) / std::max(1u, dtypeInfo(t.dtype).wordBits / 8);
+  std::string best = "-";
+  uint64_t most = 0;
+  for (const auto &[d, n] : weights)
+    if (n > most) most = n, best = d;
+  return best;
 }
 
 uint64_t weightCount(ByteSpan file) {
@@ -258,6 +295,7 @@ struct Row {
 
 struct FileResult {
   std::string name;
+  std::string dtype; ///< the dtype holding most of the file's weights ("-" if not safetensors)
   uint64_t bytes = 0, weights = 0;
   bool sampled = false;
   uint64_t originalBytes = 0;
@@ -265,7 +303,9 @@ struct FileResult {
 };
 
 std::string gbps(uint64_t bytes, double seconds) {
-  return seconds > 0 ? fmt::format("{:.2f}", static_cast<double>(bytes) / seconds / 1e9) : "-";
+  if (seconds <= 0) return "-";
+  const double v = static_cast<double>(bytes) / seconds / 1e9;
+  return v >= 0.1 ? fmt::format("{:.2f}", v) : fmt::format("{:.4f}", v);
 }
 
 void printMarkdown(const FileResult &f, const std::vector<unsigned> &threads, std::ostream &out) {
@@ -334,7 +374,7 @@ int main(int argc, char **argv) {
   std::string peersCsv, jsonPath, svgPath, levelsText = "5,9", threadsText = "1,2";
   unsigned rounds = 3;
   double sampleMib = 0;
-  bool noJit = false, noMemory = false;
+  bool noJit = false, noMemory = false, quick = false;
   app.add_option("inputs", inputs, "safetensors files or directories of them")->required();
   app.add_option("--rounds", rounds, "timed rounds (medians are reported)")->capture_default_str();
   app.add_option("--levels", levelsText, "Brevis levels to run")->capture_default_str();
@@ -346,7 +386,17 @@ int main(int argc, char **argv) {
   app.add_option("--svg", svgPath, "also draw size against decompression speed to this SVG file");
   app.add_flag("--no-jit", noJit, "skip Brevis's JIT decoding");
   app.add_flag("--no-memory", noMemory, "skip peak-memory measurement");
+  app.add_flag("--quick", quick,
+               "one round, no memory measurement, files sampled to 16 MiB, and the slowest peers (zstd -19 --long, zlib -9, xz -9) left out");
   CLI11_PARSE(app, argc, argv);
+  if (quick) {
+    rounds = 1;
+    noMemory = true;
+    if (sampleMib == 0) sampleMib = 16;
+    if (peersOnly.empty())
+      for (const auto &p : allPeers())
+        if (p->name() != "zstd -19 --long" && p->name() != "zlib -9" && p->name() != "xz -9") peersOnly.push_back(p->name());
+  }
 
   auto parseList = [](const std::string &s) {
     std::vector<unsigned> v;
@@ -417,13 +467,14 @@ int main(int argc, char **argv) {
     }
     f.bytes = input.size();
     f.weights = weightCount(input);
+    f.dtype = dominantDtype(input);
     std::cerr << fmt::format("brevis-bench: {} ({:.1f} MB)\n", f.name, f.bytes / 1e6);
 
     std::vector<Row> rows(compressors.size());
     std::vector<Bytes> packed(compressors.size());
     for (size_t c = 0; c < compressors.size(); ++c) {
       rows[c].name = compressors[c]->name();
-      auto p = compressors[c]->compress(input, 1);
+      auto p = compressors[c]->repeatsPreviousCompression() ? Result<Bytes>(packed[c - 1]) : compressors[c]->compress(input, 1);
       if (!p) {
         std::cerr << fmt::format("brevis-bench: {}: {}: {}\n", f.name, rows[c].name, p.error().message);
         return 1;
@@ -442,12 +493,13 @@ int main(int argc, char **argv) {
         for (unsigned t : threads) {
           if (t > 1 && !compressors[c]->threadedCompress() && !compressors[c]->threadedDecompress()) continue;
           double t0 = now();
-          auto p = compressors[c]->compress(input, t);
+          if (!compressors[c]->repeatsPreviousCompression() && !compressors[c]->compress(input, t)) return 1;
           double t1 = now();
           auto back = compressors[c]->decompress(packed[c], input.size(), t);
           double t2 = now();
-          if (!p || !back) return 1;
-          ct[{c, t}].push_back(t1 - t0);
+          if (!back) return 1;
+          if (compressors[c]->repeatsPreviousCompression()) ct[{c, t}] = ct[{c - 1, t}];
+          else ct[{c, t}].push_back(t1 - t0);
           dt[{c, t}].push_back(t2 - t1);
         }
     for (size_t c = 0; c < compressors.size(); ++c) {
@@ -488,25 +540,39 @@ int main(int argc, char **argv) {
                                f.rows[0].name, brevis, brevis - best);
     }
   }
-  FileResult pooled;
-  pooled.name = fmt::format("all {} files pooled", results.size());
-  for (const auto &f : results) {
-    pooled.bytes += f.bytes;
-    pooled.weights += f.weights;
-  }
-  for (size_t c = 0; c < compressors.size(); ++c) {
-    Row r;
-    r.name = compressors[c]->name();
-    for (const auto &f : results) {
-      r.size += f.rows[c].size;
-      for (const auto &[t, s] : f.rows[c].compressSeconds) r.compressSeconds[t] += s;
-      for (const auto &[t, s] : f.rows[c].decompressSeconds) r.decompressSeconds[t] += s;
-      if (f.rows[c].peak) r.peak = std::max(r.peak.value_or(0), *f.rows[c].peak);
+  // Pooled: all files, then the files of each dominant dtype (bits per weight by dtype).
+  auto pool = [&](const std::string &title, const std::function<bool(const FileResult &)> &take) {
+    FileResult pooled;
+    size_t files = 0;
+    for (const auto &f : results)
+      if (take(f)) {
+        pooled.bytes += f.bytes;
+        pooled.weights += f.weights;
+        ++files;
+      }
+    pooled.name = fmt::format("{}, {} files", title, files);
+    for (size_t c = 0; c < compressors.size(); ++c) {
+      Row r;
+      r.name = compressors[c]->name();
+      for (const auto &f : results) {
+        if (!take(f)) continue;
+        r.size += f.rows[c].size;
+        for (const auto &[t, s] : f.rows[c].compressSeconds) r.compressSeconds[t] += s;
+        for (const auto &[t, s] : f.rows[c].decompressSeconds) r.decompressSeconds[t] += s;
+        if (f.rows[c].peak) r.peak = std::max(r.peak.value_or(0), *f.rows[c].peak);
+      }
+      pooled.rows.push_back(std::move(r));
     }
-    pooled.rows.push_back(std::move(r));
-  }
+    return pooled;
+  };
+  FileResult pooled = pool("all files", [](const FileResult &) { return true; });
   std::cout << "## Pooled\n\n";
   printMarkdown(pooled, threads, std::cout);
+  std::set<std::string> dtypes;
+  for (const auto &f : results) dtypes.insert(f.dtype);
+  if (dtypes.size() > 1)
+    for (const std::string &d : dtypes)
+      printMarkdown(pool("files mostly " + d, [&](const FileResult &f) { return f.dtype == d; }), threads, std::cout);
 
   if (!svgPath.empty()) {
     std::vector<std::tuple<std::string, double, double>> points;
