@@ -40,9 +40,10 @@ namespace {
 
 /// Produces words [first, first + count) of one region's program, each stored little-endian in
 /// containerBytes(W) bytes at out; `first` is a multiple of 8. streams[k] holds words [first, first + count) of the k-th
-/// entropy-coded literal (in entropyLiterals() order), decoded by the runtime's kernels.
+/// entropy-coded literal (in entropyLiterals() order), decoded by the runtime's kernels, each in
+/// containerBytes of that literal's width (a byte for an 8-bit exponent, not eight).
 using DecodeFn = void (*)(const uint8_t *payload, uint8_t *out, uint64_t first, uint64_t count,
-                          const uint64_t *const *streams);
+                          const void *const *streams);
 
 /// Whether the generated code reads this literal's words from a pre-decoded stream buffer
 /// (entropy-coded) rather than straight from the payload.
@@ -318,8 +319,10 @@ private:
 
     if (isStreamed(l)) {
       // Pre-decoded by the runtime: word `index` is element index - first of the chunk buffer.
-      llvm::Value *p = b_.CreateInBoundsGEP(b_.getInt64Ty(), streamBase_.at(&l), chunkIndex_);
-      return b_.CreateZExtOrTrunc(b_.CreateAlignedLoad(b_.getInt64Ty(), p, llvm::MaybeAlign(8)), ty);
+      const unsigned cb = containerBytes(width);
+      auto *elemTy = b_.getIntNTy(8 * cb);
+      llvm::Value *p = b_.CreateInBoundsGEP(elemTy, streamBase_.at(&l), chunkIndex_);
+      return b_.CreateZExtOrTrunc(b_.CreateAlignedLoad(elemTy, p, llvm::MaybeAlign(cb)), ty);
     }
     const ByteRange &r = l.payload();
     if (l.encoding == Encoding::Raw) {
@@ -638,12 +641,22 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
   const uint64_t chunkWords = kChunkBytes / wordBytes;
   static_assert(kChunkBytes % 64 == 0, "chunks must start at multiples of 8 words (DecodeFn)");
   std::vector<uint8_t> chunk(kChunkBytes);
+  // Chunk buffers of 64-bit words, each read as narrow words of its literal's container.
   std::vector<std::vector<uint64_t>> buffers(streamed.size(), std::vector<uint64_t>(chunkWords));
-  std::vector<const uint64_t *> pointers(streamed.size());
+  std::vector<const void *> pointers(streamed.size());
   for (size_t k = 0; k < streamed.size(); ++k) pointers[k] = buffers[k].data();
+  auto fill = [&](size_t k, size_t n) -> Result<void> {
+    void *buffer = buffers[k].data();
+    switch (containerBytes(streamed[k]->type.width)) {
+    case 1: return cursors[k]->read8(static_cast<uint8_t *>(buffer), n);
+    case 2: return cursors[k]->read16(static_cast<uint16_t *>(buffer), n);
+    case 4: return cursors[k]->read32(static_cast<uint32_t *>(buffer), n);
+    default: return cursors[k]->read(static_cast<uint64_t *>(buffer), n);
+    }
+  };
   for (uint64_t done = 0; done < count; done += chunkWords) {
     const uint64_t n = std::min(chunkWords, count - done);
-    for (size_t k = 0; k < cursors.size(); ++k) BREVIS_TRY(cursors[k]->read(buffers[k].data(), n));
+    for (size_t k = 0; k < cursors.size(); ++k) BREVIS_TRY(fill(k, n));
     fn(payload.data(), chunk.data(), first + done, n, pointers.data());
     BREVIS_TRY(sink.write(chunk.data(), n * wordBytes));
   }
