@@ -106,10 +106,7 @@ Result<std::shared_ptr<const MappedFile>> MappedFile::open(const std::string &pa
   ::close(fd);
   auto bytes = readFile(path); // pipes, and files that cannot be mapped
   if (!bytes) return bytes.error();
-  m->copy_ = std::move(*bytes);
-  m->data_ = m->copy_.data();
-  m->size_ = m->copy_.size();
-  return std::shared_ptr<const MappedFile>(std::move(m));
+  return fromBytes(std::move(*bytes), path);
 }
 
 std::shared_ptr<const MappedFile> MappedFile::fromBytes(Bytes bytes, std::string name) {

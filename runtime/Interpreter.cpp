@@ -80,20 +80,10 @@ class ConcatReader final : public Reader {
 public:
   ConcatReader(StreamType t, std::vector<ReaderPtr> parts) : Reader(t), parts_(std::move(parts)) {}
   void read(uint64_t *out, size_t n) override {
-    while (n) {
-      Reader &part = *parts_[index_];
-      uint64_t left = part.type.length - pos_;
-      if (left == 0) {
-        ++index_;
-        pos_ = 0;
-        continue;
-      }
-      size_t take = static_cast<size_t>(std::min<uint64_t>(left, n));
-      part.read(out, take);
+    advance(n, [&](Reader &part, uint64_t take) {
+      part.read(out, static_cast<size_t>(take));
       out += take;
-      n -= take;
-      pos_ += take;
-    }
+    });
   }
   void reset() override {
     for (auto &p : parts_) p->reset();
@@ -101,6 +91,12 @@ public:
     pos_ = 0;
   }
   void skip(uint64_t n) override {
+    advance(n, [](Reader &part, uint64_t take) { part.skip(take); });
+  }
+
+private:
+  /// Walks n words forward across parts, handing each part its share to `step`.
+  template <typename Step> void advance(uint64_t n, Step step) {
     while (n) {
       Reader &part = *parts_[index_];
       uint64_t left = part.type.length - pos_;
@@ -110,13 +106,12 @@ public:
         continue;
       }
       uint64_t take = std::min(left, n);
-      part.skip(take);
+      step(part, take);
       n -= take;
       pos_ += take;
     }
   }
 
-private:
   std::vector<ReaderPtr> parts_;
   size_t index_ = 0;
   uint64_t pos_ = 0;

@@ -34,7 +34,10 @@ Result<ArchiveReader> loadArchive(const std::string &path, ArchiveReadOptions op
 }
 
 Result<std::unique_ptr<RegionDecoder>> makeDecoder(bool jit) {
-  return makeRegionDecoder(jit, [](const std::string &notice) { std::cerr << "brevisc: " << notice << "\n"; });
+  return makeRegionDecoder(jit, printNotice);
+}
+
+void printNotice(const std::string &notice) { std::cerr << "brevisc: " << notice << "\n";
 }
 
 Result<void> runDecodeJobs(std::span<const DecodeJob> jobs, const DecodeSettings &settings) {

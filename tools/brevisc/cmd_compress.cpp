@@ -42,7 +42,7 @@ Result<std::vector<std::string>> listFiles(const std::string &dir) {
     if (e.is_directory()) continue;
     std::string rel = fs::relative(e.path(), dir).generic_string();
     if (!e.is_regular_file()) return Error{fmt::format("cannot archive {}: not a regular file", e.path().string())};
-    if (!isValidMemberPath(rel) || rel.size() > kMaxMemberPath)
+    if (!isValidMemberPath(rel))
       return Error{fmt::format("cannot archive {}: unusable file name", e.path().string())};
     files.push_back(rel);
   }

@@ -71,7 +71,7 @@ int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive) {
   if (!out) return fail(out.error().message);
   ReadOptions options;
   options.jit = o.jit;
-  options.notice = [](const std::string &notice) { std::cerr << "brevisc: " << notice << "\n"; };
+  options.notice = printNotice;
   options.threads = (*out)->isPositional() ? resolveThreads(o.threads) : 1;
   options.asyncWrites = true;
   SequentialPositionalSink sequential(**out, 0);
