@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace brevis {
@@ -115,55 +116,103 @@ template <typename Symbol> uint64_t fastLoop(BitStream *s, const uint32_t *t, un
 
 // Byte alphabets: each lookup yields one to three symbols of a stream (buildPairTable). Stream
 // k writes words k, k + 4, k + 8, ...; a lookup stores three symbols and advances by 4 per
-// symbol it holds. Locals again keep all state in registers.
-template <unsigned PerRefill>
-[[gnu::always_inline]] inline void pairRounds(BitStream *streams, uint64_t *next, const uint32_t *pairs, uint64_t mask,
-                                              uint8_t *out, uint64_t n) {
-  BitStream s0 = streams[0], s1 = streams[1], s2 = streams[2], s3 = streams[3];
-  uint64_t o0 = next[0], o1 = next[1], o2 = next[2], o3 = next[3];
-  // A round writes at most 2 * PerRefill symbols per stream, 4 apart.
-  const uint64_t reach = uint64_t{kHuffmanStreams} * 3 * PerRefill;
-  auto lookup = [&](BitStream &st, uint64_t &at) {
-    uint32_t e = pairs[st.bits & mask];
-    unsigned len = e & 31;
-    st.bits >>= len;
-    st.count -= len;
-    // Up to three symbols; stores past the entry's count are rewritten later.
-    out[at] = static_cast<uint8_t>(e >> 8);
-    out[at + kHuffmanStreams] = static_cast<uint8_t>(e >> 16);
-    out[at + 2 * kHuffmanStreams] = static_cast<uint8_t>(e >> 24);
-    at += kHuffmanStreams * ((e >> 5) & 3);
-  };
-  while (std::max(std::max(o0, o1), std::max(o2, o3)) + reach <= n && s0.next <= s0.end && s1.next <= s1.end &&
-         s2.next <= s2.end && s3.next <= s3.end) {
-    s0.refillFast();
-    s1.refillFast();
-    s2.refillFast();
-    s3.refillFast();
-    for (unsigned r = 0; r < PerRefill; ++r) {
-      lookup(s0, o0);
-      lookup(s1, o1);
-      lookup(s2, o2);
-      lookup(s3, o3);
-    }
+// symbol it holds.
+//
+// Register pressure decides this loop's speed: four streams' bits, byte positions and output
+// positions already take twelve of the sixteen registers. So the number of valid bits is not
+// kept beside the bits but marked by a sentinel bit above them (a lookup's shift moves it
+// along), the index width L is a constant, and no stream end is compared per round: a batch
+// runs as many rounds as the worst case (56 bits read, 3 symbols written per lookup) allows.
+struct SentinelStream {
+  uint64_t bits; ///< valid bits [0, c), a 1 at bit c, zeros above
+  const uint8_t *next;
+
+  static SentinelStream from(const BitStream &st) {
+    return {st.bits | (uint64_t{1} << st.count), st.next};
   }
-  streams[0] = s0;
-  streams[1] = s1;
-  streams[2] = s2;
-  streams[3] = s3;
-  next[0] = o0;
-  next[1] = o1;
-  next[2] = o2;
-  next[3] = o3;
+  void to(BitStream &st) const {
+    unsigned c = 63 - static_cast<unsigned>(__builtin_clzll(bits));
+    st.bits = bits ^ (uint64_t{1} << c);
+    st.count = c;
+    st.next = next;
+  }
+  /// Refill to 56..63 valid bits; reads 8 bytes at `next`.
+  [[gnu::always_inline]] void refill() {
+    unsigned z = static_cast<unsigned>(__builtin_clzll(bits));
+    unsigned c = 63 ^ z;
+    uint64_t data = (bits ^ (uint64_t{1} << c)) | (load64(next) << c);
+    next += z >> 3;
+    // Keep `filled` bits (the load brought up to 64 - c more) and put the sentinel above them.
+    unsigned filled = c | 56;
+    bits = (data & ((uint64_t{1} << filled) - 1)) | (uint64_t{1} << filled);
+  }
+};
+
+template <unsigned L>
+[[gnu::always_inline]] inline void pairRounds(BitStream *streams, uint64_t *next, const uint32_t *pairs, uint8_t *out,
+                                              uint64_t n) {
+  constexpr unsigned perRefill = 56 / L < 3 ? 56 / L : 3 + (56 / L > 3) + (56 / L > 4);
+  constexpr uint64_t mask = (uint64_t{1} << L) - 1;
+  // Worst case per round and stream: perRefill lookups of 3 symbols, 4 words apart; 7 bytes.
+  constexpr uint64_t reach = uint64_t{kHuffmanStreams} * 3 * perRefill;
+  constexpr uint64_t bytesPerRound = 7;
+  SentinelStream s0 = SentinelStream::from(streams[0]), s1 = SentinelStream::from(streams[1]),
+                 s2 = SentinelStream::from(streams[2]), s3 = SentinelStream::from(streams[3]);
+  uint8_t *p0 = out + next[0], *p1 = out + next[1], *p2 = out + next[2], *p3 = out + next[3];
+  auto lookup = [&](SentinelStream &st, uint8_t *&at) {
+    uint32_t e = pairs[st.bits & mask];
+    st.bits >>= e & 63; // bit 5 is clear: x86 shifts mask their count to 6 bits, so no `and`
+    // Up to three symbols; stores past the entry's count are rewritten later.
+    at[0] = static_cast<uint8_t>(e >> 8);
+    at[kHuffmanStreams] = static_cast<uint8_t>(e >> 16);
+    at[2 * kHuffmanStreams] = static_cast<uint8_t>(e >> 24);
+    at += kHuffmanStreams * ((e >> 6) & 3);
+  };
+  auto safeRounds = [&](const SentinelStream &st, unsigned k) -> uint64_t {
+    if (st.next > streams[k].end) return 0;
+    return static_cast<uint64_t>(streams[k].end - st.next) / bytesPerRound + 1;
+  };
+  for (;;) {
+    uint8_t *furthest = std::max(std::max(p0, p1), std::max(p2, p3));
+    uint64_t written = static_cast<uint64_t>(furthest - out);
+    if (written + reach > n) break;
+    uint64_t rounds = (n - written - reach) / reach + 1;
+    rounds = std::min({rounds, safeRounds(s0, 0), safeRounds(s1, 1), safeRounds(s2, 2), safeRounds(s3, 3)});
+    if (rounds == 0) break;
+    do {
+      s0.refill();
+      s1.refill();
+      s2.refill();
+      s3.refill();
+      for (unsigned r = 0; r < perRefill; ++r) {
+        lookup(s0, p0);
+        lookup(s1, p1);
+        lookup(s2, p2);
+        lookup(s3, p3);
+      }
+    } while (--rounds);
+  }
+  s0.to(streams[0]);
+  s1.to(streams[1]);
+  s2.to(streams[2]);
+  s3.to(streams[3]);
+  next[0] = static_cast<uint64_t>(p0 - out);
+  next[1] = static_cast<uint64_t>(p1 - out);
+  next[2] = static_cast<uint64_t>(p2 - out);
+  next[3] = static_cast<uint64_t>(p3 - out);
 }
 
 [[gnu::always_inline]] inline void pairLoopBody(BitStream *s, uint64_t *next, const uint32_t *pairs, unsigned L,
                                                 uint8_t *out, uint64_t n) {
-  const uint64_t mask = (uint64_t{1} << L) - 1;
-  switch (56 / L) {
-  case 5: return pairRounds<5>(s, next, pairs, mask, out, n);
-  case 4: return pairRounds<4>(s, next, pairs, mask, out, n);
-  default: return pairRounds<3>(s, next, pairs, mask, out, n);
+  switch (L) {
+#define BREVIS_PAIR_ROUNDS(l)                                                                                            \
+  case l: return pairRounds<l>(s, next, pairs, out, n);
+    BREVIS_PAIR_ROUNDS(1) BREVIS_PAIR_ROUNDS(2) BREVIS_PAIR_ROUNDS(3) BREVIS_PAIR_ROUNDS(4) BREVIS_PAIR_ROUNDS(5)
+    BREVIS_PAIR_ROUNDS(6) BREVIS_PAIR_ROUNDS(7) BREVIS_PAIR_ROUNDS(8) BREVIS_PAIR_ROUNDS(9) BREVIS_PAIR_ROUNDS(10)
+    BREVIS_PAIR_ROUNDS(11) BREVIS_PAIR_ROUNDS(12) BREVIS_PAIR_ROUNDS(13) BREVIS_PAIR_ROUNDS(14)
+    BREVIS_PAIR_ROUNDS(15) BREVIS_PAIR_ROUNDS(16)
+#undef BREVIS_PAIR_ROUNDS
+  default: return; // lengths are 1..16 (readHuffmanCode); the tail loop decodes everything
   }
 }
 
@@ -241,7 +290,7 @@ uint64_t HuffmanDecoder::blockLength(size_t b) const {
 
 void HuffmanDecoder::buildPairTable() {
   // Entry for an L-bit pattern: as many whole codes (up to three) as its bits hold. Bits 0-4:
-  // their total length; 5-6: how many; 8-15, 16-23, 24-31: the symbols.
+  // their total length; 5: zero; 6-7: how many; 8-15, 16-23, 24-31: the symbols.
   const unsigned L = code_.maxLength;
   pairTable_.resize(table_.size());
   for (uint32_t p = 0; p < table_.size(); ++p) {
@@ -255,7 +304,7 @@ void HuffmanDecoder::buildPairTable() {
       used += len;
       ++count;
     }
-    pairTable_[p] = entry | used | (count << 5);
+    pairTable_[p] = entry | used | (count << 6);
   }
 }
 

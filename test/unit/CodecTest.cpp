@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
 
 using namespace brevis;
 
@@ -134,6 +135,29 @@ TEST(Codec, HuffmanHandlesAFull16BitAlphabetAndWideSparseWords) {
   Bytes out;
   EXPECT_FALSE(encodeLit(Encoding::Huffman, tooMany, 32, out));
   EXPECT_TRUE(out.empty());
+}
+
+// The byte-alphabet Huffman decoder has one fast loop per longest code length (1..16): long
+// skewed streams of every alphabet size reach each of them.
+TEST(Codec, HuffmanByteAlphabetsOfEveryCodeLengthRoundTrip) {
+  std::mt19937_64 rng(11);
+  std::set<unsigned> lengthsSeen;
+  for (unsigned width = 1; width <= 8; ++width) {
+    for (double p : {0.5, 0.2, 0.05, 0.01}) {
+      std::geometric_distribution<uint64_t> geometric(p);
+      std::vector<uint64_t> words(50001);
+      for (auto &x : words) x = geometric(rng) & widthMask(width);
+      if (!encodingApplies(Encoding::Huffman, words, width)) continue;
+      Bytes bytes;
+      ASSERT_TRUE(encodeLit(Encoding::Huffman, words, width, bytes));
+      ByteReader in(bytes);
+      auto code = readHuffmanCode(in, width);
+      ASSERT_TRUE(code);
+      lengthsSeen.insert(code->maxLength);
+      expectRoundTrip(Encoding::Huffman, words, width, fmt::format("huffman u{} geometric({})", width, p));
+    }
+  }
+  EXPECT_GE(lengthsSeen.size(), 8u);
 }
 
 TEST(Codec, BlockBoundariesRoundTrip) {
