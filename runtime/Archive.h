@@ -1,5 +1,5 @@
 #pragma once
-// The `.brv` archive, version 2 (docs/format/archive.md): member files, each with its program
+// The `.brv` archive, version 3 (docs/format/archive.md): member files, each with its program
 // text, one index entry per region (where its bytes and its payload lie, and a digest), and the
 // literal payloads; a checksum of the front part (everything but the payload) and one of the
 // whole file.
@@ -18,7 +18,7 @@
 
 namespace brevis {
 
-inline constexpr uint32_t kArchiveVersion = 2;
+inline constexpr uint32_t kArchiveVersion = 3;
 inline constexpr size_t kArchiveHeaderSize = 72;
 inline constexpr size_t kArchiveIndexEntrySize = 8; ///< one region digest
 /// Program text larger than this is refused on reading: parsing costs far more memory than the

@@ -4,9 +4,14 @@
 // form (SIMD decoders chosen at run time). Framing (docs/format/literals.md):
 //
 //   varint B                       words per block
-//   per block: varint size, then one htscodecs rANS 4x16 frame of the block's bytes
+//   per block: varint size, then one htscodecs rANS 4x16 frame of the block's bytes,
+//              varint P, then P patches (varint gap, byte value)
 //
-// The entropy coding itself is htscodecs'; this file pair is the framing around it.
+// Patches carry a block's rarest bytes outside the rANS frame: htscodecs quantizes frequencies
+// to 12 bits, and every symbol present costs at least 1/4096 of the probability space, taken
+// from the frequent ones. On float exponents (~40 symbols seen a few times per megabyte) that
+// cost 0.35% of the coded size; coding those few occurrences as (position, value) pairs and the
+// mode in their place costs ~0.05%. The entropy coding itself is htscodecs'.
 #include "lang/Result.h"
 #include "runtime/Bytes.h"
 
@@ -19,8 +24,18 @@ inline constexpr unsigned kRansMaxWidth = 8;
 /// Words per block: big enough for the 32-way coder's tables to pay off.
 inline constexpr uint64_t kRansBlockWords = uint64_t{1} << 20;
 
-/// Appends the rANS encoding (order 0 or 1) of `words`, each < 256.
+/// Appends the rANS encoding (order 0 or 1) of `words`, each < 256. Order 0 moves the rare
+/// bytes of each block into patches where a size model says that pays; order 1 writes none.
 void encodeRans(std::span<const uint64_t> words, unsigned order, Bytes &out);
+
+/// Which bytes of a block to patch: the set of rarest symbols (replaced by the most frequent
+/// one in the rANS frame) whose removal minimizes modeled frame + patch size. Exposed for tests.
+struct RarePlan {
+  bool rare[256] = {};
+  uint8_t replacement = 0;
+  uint64_t patches = 0; ///< occurrences of rare symbols
+};
+RarePlan planRarePatches(const uint64_t counts[256], uint64_t n);
 
 class RansDecoder {
 public:
@@ -33,10 +48,15 @@ public:
   Result<void> decodeBlock(size_t b, uint8_t *out) const;
 
 private:
+  struct Block {
+    ByteSpan frame;
+    ByteSpan patches; ///< the patch list after its count (checked by create)
+    uint64_t patchCount = 0;
+  };
   unsigned width_ = 8;
   uint64_t count_ = 0;
   uint64_t blockWords_ = 0;
-  std::vector<ByteSpan> blocks_;
+  std::vector<Block> blocks_;
 };
 
 } // namespace brevis

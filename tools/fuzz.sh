@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang-19, ASan + UBSan) in build-fuzz/ and runs each for a
 # while, starting from its seed corpus. Usage: tools/fuzz.sh [SECONDS_PER_TARGET] (default 60).
+# Seed corpora: test/fuzz/corpus/ (test/fuzz/make_seeds.sh rewrites them after a wire-format change).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seconds="${1:-60}"

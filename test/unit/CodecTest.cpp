@@ -230,6 +230,69 @@ TEST(Codec, RansRejectsBytesWiderThanTheLiteral) {
   EXPECT_NE(decoded.error().message.find("wider than 4 bits"), std::string::npos);
 }
 
+// Rare bytes of a block travel as patches beside the rANS frame (RansCodec.h).
+TEST(Codec, RansPatchesTheRarestBytesAndRoundTrips) {
+  std::mt19937_64 rng(21);
+  std::geometric_distribution<uint64_t> geometric(0.4);
+  std::vector<uint64_t> words(300000);
+  for (auto &w : words) w = std::min<uint64_t>(geometric(rng), 20);
+  std::set<uint64_t> planted;
+  for (uint64_t s = 100; s < 140; ++s) {
+    words[rng() % words.size()] = s;
+    planted.insert(s);
+  }
+  uint64_t counts[256] = {};
+  for (uint64_t w : words) ++counts[w];
+  RarePlan plan = planRarePatches(counts, words.size());
+  for (uint64_t s : planted) EXPECT_TRUE(plan.rare[s]) << "symbol " << s << " seen once is not patched";
+  EXPECT_FALSE(plan.rare[0]);
+  EXPECT_FALSE(plan.rare[plan.replacement]);
+  EXPECT_GE(plan.patches, planted.size());
+  expectRoundTrip(Encoding::Rans, words, 8, "rans with patches");
+  // Two blocks: patches are per block.
+  std::vector<uint64_t> two(words.begin(), words.end());
+  while (two.size() < kRansBlockWords + 1000) two.insert(two.end(), words.begin(), words.end());
+  two.resize(kRansBlockWords + 1000);
+  expectRoundTrip(Encoding::Rans, two, 8, "rans with patches, two blocks");
+  // A block without rare bytes has none.
+  uint64_t flat[256] = {};
+  for (unsigned s = 0; s < 16; ++s) flat[s] = 1000;
+  EXPECT_EQ(planRarePatches(flat, 16000).patches, 0u);
+}
+
+TEST(Codec, RansPatchListsAreChecked) {
+  std::vector<uint64_t> words(100);
+  for (size_t i = 0; i < words.size(); ++i) words[i] = i % 3;
+  Bytes base;
+  encodeRans(words, 0, base);
+  ASSERT_EQ(base.back(), 0) << "a three-symbol block needs no patches";
+  base.pop_back();
+  auto decodeWith = [&](Bytes tail, unsigned width) {
+    Bytes bytes = base;
+    bytes.insert(bytes.end(), tail.begin(), tail.end());
+    Payload payload = Payload::fromBytes(bytes);
+    auto lit = Lit::make(StreamType{width, words.size()}, Encoding::Rans, ByteRange{0, bytes.size()});
+    return decodeLit(*lit, payload);
+  };
+  auto patched = decodeWith({2, 5, 7, 93, 6}, 8); // word 5 := 7, word 99 := 6
+  ASSERT_TRUE(patched) << patched.error().message;
+  auto expected = words;
+  expected[5] = 7;
+  expected[99] = 6;
+  EXPECT_EQ(*patched, expected);
+  auto message = [&](Bytes tail, unsigned width) {
+    auto r = decodeWith(std::move(tail), width);
+    return r ? std::string("decoded") : r.error().message;
+  };
+  EXPECT_NE(message({1, 100, 7}, 8).find("past its end"), std::string::npos);
+  EXPECT_NE(message({2, 5, 7, 94, 6}, 8).find("past its end"), std::string::npos);
+  EXPECT_NE(message({1, 0, 0x10}, 4).find("wider than 4 bits"), std::string::npos);
+  EXPECT_NE(message({101}, 8).find("more patches than words"), std::string::npos);
+  EXPECT_NE(message({2, 5, 7}, 8).find("truncated"), std::string::npos);
+  EXPECT_NE(message({}, 8).find("truncated"), std::string::npos);
+  EXPECT_NE(message({0, 0}, 8).find("trailing"), std::string::npos);
+}
+
 TEST(Codec, SmallestEncodingIsKeptAndEstimatesStayWithinTheirBound) {
   std::mt19937_64 rng(5);
   std::vector<std::pair<std::string, std::vector<uint64_t>>> streams;

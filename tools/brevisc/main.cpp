@@ -13,7 +13,7 @@ int main(int argc, char **argv) {
   Context ctx;
   app.add_flag("-q,--quiet", ctx.verbosity.quiet, "print nothing but errors");
   app.add_flag("-v,--verbose", ctx.verbosity.verbose, "print more about what is done");
-  app.set_version_flag("--version", "brevisc 0.1.0 (language version 1, archive version 2)");
+  app.set_version_flag("--version", "brevisc 0.1.0 (language version 1, archive version 3)");
   registerSynth(app, ctx);
   registerCheck(app, ctx);
   registerFmt(app, ctx);
