@@ -12,6 +12,10 @@
 #include "runtime/FileIO.h"
 #include "runtime/Interpreter.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <thread>
@@ -185,6 +189,55 @@ std::string withExtension(const std::string &path, const std::string &extension)
 std::string directoryOf(const std::string &path) {
   auto parent = std::filesystem::path(path).parent_path();
   return parent.empty() ? std::string(".") : parent.string();
+}
+
+Result<std::vector<std::string>> listFiles(const std::string &dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, ec), end;
+  if (ec) return Error{fmt::format("cannot read directory {}: {}", dir, ec.message())};
+  for (; it != end; it.increment(ec)) {
+    if (ec) return Error{fmt::format("cannot read directory {}: {}", dir, ec.message())};
+    const fs::directory_entry &e = *it;
+    if (e.is_directory()) continue;
+    std::string rel = fs::relative(e.path(), dir).generic_string();
+    if (!e.is_regular_file()) return Error{fmt::format("cannot archive {}: not a regular file", e.path().string())};
+    if (!isValidMemberPath(rel))
+      return Error{fmt::format("cannot archive {}: unusable file name", e.path().string())};
+    files.push_back(rel);
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) return Error{fmt::format("{} holds no files", dir)};
+  return files;
+}
+
+Result<TempDirectory> TempDirectory::create(const std::string &target) {
+  std::string pattern = target + ".tmp-XXXXXX";
+  if (!::mkdtemp(pattern.data()))
+    return Error{fmt::format("cannot create a directory beside {}: {}", target, std::strerror(errno))};
+  return TempDirectory(target, pattern);
+}
+
+TempDirectory::~TempDirectory() {
+  std::error_code ec;
+  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+}
+
+Result<void> TempDirectory::commit() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string old;
+  if (fs::exists(fs::symlink_status(target_))) {
+    old = path_ + ".replaced";
+    fs::rename(target_, old, ec);
+    if (ec) return Error{fmt::format("cannot replace {}: {}", target_, ec.message())};
+  }
+  fs::rename(path_, target_, ec);
+  if (ec) return Error{fmt::format("cannot rename the output to {}: {}", target_, ec.message())};
+  path_.clear();
+  if (!old.empty()) fs::remove_all(old, ec);
+  return {};
 }
 
 std::string baseName(const std::string &path) { return std::filesystem::path(path).filename().string(); }

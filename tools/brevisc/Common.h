@@ -97,6 +97,27 @@ private:
   uint64_t next_;
 };
 
+/// The files of a directory, recursively, as sorted '/'-separated relative paths. Symbolic
+/// links to files are followed (model caches link shards to blobs); anything else that is not
+/// a regular file or a directory is refused, so that an archive never silently drops a file.
+Result<std::vector<std::string>> listFiles(const std::string &dir);
+
+/// A directory being built beside its final name, removed unless committed.
+class TempDirectory {
+public:
+  static Result<TempDirectory> create(const std::string &target);
+  TempDirectory(TempDirectory &&o) noexcept : target_(std::move(o.target_)), path_(std::move(o.path_)) { o.path_.clear(); }
+  TempDirectory(const TempDirectory &) = delete;
+  ~TempDirectory();
+  const std::string &path() const { return path_; }
+  /// Moves the directory to its target; an existing target (allowed by -f) is replaced.
+  Result<void> commit();
+
+private:
+  TempDirectory(std::string target, std::string path) : target_(std::move(target)), path_(std::move(path)) {}
+  std::string target_, path_;
+};
+
 /// Threads to use for `-T N`: N, or every hardware thread for 0.
 unsigned resolveThreads(unsigned requested);
 

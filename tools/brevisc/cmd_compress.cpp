@@ -28,29 +28,6 @@ struct CompressOptions {
   bool json = false;
 };
 
-/// The files of a directory, recursively, as sorted '/'-separated relative paths. Symbolic
-/// links to files are followed (model caches link shards to blobs); anything else that is not
-/// a regular file or a directory is refused, so that an archive never silently drops a file.
-Result<std::vector<std::string>> listFiles(const std::string &dir) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  fs::recursive_directory_iterator it(dir, ec), end;
-  if (ec) return Error{fmt::format("cannot read directory {}: {}", dir, ec.message())};
-  for (; it != end; it.increment(ec)) {
-    if (ec) return Error{fmt::format("cannot read directory {}: {}", dir, ec.message())};
-    const fs::directory_entry &e = *it;
-    if (e.is_directory()) continue;
-    std::string rel = fs::relative(e.path(), dir).generic_string();
-    if (!e.is_regular_file()) return Error{fmt::format("cannot archive {}: not a regular file", e.path().string())};
-    if (!isValidMemberPath(rel))
-      return Error{fmt::format("cannot archive {}: unusable file name", e.path().string())};
-    files.push_back(rel);
-  }
-  std::sort(files.begin(), files.end());
-  if (files.empty()) return Error{fmt::format("{} holds no files", dir)};
-  return files;
-}
-
 int runCompress(const CompressOptions &o, const Verbosity &v) {
   auto start = std::chrono::steady_clock::now();
   std::error_code ec;

@@ -31,41 +31,6 @@ struct DecompressOptions {
   bool json = false;
 };
 
-/// A directory being built beside its final name, removed unless committed.
-class TempDirectory {
-public:
-  static Result<TempDirectory> create(const std::string &target) {
-    std::string pattern = target + ".tmp-XXXXXX";
-    if (!::mkdtemp(pattern.data())) return Error{fmt::format("cannot create a directory beside {}: {}", target, std::strerror(errno))};
-    return TempDirectory(target, pattern);
-  }
-  TempDirectory(TempDirectory &&o) noexcept : target_(std::move(o.target_)), path_(std::move(o.path_)) { o.path_.clear(); }
-  ~TempDirectory() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string &path() const { return path_; }
-  /// Moves the directory to its target; an existing target (allowed by -f) is replaced.
-  Result<void> commit() {
-    std::error_code ec;
-    std::string old;
-    if (fs::exists(fs::symlink_status(target_))) {
-      old = path_ + ".replaced";
-      fs::rename(target_, old, ec);
-      if (ec) return Error{fmt::format("cannot replace {}: {}", target_, ec.message())};
-    }
-    fs::rename(path_, target_, ec);
-    if (ec) return Error{fmt::format("cannot rename the output to {}: {}", target_, ec.message())};
-    path_.clear();
-    if (!old.empty()) fs::remove_all(old, ec);
-    return {};
-  }
-
-private:
-  TempDirectory(std::string target, std::string path) : target_(std::move(target)), path_(std::move(path)) {}
-  std::string target_, path_;
-};
-
 int runDecompress(const DecompressOptions &o, const Verbosity &v) {
   auto start = std::chrono::steady_clock::now();
   std::string output = o.output;

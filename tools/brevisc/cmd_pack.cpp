@@ -1,17 +1,23 @@
 // brevisc unpack ARCHIVE [-o PROGRAM.bdsl]: an archive as editable text (program + payload
-// sidecar). brevisc pack PROGRAM.bdsl [-o ARCHIVE.brv]: back again, after checking that the
-// program still rebuilds its source exactly. Together they make archives inspectable and
-// editable without losing a byte.
+// sidecar; for a directory archive, a directory with one program and sidecar per member file,
+// laid out as the original tree). brevisc pack PROGRAM.bdsl|DIR [-o ARCHIVE.brv]: back again,
+// after checking that every program still rebuilds its source exactly. Unpacking and packing
+// again gives back the same archive, byte for byte.
 #include "tools/brevisc/Commands.h"
 
 #include "lang/Printer.h"
 #include "runtime/FileIO.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
+#include <set>
 
 namespace brevis::cli {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 struct PackOptions {
   std::string input;
@@ -20,12 +26,50 @@ struct PackOptions {
   bool force = false;
 };
 
+/// `dir/name` relative paths ('/'-separated; `dir` may be empty).
+std::string joinRelative(const std::string &dir, const std::string &name) { return dir.empty() ? name : dir + "/" + name; }
+
+/// A directory archive as a tree of programs: member `d/x.safetensors` becomes `d/x.bdsl` with
+/// its payload `d/x.bdsl.bin` (the names compress gives them, so that pack rebuilds the same
+/// archive); when two members would share a name (`a.json`, `a.safetensors`), the later one
+/// keeps its whole file name (`a.safetensors.bdsl`).
+int unpackDirectory(ArchiveReader &archive, const PackOptions &o, const Verbosity &v, const std::string &output) {
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(output, ec)) && !o.force)
+    return fail(fmt::format("{} already exists; use -f to overwrite it", output));
+  auto tmp = TempDirectory::create(output);
+  if (!tmp) return fail(tmp.error().message);
+  std::set<std::string> taken;
+  for (size_t i = 0; i < archive.memberCount(); ++i) {
+    const std::string &member = archive.member(i).path;
+    size_t slash = member.rfind('/');
+    std::string dir = slash == std::string::npos ? "" : member.substr(0, slash);
+    std::string name = member.substr(slash == std::string::npos ? 0 : slash + 1);
+    std::string program = joinRelative(dir, withExtension(name, ".bdsl"));
+    for (unsigned k = 1; taken.count(program) || taken.count(program + ".bin"); ++k)
+      program = joinRelative(dir, k == 1 ? name + ".bdsl" : fmt::format("{}.{}.bdsl", name, k));
+    taken.insert(program);
+    taken.insert(program + ".bin");
+    fs::create_directories(fs::path(tmp->path()) / dir, ec);
+    if (ec) return fail(fmt::format("cannot create {}: {}", (fs::path(tmp->path()) / dir).string(), ec.message()));
+    Checkpoint &c = archive.checkpoint(i);
+    c.payloadFile = baseName(program) + ".bin";
+    const Payload &payload = archive.payload(i);
+    std::string programPath = tmp->path() + "/" + program;
+    auto written = writeProgramFiles(programPath, printCheckpoint(c), programPath + ".bin",
+                                     ByteSpan(payload.data(), payload.size()), /*overwrite=*/false);
+    if (!written) return fail(written.error().message);
+    if (v.verbose) std::cerr << fmt::format("  {} -> {}\n", member, program);
+  }
+  if (auto committed = tmp->commit(); !committed) return fail(committed.error().message);
+  if (!v.quiet)
+    std::cerr << fmt::format("{}: -> {}/ ({} programs with their payloads)\n", o.input, output, archive.memberCount());
+  return kExitOk;
+}
+
 int runUnpack(const PackOptions &o, const Verbosity &v) {
   auto archive = loadArchive(o.input);
   if (!archive) return fail(archive.error().message);
-  if (archive->contents().directory)
-    return fail(fmt::format("{} holds a directory; unpack works on single-file archives (decompress it instead)",
-                            o.input));
   std::string output = o.output;
   if (output.empty()) {
     const std::string suffix = ".brv";
@@ -34,6 +78,7 @@ int runUnpack(const PackOptions &o, const Verbosity &v) {
                            : o.input;
     output = withExtension(base, ".bdsl");
   }
+  if (archive->isDirectory()) return unpackDirectory(*archive, o, v, output);
   std::string payloadPath = output + ".bin";
   // The program names its payload file: point it at the sidecar written beside it.
   Checkpoint &c = archive->checkpoint(0);
@@ -46,7 +91,72 @@ int runUnpack(const PackOptions &o, const Verbosity &v) {
   return kExitOk;
 }
 
+/// A program of a directory being packed, read and checked, its payload not yet loaded.
+struct PackedProgram {
+  std::string file;       ///< the program's path
+  std::string memberPath; ///< the archive member it rebuilds: its directory + its source name
+  Checkpoint checkpoint;
+};
+
+int packDirectory(const PackOptions &o, const Verbosity &v) {
+  if (!o.payload.empty()) return fail("--payload names one program's payload; a directory's programs name their own");
+  auto files = listFiles(o.input);
+  if (!files) return fail(files.error().message);
+  std::vector<PackedProgram> programs;
+  for (const std::string &rel : *files) {
+    if (!rel.ends_with(".bdsl")) continue;
+    std::string file = o.input + "/" + rel;
+    auto text = readTextFile(file);
+    if (!text) return fail(text.error().message);
+    auto module = loadProgram(file, *text, /*requireRunnable=*/true);
+    if (!module) return kExitFailure;
+    if (!module->isCheckpoint()) return fail(file + " is a single expression; only checkpoint programs are packed");
+    size_t slash = rel.rfind('/');
+    std::string memberPath = (slash == std::string::npos ? "" : rel.substr(0, slash + 1)) +
+                             module->checkpoint().source.fileName;
+    if (!isValidMemberPath(memberPath))
+      return fail(fmt::format("{} names an unusable source file {}", file,
+                              quoteString(module->checkpoint().source.fileName)));
+    programs.push_back({file, memberPath, std::move(module->checkpoint())});
+  }
+  if (programs.empty()) return fail(fmt::format("{} holds no .bdsl programs", o.input));
+  // Members in path order, as compress writes them.
+  std::stable_sort(programs.begin(), programs.end(),
+                   [](const PackedProgram &a, const PackedProgram &b) { return a.memberPath < b.memberPath; });
+  for (size_t i = 1; i < programs.size(); ++i)
+    if (programs[i].memberPath == programs[i - 1].memberPath)
+      return fail(fmt::format("{} and {} both rebuild {}", programs[i - 1].file, programs[i].file,
+                              programs[i].memberPath));
+
+  std::string output = o.output.empty() ? withExtension(o.input, ".brv") : o.output;
+  auto builder = ArchiveBuilder::create(output, o.force);
+  if (!builder) return fail(builder.error().message);
+  DecodeSettings settings;
+  settings.threads = resolveThreads(0);
+  uint64_t originalSize = 0;
+  for (PackedProgram &p : programs) {
+    // One member's payload in memory at a time; each is verified before it is written.
+    auto payload = Payload::readFile(directoryOf(p.file) + "/" + baseName(p.checkpoint.payloadFile));
+    if (!payload) return fail(payload.error().message);
+    auto digests = digestsByDecoding(p.checkpoint, *payload);
+    if (!digests) return fail(p.file + ": " + digests.error().message);
+    originalSize += p.checkpoint.source.size;
+    MemberSource member{p.memberPath, std::move(p.checkpoint), std::move(*payload), std::move(*digests)};
+    auto added = (*builder)->add(member, settings);
+    if (!added) return fail(p.file + ": " + added.error().message);
+    if (v.verbose) std::cerr << fmt::format("  {} -> {}\n", p.file, p.memberPath);
+  }
+  auto size = (*builder)->commit(/*directory=*/true);
+  if (!size) return fail(size.error().message);
+  if (!v.quiet)
+    std::cerr << fmt::format("{}: -> {} ({}, {} files of {}, each verified)\n", o.input, output, humanBytes(*size),
+                             programs.size(), humanBytes(originalSize));
+  return kExitOk;
+}
+
 int runPack(const PackOptions &o, const Verbosity &v) {
+  std::error_code ec;
+  if (fs::is_directory(o.input, ec)) return packDirectory(o, v);
   auto text = readTextFile(o.input);
   if (!text) return fail(text.error().message);
   auto module = loadProgram(o.input, *text, /*requireRunnable=*/true);
@@ -82,19 +192,22 @@ int runPack(const PackOptions &o, const Verbosity &v) {
 
 void registerPack(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<PackOptions>();
-  auto *cmd = app.add_subcommand("pack", "Pack a checkpoint program and its payload into an archive, verified");
-  cmd->add_option("program", o->input, ".bdsl checkpoint program")->required();
-  cmd->add_option("-o,--output", o->output, "archive to write (default: PROGRAM with extension .brv)");
+  auto *cmd = app.add_subcommand("pack", "Pack checkpoint programs and their payloads into an archive, verified");
+  cmd->add_option("program", o->input,
+                  ".bdsl checkpoint program, or a directory of them (as unpack writes a directory archive): "
+                  "each rebuilds the file its source line names, in the program's own subdirectory")
+      ->required();
+  cmd->add_option("-o,--output", o->output, "archive to write (default: PROGRAM or DIR with extension .brv)");
   cmd->add_option("--payload", o->payload, "payload file (default: the one the program names, beside it)");
   cmd->add_flag("-f,--force", o->force, "overwrite an existing archive");
   cmd->callback([o, &ctx] { ctx.exitCode = runPack(*o, ctx.verbosity); });
 
   auto u = std::make_shared<PackOptions>();
-  auto *unpack = app.add_subcommand("unpack", "Write an archive's program as text, with its payload beside it");
+  auto *unpack = app.add_subcommand("unpack", "Write an archive's programs as text, with their payloads beside them");
   unpack->add_option("archive", u->input, ".brv file")->required();
   unpack->add_option("-o,--output", u->output,
                      "program file to write (default: ARCHIVE without .brv, extension .bdsl); the payload goes to "
-                     "OUTPUT.bin");
+                     "OUTPUT.bin. A directory archive becomes the directory OUTPUT, one program and payload per file");
   unpack->add_flag("-f,--force", u->force, "overwrite existing files");
   unpack->callback([u, &ctx] { ctx.exitCode = runUnpack(*u, ctx.verbosity); });
 }
