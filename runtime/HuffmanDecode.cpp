@@ -49,74 +49,89 @@ template <typename Symbol> [[gnu::always_inline]] inline Symbol decodeSymbol(Bit
   return static_cast<Symbol>(e >> 8);
 }
 
-// The fast loop: word i of the block belongs to stream i % 4; a round refills the four streams
-// and decodes PerRefill words from each (PerRefill * L <= 56 bits). It runs while every stream
-// is at least 8 bytes from its end, and returns where it stopped.
+/// Rounds that stream `st` can run before it is within 8 bytes of its end: a round reads at most
+/// 56 bits (7 bytes) of it.
+inline uint64_t inputRounds(const uint8_t *next, const uint8_t *end) {
+  return next > end ? 0 : static_cast<uint64_t>(end - next) / 7 + 1;
+}
+
+// The fast loop: stream k decodes the words [at[k], limit[k]) of the block (its part); a
+// round refills the four streams and decodes PerRefill words from each (PerRefill * L <= 56
+// bits). Batches of rounds run as long as every stream is at least 8 bytes from its end and
+// has PerRefill words left per round; `at` returns where each stream stopped.
 template <typename Symbol, unsigned PerRefill>
-[[gnu::always_inline]] inline uint64_t fastRounds(BitStream *streams, const uint32_t *table, uint64_t mask, Symbol *out,
-                                                  uint64_t n) {
+[[gnu::always_inline]] inline void fastRounds(BitStream *streams, const uint32_t *table, uint64_t mask, Symbol **at,
+                                              Symbol *const *limit) {
   // The streams are copied into locals: stores through `out` (bytes may alias anything) would
   // otherwise force every stream's state through memory after each symbol.
   BitStream s0 = streams[0], s1 = streams[1], s2 = streams[2], s3 = streams[3];
-  uint64_t i = 0;
-  const uint64_t round = uint64_t{kHuffmanStreams} * PerRefill;
-  while (i + round <= n && s0.next <= s0.end && s1.next <= s1.end && s2.next <= s2.end && s3.next <= s3.end) {
-    s0.refillFast();
-    s1.refillFast();
-    s2.refillFast();
-    s3.refillFast();
-    for (unsigned r = 0; r < PerRefill; ++r, i += kHuffmanStreams) {
-      Symbol a = decodeSymbol<Symbol>(s0, table, mask);
-      Symbol b = decodeSymbol<Symbol>(s1, table, mask);
-      Symbol c = decodeSymbol<Symbol>(s2, table, mask);
-      Symbol d = decodeSymbol<Symbol>(s3, table, mask);
-      out[i] = a;
-      out[i + 1] = b;
-      out[i + 2] = c;
-      out[i + 3] = d;
-    }
+  Symbol *p0 = at[0], *p1 = at[1], *p2 = at[2], *p3 = at[3];
+  for (;;) {
+    uint64_t rounds = std::min({static_cast<uint64_t>(limit[0] - p0), static_cast<uint64_t>(limit[1] - p1),
+                                static_cast<uint64_t>(limit[2] - p2), static_cast<uint64_t>(limit[3] - p3)}) /
+                      PerRefill;
+    rounds = std::min({rounds, inputRounds(s0.next, s0.end), inputRounds(s1.next, s1.end),
+                       inputRounds(s2.next, s2.end), inputRounds(s3.next, s3.end)});
+    if (rounds == 0) break;
+    do {
+      s0.refillFast();
+      s1.refillFast();
+      s2.refillFast();
+      s3.refillFast();
+      for (unsigned r = 0; r < PerRefill; ++r) {
+        *p0++ = decodeSymbol<Symbol>(s0, table, mask);
+        *p1++ = decodeSymbol<Symbol>(s1, table, mask);
+        *p2++ = decodeSymbol<Symbol>(s2, table, mask);
+        *p3++ = decodeSymbol<Symbol>(s3, table, mask);
+      }
+    } while (--rounds);
   }
   streams[0] = s0;
   streams[1] = s1;
   streams[2] = s2;
   streams[3] = s3;
-  return i;
+  at[0] = p0;
+  at[1] = p1;
+  at[2] = p2;
+  at[3] = p3;
 }
 
 template <typename Symbol>
-[[gnu::always_inline]] inline uint64_t fastLoopBody(BitStream *s, const uint32_t *table, unsigned L, Symbol *out,
-                                                    uint64_t n) {
+[[gnu::always_inline]] inline void fastLoopBody(BitStream *s, const uint32_t *table, unsigned L, Symbol **at,
+                                                Symbol *const *limit) {
   const uint64_t mask = (uint64_t{1} << L) - 1;
   switch (56 / L) { // code lengths 11..16: 5, 4 or 3 symbols per refill
-  case 5: return fastRounds<Symbol, 5>(s, table, mask, out, n);
-  case 4: return fastRounds<Symbol, 4>(s, table, mask, out, n);
-  default: return fastRounds<Symbol, 3>(s, table, mask, out, n);
+  case 5: return fastRounds<Symbol, 5>(s, table, mask, at, limit);
+  case 4: return fastRounds<Symbol, 4>(s, table, mask, at, limit);
+  default: return fastRounds<Symbol, 3>(s, table, mask, at, limit);
   }
 }
 
 // The same loop compiled twice: for any x86-64, and with BMI2, whose one-uop variable shifts
 // (shrx) shorten each stream's lookup -> shift dependency chain. Chosen once, at run time.
-template <typename Symbol> uint64_t fastLoopPortable(BitStream *s, const uint32_t *t, unsigned L, Symbol *out, uint64_t n) {
-  return fastLoopBody(s, t, L, out, n);
+template <typename Symbol>
+void fastLoopPortable(BitStream *s, const uint32_t *t, unsigned L, Symbol **at, Symbol *const *limit) {
+  fastLoopBody(s, t, L, at, limit);
 }
 #if defined(__x86_64__)
 template <typename Symbol>
-[[gnu::target("bmi2")]] uint64_t fastLoopBmi2(BitStream *s, const uint32_t *t, unsigned L, Symbol *out, uint64_t n) {
-  return fastLoopBody(s, t, L, out, n);
+[[gnu::target("bmi2")]] void fastLoopBmi2(BitStream *s, const uint32_t *t, unsigned L, Symbol **at,
+                                          Symbol *const *limit) {
+  fastLoopBody(s, t, L, at, limit);
 }
 #endif
 
-template <typename Symbol> uint64_t fastLoop(BitStream *s, const uint32_t *t, unsigned L, Symbol *out, uint64_t n) {
+template <typename Symbol> void fastLoop(BitStream *s, const uint32_t *t, unsigned L, Symbol **at, Symbol *const *limit) {
 #if defined(__x86_64__)
   static const bool bmi2 = __builtin_cpu_supports("bmi2");
-  if (bmi2) return fastLoopBmi2(s, t, L, out, n);
+  if (bmi2) return fastLoopBmi2(s, t, L, at, limit);
 #endif
-  return fastLoopPortable(s, t, L, out, n);
+  fastLoopPortable(s, t, L, at, limit);
 }
 
 // Byte alphabets: each lookup yields one to three symbols of a stream (buildPairTable). Stream
-// k writes words k, k + 4, k + 8, ...; a lookup stores three symbols and advances by 4 per
-// symbol it holds.
+// k writes its part of the block; a lookup stores four bytes (its symbols and whatever else
+// the entry holds) and advances by the number of symbols, so later stores rewrite the rest.
 //
 // Register pressure decides this loop's speed: four streams' bits, byte positions and output
 // positions already take twelve of the sixteen registers. So the number of valid bits is not
@@ -149,35 +164,31 @@ struct SentinelStream {
 };
 
 template <unsigned L>
-[[gnu::always_inline]] inline void pairRounds(BitStream *streams, uint64_t *next, const uint32_t *pairs, uint8_t *out,
-                                              uint64_t n) {
+[[gnu::always_inline]] inline void pairRounds(BitStream *streams, uint8_t **at, uint8_t *const *limit,
+                                              const uint32_t *pairs) {
   constexpr unsigned perRefill = 56 / L < 3 ? 56 / L : 3 + (56 / L > 3) + (56 / L > 4);
   constexpr uint64_t mask = (uint64_t{1} << L) - 1;
-  // Worst case per round and stream: perRefill lookups of 3 symbols, 4 words apart; 7 bytes.
-  constexpr uint64_t reach = uint64_t{kHuffmanStreams} * 3 * perRefill;
-  constexpr uint64_t bytesPerRound = 7;
+  // Worst case per round and stream: perRefill lookups of 3 symbols, the last store reaching
+  // one byte further; 7 bytes read.
+  constexpr uint64_t reach = 3 * perRefill;
   SentinelStream s0 = SentinelStream::from(streams[0]), s1 = SentinelStream::from(streams[1]),
                  s2 = SentinelStream::from(streams[2]), s3 = SentinelStream::from(streams[3]);
-  uint8_t *p0 = out + next[0], *p1 = out + next[1], *p2 = out + next[2], *p3 = out + next[3];
-  auto lookup = [&](SentinelStream &st, uint8_t *&at) {
+  uint8_t *p0 = at[0], *p1 = at[1], *p2 = at[2], *p3 = at[3];
+  auto lookup = [&](SentinelStream &st, uint8_t *&p) {
     uint32_t e = pairs[st.bits & mask];
     st.bits >>= e & 63; // bit 5 is clear: x86 shifts mask their count to 6 bits, so no `and`
-    // Up to three symbols; stores past the entry's count are rewritten later.
-    at[0] = static_cast<uint8_t>(e >> 8);
-    at[kHuffmanStreams] = static_cast<uint8_t>(e >> 16);
-    at[2 * kHuffmanStreams] = static_cast<uint8_t>(e >> 24);
-    at += kHuffmanStreams * ((e >> 6) & 3);
+    uint32_t symbols = e >> 8;
+    std::memcpy(p, &symbols, 4);
+    p += (e >> 6) & 3;
   };
-  auto safeRounds = [&](const SentinelStream &st, unsigned k) -> uint64_t {
-    if (st.next > streams[k].end) return 0;
-    return static_cast<uint64_t>(streams[k].end - st.next) / bytesPerRound + 1;
+  auto outputRounds = [&](const uint8_t *p, unsigned k) -> uint64_t {
+    uint64_t left = static_cast<uint64_t>(limit[k] - p);
+    return left > reach ? (left - 1) / reach : 0;
   };
   for (;;) {
-    uint8_t *furthest = std::max(std::max(p0, p1), std::max(p2, p3));
-    uint64_t written = static_cast<uint64_t>(furthest - out);
-    if (written + reach > n) break;
-    uint64_t rounds = (n - written - reach) / reach + 1;
-    rounds = std::min({rounds, safeRounds(s0, 0), safeRounds(s1, 1), safeRounds(s2, 2), safeRounds(s3, 3)});
+    uint64_t rounds = std::min({outputRounds(p0, 0), outputRounds(p1, 1), outputRounds(p2, 2), outputRounds(p3, 3)});
+    rounds = std::min({rounds, inputRounds(s0.next, streams[0].end), inputRounds(s1.next, streams[1].end),
+                       inputRounds(s2.next, streams[2].end), inputRounds(s3.next, streams[3].end)});
     if (rounds == 0) break;
     do {
       s0.refill();
@@ -196,17 +207,33 @@ template <unsigned L>
   s1.to(streams[1]);
   s2.to(streams[2]);
   s3.to(streams[3]);
-  next[0] = static_cast<uint64_t>(p0 - out);
-  next[1] = static_cast<uint64_t>(p1 - out);
-  next[2] = static_cast<uint64_t>(p2 - out);
-  next[3] = static_cast<uint64_t>(p3 - out);
+  at[0] = p0;
+  at[1] = p1;
+  at[2] = p2;
+  at[3] = p3;
+  // Encoders split blocks so that the streams need equal numbers of lookups, and they end
+  // together; whatever a stream has left (any split is valid), it decodes alone.
+  for (unsigned k = 0; k < kHuffmanStreams; ++k) {
+    SentinelStream st = SentinelStream::from(streams[k]);
+    uint8_t *p = at[k];
+    for (;;) {
+      uint64_t rounds = std::min(outputRounds(p, k), inputRounds(st.next, streams[k].end));
+      if (rounds == 0) break;
+      do {
+        st.refill();
+        for (unsigned r = 0; r < perRefill; ++r) lookup(st, p);
+      } while (--rounds);
+    }
+    st.to(streams[k]);
+    at[k] = p;
+  }
 }
 
-[[gnu::always_inline]] inline void pairLoopBody(BitStream *s, uint64_t *next, const uint32_t *pairs, unsigned L,
-                                                uint8_t *out, uint64_t n) {
+[[gnu::always_inline]] inline void pairLoopBody(BitStream *s, uint8_t **at, uint8_t *const *limit,
+                                                const uint32_t *pairs, unsigned L) {
   switch (L) {
 #define BREVIS_PAIR_ROUNDS(l)                                                                                            \
-  case l: return pairRounds<l>(s, next, pairs, out, n);
+  case l: return pairRounds<l>(s, at, limit, pairs);
     BREVIS_PAIR_ROUNDS(1) BREVIS_PAIR_ROUNDS(2) BREVIS_PAIR_ROUNDS(3) BREVIS_PAIR_ROUNDS(4) BREVIS_PAIR_ROUNDS(5)
     BREVIS_PAIR_ROUNDS(6) BREVIS_PAIR_ROUNDS(7) BREVIS_PAIR_ROUNDS(8) BREVIS_PAIR_ROUNDS(9) BREVIS_PAIR_ROUNDS(10)
     BREVIS_PAIR_ROUNDS(11) BREVIS_PAIR_ROUNDS(12) BREVIS_PAIR_ROUNDS(13) BREVIS_PAIR_ROUNDS(14)
@@ -216,23 +243,25 @@ template <unsigned L>
   }
 }
 
-void pairLoopPortable(BitStream *s, uint64_t *next, const uint32_t *pairs, unsigned L, uint8_t *out, uint64_t n) {
-  pairLoopBody(s, next, pairs, L, out, n);
+void pairLoopPortable(BitStream *s, uint8_t **at, uint8_t *const *limit, const uint32_t *pairs, unsigned L) {
+  pairLoopBody(s, at, limit, pairs, L);
 }
 #if defined(__x86_64__)
-[[gnu::target("bmi2")]] void pairLoopBmi2(BitStream *s, uint64_t *next, const uint32_t *pairs, unsigned L,
-                                           uint8_t *out, uint64_t n) {
-  pairLoopBody(s, next, pairs, L, out, n);
+[[gnu::target("bmi2")]] void pairLoopBmi2(BitStream *s, uint8_t **at, uint8_t *const *limit, const uint32_t *pairs,
+                                           unsigned L) {
+  pairLoopBody(s, at, limit, pairs, L);
 }
 #endif
 
-void pairLoop(BitStream *s, uint64_t *next, const uint32_t *pairs, unsigned L, uint8_t *out, uint64_t n) {
+void pairLoop(BitStream *s, uint8_t **at, uint8_t *const *limit, const uint32_t *pairs, unsigned L) {
 #if defined(__x86_64__)
   static const bool bmi2 = __builtin_cpu_supports("bmi2");
-  if (bmi2) return pairLoopBmi2(s, next, pairs, L, out, n);
+  if (bmi2) return pairLoopBmi2(s, at, limit, pairs, L);
 #endif
-  pairLoopPortable(s, next, pairs, L, out, n);
+  pairLoopPortable(s, at, limit, pairs, L);
 }
+
+
 
 } // namespace
 
@@ -254,10 +283,21 @@ Result<std::unique_ptr<HuffmanDecoder>> HuffmanDecoder::create(ByteSpan bytes, u
   if (!blockWords || *blockWords == 0) return Error{"huffman literal has an invalid block size"};
   d->blockWords_ = *blockWords;
   uint64_t blocks = count / *blockWords + (count % *blockWords != 0);
-  // Every block has at least four size bytes: a count beyond that is corrupt.
-  if (blocks > in.remaining() / kHuffmanStreams) return Error{"huffman literal is truncated"};
+  // Every block has at least seven bytes of counts and sizes: a count beyond that is corrupt.
+  if (blocks > in.remaining() / (2 * kHuffmanStreams - 1)) return Error{"huffman literal is truncated"};
   d->blocks_.resize(blocks);
-  for (auto &b : d->blocks_) {
+  for (size_t i = 0; i < blocks; ++i) {
+    Block &b = d->blocks_[i];
+    const uint64_t length = d->blockLength(i);
+    b.starts[0] = 0;
+    for (unsigned k = 1; k < kHuffmanStreams; ++k) {
+      auto words = in.varint();
+      if (!words) return Error{"huffman literal is truncated"};
+      if (*words > length - b.starts[k - 1])
+        return Error{fmt::format("huffman block {} gives its streams more words than it has", i)};
+      b.starts[k] = b.starts[k - 1] + *words;
+    }
+    b.starts[kHuffmanStreams] = length;
     for (auto &s : b.sizes) {
       auto size = in.varint();
       if (!size) return Error{"huffman literal is truncated"};
@@ -318,24 +358,21 @@ Result<void> HuffmanDecoder::decodeBlock(size_t b, uint8_t *out) const {
   const Block &block = blocks_[b];
   const unsigned L = code_.maxLength;
   BitStream s[kHuffmanStreams];
-  uint64_t next[kHuffmanStreams];
+  uint8_t *at[kHuffmanStreams], *limit[kHuffmanStreams];
   for (unsigned k = 0; k < kHuffmanStreams; ++k) {
     s[k].next = block.streams[k];
     s[k].end = block.streams[k] + block.sizes[k];
-    next[k] = k;
+    at[k] = out + block.starts[k];
+    limit[k] = out + block.starts[k + 1];
   }
-  pairLoop(s, next, pairTable_.data(), L, out, n);
+  pairLoop(s, at, limit, pairTable_.data(), L);
   // Each stream's last words, one symbol at a time.
   const uint64_t mask = (uint64_t{1} << L) - 1;
   for (unsigned k = 0; k < kHuffmanStreams; ++k) {
     BitStream &st = s[k];
-    for (uint64_t at = next[k]; at < n; at += kHuffmanStreams) {
+    for (uint8_t *p = at[k]; p < limit[k]; ++p) {
       if (st.count < L) st.refillSafe();
-      uint32_t e = table_[st.bits & mask];
-      unsigned len = e & 0xff;
-      st.bits >>= len;
-      st.count -= len;
-      out[at] = static_cast<uint8_t>(e >> 8);
+      *p = decodeSymbol<uint8_t>(st, table_.data(), mask);
     }
   }
   return checkStreamsConsumed(b, s);
@@ -368,15 +405,20 @@ Result<void> HuffmanDecoder::decodeBlock(size_t b, uint16_t *out) const {
   const uint64_t mask = (uint64_t{1} << L) - 1;
   const uint32_t *table = table_.data();
   BitStream s[kHuffmanStreams];
+  uint16_t *at[kHuffmanStreams], *limit[kHuffmanStreams];
   for (unsigned k = 0; k < kHuffmanStreams; ++k) {
     s[k].next = block.streams[k];
     s[k].end = block.streams[k] + block.sizes[k];
+    at[k] = out + block.starts[k];
+    limit[k] = out + block.starts[k + 1];
   }
-  uint64_t i = fastLoop(s, table, L, out, n);
-  for (; i < n; ++i) {
-    BitStream &st = s[i % kHuffmanStreams];
-    if (st.count < L) st.refillSafe();
-    out[i] = decodeSymbol<uint16_t>(st, table, mask);
+  fastLoop(s, table, L, at, limit);
+  for (unsigned k = 0; k < kHuffmanStreams; ++k) {
+    BitStream &st = s[k];
+    for (uint16_t *p = at[k]; p < limit[k]; ++p) {
+      if (st.count < L) st.refillSafe();
+      *p = decodeSymbol<uint16_t>(st, table, mask);
+    }
   }
   return checkStreamsConsumed(b, s);
 }

@@ -1,8 +1,9 @@
 #pragma once
 // Decoding of `huffman` literals: read the table -> build a 2^L-entry lookup table -> per
-// block, decode the four interleaved LSB-first streams, several symbols per refill. The fast
-// loop loads 8 bytes at a time while every stream is at least 8 bytes from its end; the tail
-// loads byte by byte. Every block checks that each stream was consumed exactly.
+// block, decode the four LSB-first streams (each a run of the block's words), several symbols
+// per refill. The fast loop loads 8 bytes at a time while every stream is at least 8 bytes
+// from its end; the tail loads byte by byte. Every block checks that each stream was consumed
+// exactly.
 #include "lang/Result.h"
 #include "runtime/Bytes.h"
 #include "runtime/HuffmanCode.h"
@@ -41,6 +42,7 @@ private:
   struct Block {
     const uint8_t *streams[kHuffmanStreams];
     uint64_t sizes[kHuffmanStreams];
+    uint64_t starts[kHuffmanStreams + 1]; ///< stream k codes words [starts[k], starts[k + 1])
   };
   HuffmanCode code_;
   std::vector<uint32_t> table_;     ///< 2^L entries: symbol << 8 | length

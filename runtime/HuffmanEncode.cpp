@@ -146,17 +146,45 @@ bool encodeHuffman(std::span<const uint64_t> words, unsigned width, Bytes &out) 
     return static_cast<uint32_t>(std::lower_bound(code.words.begin(), code.words.end(), w) - code.words.begin());
   };
 
+  // A block's m words are split into four runs that take the decoder about equally many table
+  // lookups, so that its four streams end together. For byte alphabets a lookup takes up to
+  // three codes within L bits (HuffmanDecode.cpp): a word costs about max(1/3, len/L) of one,
+  // weighed here as max(L, 3 len) (an estimate; exact counting is a serial chain through every
+  // word and halved the encoder's speed). Wider alphabets take one word per lookup.
+  std::vector<uint8_t> weight(k);
+  for (size_t s = 0; s < k; ++s) weight[s] = static_cast<uint8_t>(k > 256 ? 1 : std::max(code.maxLength, 3u * code.lengths[s]));
+  static_assert(kHuffmanBlockWords * 48 < (uint64_t{1} << 32), "lookup weights of a block fit 32 bits");
+  std::vector<uint16_t> symbols; // of the block being coded (K <= 65536)
+  std::vector<uint32_t> cost;    // the weight of words [0, i)
+
   putVarint(out, kHuffmanBlockWords);
   Bytes streams[kHuffmanStreams];
   for (uint64_t begin = 0; begin < words.size(); begin += kHuffmanBlockWords) {
     uint64_t end = std::min<uint64_t>(words.size(), begin + kHuffmanBlockWords);
+    const uint64_t m = end - begin;
+    symbols.resize(m);
+    cost.resize(m + 1);
+    uint32_t total = 0;
+    for (uint64_t i = 0; i < m; ++i) {
+      uint32_t sym = symbolOf(words[begin + i]);
+      symbols[i] = static_cast<uint16_t>(sym);
+      cost[i] = total;
+      total += weight[sym];
+    }
+    cost[m] = total;
+    uint64_t starts[kHuffmanStreams + 1] = {0, 0, 0, 0, m};
+    for (unsigned s = 1; s < kHuffmanStreams; ++s) {
+      uint32_t target = static_cast<uint32_t>(uint64_t{total} * s / kHuffmanStreams);
+      starts[s] = static_cast<uint64_t>(std::lower_bound(cost.begin(), cost.end() - 1, target) - cost.begin());
+    }
+    for (unsigned s = 1; s < kHuffmanStreams; ++s) putVarint(out, starts[s] - starts[s - 1]);
     for (unsigned s = 0; s < kHuffmanStreams; ++s) {
+      uint64_t from = starts[s], to = starts[s + 1];
       // At most L bits per word, plus the writer's 8 bytes of slack.
-      uint64_t count = end > begin + s ? (end - begin - s + kHuffmanStreams - 1) / kHuffmanStreams : 0;
-      streams[s].resize(static_cast<size_t>((count * code.maxLength + 7) / 8 + 8));
+      streams[s].resize(static_cast<size_t>(((to - from) * code.maxLength + 7) / 8 + 8));
       BitWriter writer(streams[s].data());
-      for (uint64_t i = begin + s; i < end; i += kHuffmanStreams) {
-        uint32_t sym = symbolOf(words[i]);
+      for (uint64_t i = from; i < to; ++i) {
+        uint32_t sym = symbols[i];
         writer.put(codes[sym], code.lengths[sym]);
       }
       streams[s].resize(writer.finish());

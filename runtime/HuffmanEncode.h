@@ -1,7 +1,7 @@
 #pragma once
 // Encoding of `huffman` literals: count -> build lengths (Huffman, then limited with the JPEG
 // method, keeping the code complete) -> write the table -> encode each block's words
-// round-robin into four LSB-first bit streams.
+// as four runs of consecutive words, each an LSB-first bit stream.
 #include "runtime/Bytes.h"
 #include "runtime/HuffmanCode.h"
 

@@ -140,8 +140,9 @@ std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t
       for (size_t i = 0; i < k; ++i) bits += h->counts[i] * code.lengths[i];
     }
     uint64_t blocks = k >= 2 ? blocksOf(n, kHuffmanBlockWords) : 0;
-    // Per block: four stream sizes (about 3 bytes each) and half a byte of padding per stream.
-    return huffmanCodeSize(code) + (k >= 2 ? 4 : 0) + bits / 8 + blocks * (kHuffmanStreams * 3 + 2);
+    // Per block: three word counts and four stream sizes (about 3 bytes each) and half a byte
+    // of padding per stream.
+    return huffmanCodeSize(code) + (k >= 2 ? 4 : 0) + bits / 8 + blocks * ((2 * kHuffmanStreams - 1) * 3 + 2);
   }
   case Encoding::Rans: {
     if (n == 0 || width > maxEncodingWidth(encoding)) return std::nullopt;

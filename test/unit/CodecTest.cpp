@@ -15,6 +15,7 @@
 #include <cstring>
 #include <random>
 #include <set>
+#include <tuple>
 
 using namespace brevis;
 
@@ -228,6 +229,42 @@ TEST(Codec, RansRejectsBytesWiderThanTheLiteral) {
   auto decoded = decodeLit(*narrow, payload);
   ASSERT_FALSE(decoded);
   EXPECT_NE(decoded.error().message.find("wider than 4 bits"), std::string::npos);
+}
+
+// Any split of a block into the four streams' runs decodes (encoders choose theirs), and
+// word counts beyond the block are refused. A hand-made literal: words {3, 9}, 1-bit codes.
+TEST(Codec, HuffmanStreamsMayCodeRunsOfAnyLength) {
+  std::vector<uint64_t> words(20);
+  for (size_t i = 0; i < words.size(); ++i) words[i] = (i * 7) % 3 == 0 ? 9 : 3;
+  auto literal = [&](uint64_t c0, uint64_t c1, uint64_t c2) {
+    Bytes b = {2, 3, 5, 0x00, 20, static_cast<uint8_t>(c0), static_cast<uint8_t>(c1), static_cast<uint8_t>(c2)};
+    uint64_t starts[5] = {0, c0, c0 + c1, c0 + c1 + c2, words.size()};
+    std::vector<Bytes> streams(4);
+    for (unsigned k = 0; k < 4; ++k) {
+      for (uint64_t i = starts[k]; i < std::min<uint64_t>(starts[k + 1], words.size()); ++i) {
+        uint64_t bit = i - starts[k];
+        if (bit % 8 == 0) streams[k].push_back(0);
+        if (words[i] == 9) streams[k].back() |= static_cast<uint8_t>(1u << (bit % 8)); // symbol 1: code 1
+      }
+    }
+    for (const Bytes &s : streams) b.push_back(static_cast<uint8_t>(s.size()));
+    for (const Bytes &s : streams) b.insert(b.end(), s.begin(), s.end());
+    return b;
+  };
+  auto decode = [&](const Bytes &bytes) {
+    Payload payload = Payload::fromBytes(bytes);
+    auto lit = Lit::make(StreamType{4, words.size()}, Encoding::Huffman, ByteRange{0, bytes.size()});
+    return decodeLit(*lit, payload);
+  };
+  for (auto [c0, c1, c2] : {std::tuple{5, 5, 5}, std::tuple{0, 0, 0}, std::tuple{20, 0, 0}, std::tuple{0, 7, 13},
+                            std::tuple{1, 0, 18}}) {
+    auto decoded = decode(literal(c0, c1, c2));
+    ASSERT_TRUE(decoded) << c0 << " " << c1 << " " << c2 << ": " << decoded.error().message;
+    EXPECT_EQ(*decoded, words) << c0 << " " << c1 << " " << c2;
+  }
+  auto tooMany = decode(literal(10, 10, 1));
+  ASSERT_FALSE(tooMany);
+  EXPECT_NE(tooMany.error().message.find("more words than it has"), std::string::npos);
 }
 
 // Rare bytes of a block travel as patches beside the rANS frame (RansCodec.h).
