@@ -39,21 +39,24 @@ namespace brevis {
 namespace {
 
 /// Produces words [first, first + count) of one region's program, each stored little-endian in
-/// containerBytes(W) bytes at out; `first` is a multiple of 8. streams[k] holds words [first, first + count) of the k-th
-/// entropy-coded literal (in entropyLiterals() order), decoded by the runtime's kernels, each in
-/// containerBytes of that literal's width (a byte for an 8-bit exponent, not eight).
-using DecodeFn = void (*)(const uint8_t *payload, uint8_t *out, uint64_t first, uint64_t count,
-                          const void *const *streams);
+/// containerBytes(W) bytes at out; `first` is a multiple of 8. operands[k] is where the k-th
+/// payload literal's words come from (operandLiterals() order): for an entropy-coded literal, a
+/// buffer holding its words [first, first + count), decoded by the runtime's kernels, each in
+/// containerBytes of that literal's width (a byte for an 8-bit exponent, not eight); for a raw
+/// literal, its payload bytes; for a bit-packed one, its payload bytes after the bit count.
+/// Addresses are arguments, not constants, so that every region of one shape (a model's layers)
+/// shares one compiled function.
+using DecodeFn = void (*)(uint8_t *out, uint64_t first, uint64_t count, const void *const *operands);
 
 /// Whether the generated code reads this literal's words from a pre-decoded stream buffer
 /// (entropy-coded) rather than straight from the payload.
 bool isStreamed(const Lit &l) { return !isRandomAccess(l); }
 
-/// The entropy-coded literals of a supported program, in pre-order: their index is their slot
-/// in the generated function's `streams` argument.
-void entropyLiterals(const Expr &e, std::vector<const Lit *> &out) {
-  if (auto *l = dynAs<Lit>(e); l && isStreamed(*l)) out.push_back(l);
-  for (const Expr *c : children(e)) entropyLiterals(*c, out);
+/// The payload literals (every literal but inline ones) of a supported program, in pre-order:
+/// their index is their slot in the generated function's `operands` argument.
+void operandLiterals(const Expr &e, std::vector<const Lit *> &out) {
+  if (auto *l = dynAs<Lit>(e); l && !l->isInline()) out.push_back(l);
+  for (const Expr *c : children(e)) operandLiterals(*c, out);
 }
 
 // Bitpack fields wider than 57 bits are read with a 16-byte load starting at any byte of the literal.
@@ -96,8 +99,9 @@ void collectUnsupported(const Expr &e, std::set<NodeKind> &out) {
 void appendU64(std::string &key, uint64_t v) { key.append(reinterpret_cast<const char *>(&v), sizeof v); }
 
 /// Appends to `key` everything the generated code for `e` depends on: the program's structure and
-/// constants, and the bitpack bit counts read from the payload. Equal keys mean interchangeable
-/// code. Also checks, in O(1) per literal, that every load the code will make stays inside the
+/// constants, each literal's kind, width and whether it is empty, and the bitpack bit counts
+/// read from the payload (not the literals' lengths or offsets: those are arguments). Equal keys
+/// mean interchangeable code. Also checks, in O(1) per literal, that every load the code will make stays inside the
 /// payload (plus its slack), so that even an unvalidated payload cannot make it read wild memory.
 Result<void> appendKey(const Expr &e, const Payload &payload, std::string &key) {
   switch (e.kind) {
@@ -147,6 +151,7 @@ Result<void> appendKey(const Expr &e, const Payload &payload, std::string &key) 
     // Read from a buffer the runtime fills: the code depends only on the word width.
     key += 'E';
     appendU64(key, width);
+    key += n == 0 ? '0' : '+';
     return {};
   }
   if (l.encoding == Encoding::Raw) {
@@ -154,8 +159,7 @@ Result<void> appendKey(const Expr &e, const Payload &payload, std::string &key) 
       return Error{fmt::format("raw literal {} does not match its range @{}+{}", toString(l.type), r.offset, r.size)};
     key += 'R';
     appendU64(key, width);
-    appendU64(key, n);
-    appendU64(key, r.offset);
+    key += n == 0 ? '0' : '+';
     return {};
   }
   if (r.size < 1) return Error{fmt::format("bitpack literal at @{} has no bit count byte", r.offset)};
@@ -167,8 +171,7 @@ Result<void> appendKey(const Expr &e, const Payload &payload, std::string &key) 
                              r.size - 1, n, b)};
   key += 'B';
   appendU64(key, width);
-  appendU64(key, n);
-  appendU64(key, r.offset);
+  key += n == 0 ? '0' : '+';
   appendU64(key, b);
   return {};
 }
@@ -184,7 +187,7 @@ public:
   void emit(const std::string &name, const Expr &root, llvm::StringRef cpu, llvm::StringRef features) {
     auto *ptrTy = llvm::PointerType::getUnqual(ctx_);
     auto *i64 = b_.getInt64Ty();
-    auto *fnTy = llvm::FunctionType::get(b_.getVoidTy(), {ptrTy, ptrTy, i64, i64, ptrTy}, false);
+    auto *fnTy = llvm::FunctionType::get(b_.getVoidTy(), {ptrTy, i64, i64, ptrTy}, false);
     auto *fn = llvm::Function::Create(fnTy, llvm::Function::ExternalLinkage, name, module_);
     fn->addFnAttr(llvm::Attribute::NoUnwind);
     fn->addFnAttr(llvm::Attribute::NoFree);
@@ -192,29 +195,24 @@ public:
     fn->addFnAttr(llvm::Attribute::WillReturn);
     if (!cpu.empty()) fn->addFnAttr("target-cpu", cpu);
     if (!features.empty()) fn->addFnAttr("target-features", features);
-    // The payload and the output chunk never overlap; saying so spares the vectorizer its
-    // run-time overlap checks.
-    for (unsigned i : {0u, 1u}) {
-      fn->addParamAttr(i, llvm::Attribute::NoAlias);
-      fn->addParamAttr(i, llvm::Attribute::NoCapture);
-    }
-    fn->addParamAttr(0, llvm::Attribute::ReadOnly);
-    fn->addParamAttr(1, llvm::Attribute::WriteOnly);
-    fn->addParamAttr(4, llvm::Attribute::ReadOnly);
-    fn->addParamAttr(4, llvm::Attribute::NoCapture);
+    // The output chunk overlaps no operand (the payload, the runtime's stream buffers); saying
+    // so spares the vectorizer its run-time overlap checks.
+    fn->addParamAttr(0, llvm::Attribute::NoAlias);
+    fn->addParamAttr(0, llvm::Attribute::NoCapture);
+    fn->addParamAttr(0, llvm::Attribute::WriteOnly);
+    fn->addParamAttr(3, llvm::Attribute::ReadOnly);
+    fn->addParamAttr(3, llvm::Attribute::NoCapture);
 
-    llvm::Value *payload = fn->getArg(0);
-    llvm::Value *out = fn->getArg(1);
-    llvm::Value *first = fn->getArg(2);
-    llvm::Value *count = fn->getArg(3);
-    payload->setName("payload");
+    llvm::Value *out = fn->getArg(0);
+    llvm::Value *first = fn->getArg(1);
+    llvm::Value *count = fn->getArg(2);
     out->setName("out");
     first->setName("first");
     count->setName("count");
-    llvm::Value *streams = fn->getArg(4);
-    streams->setName("streams");
-    std::vector<const Lit *> streamed;
-    entropyLiterals(root, streamed);
+    llvm::Value *operands = fn->getArg(3);
+    operands->setName("operands");
+    std::vector<const Lit *> literals;
+    operandLiterals(root, literals);
 
     auto *entry = llvm::BasicBlock::Create(ctx_, "entry", fn);
     auto *groupLoop = llvm::BasicBlock::Create(ctx_, "groups", fn);
@@ -223,12 +221,14 @@ public:
     auto *exit = llvm::BasicBlock::Create(ctx_, "exit", fn);
 
     b_.SetInsertPoint(entry);
-    // Stream buffer pointers are loop-invariant: load them once.
-    streamBase_.clear();
-    for (size_t k = 0; k < streamed.size(); ++k) {
-      llvm::Value *slot = b_.CreateInBoundsGEP(ptrTy, streams, b_.getInt64(k));
-      auto *base = b_.CreateAlignedLoad(ptrTy, slot, llvm::MaybeAlign(8), "stream");
-      streamBase_[streamed[k]] = base;
+    // Operand addresses are loop-invariant: load them once. Every operand is only read, and
+    // none overlaps the output.
+    base_.clear();
+    for (size_t k = 0; k < literals.size(); ++k) {
+      llvm::Value *slot = b_.CreateInBoundsGEP(ptrTy, operands, b_.getInt64(k));
+      auto *base = b_.CreateAlignedLoad(ptrTy, slot, llvm::MaybeAlign(8), "operand");
+      base->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx_, {}));
+      base_[literals[k]] = base;
     }
     auto *rootTy = b_.getIntNTy(8 * containerBytes(widthOf(root)));
     llvm::Value *groups = b_.CreateLShr(count, 3, "groups");
@@ -246,7 +246,7 @@ public:
       chunkIndex_ = ij;
       group_ = m;
       lane_ = static_cast<int>(j);
-      llvm::Value *w = value(root, payload, b_.CreateAdd(first, ij, "", /*HasNUW=*/true), rootTy);
+      llvm::Value *w = value(root, b_.CreateAdd(first, ij, "", /*HasNUW=*/true), rootTy);
       storeLE(w, b_.CreateInBoundsGEP(rootTy, out, ij));
     }
     lane_ = -1;
@@ -264,7 +264,7 @@ public:
     i->addIncoming(start, tailCheck);
     llvm::Value *index = b_.CreateAdd(first, i, "index", /*HasNUW=*/true);
     chunkIndex_ = i;
-    llvm::Value *word = value(root, payload, index, rootTy);
+    llvm::Value *word = value(root, index, rootTy);
     storeLE(word, b_.CreateInBoundsGEP(rootTy, out, i));
     llvm::Value *next = b_.CreateAdd(i, b_.getInt64(1), "next", /*HasNUW=*/true);
     i->addIncoming(next, loop);
@@ -276,7 +276,7 @@ public:
 
 private:
   /// Word `index` of `e`, as type `ty`.
-  llvm::Value *value(const Expr &e, llvm::Value *payload, llvm::Value *index, llvm::IntegerType *ty) {
+  llvm::Value *value(const Expr &e, llvm::Value *index, llvm::IntegerType *ty) {
     switch (e.kind) {
     case NodeKind::Const: {
       const auto &c = as<Const>(e);
@@ -288,19 +288,19 @@ private:
       llvm::Value *acc = nullptr;
       unsigned shift = 0;
       for (auto it = fields.rbegin(); it != fields.rend(); ++it) {
-        llvm::Value *v = value(*it->expr, payload, index, ty);
+        llvm::Value *v = value(*it->expr, index, ty);
         if (shift > 0) v = b_.CreateShl(v, shift, "", /*HasNUW=*/true);
         acc = acc ? b_.CreateOr(acc, v) : v;
         shift += widthOf(*it->expr);
       }
       return acc;
     }
-    case NodeKind::Lit: return litValue(as<Lit>(e), payload, index, ty);
+    case NodeKind::Lit: return litValue(as<Lit>(e), index, ty);
     default: __builtin_trap();
     }
   }
 
-  llvm::Value *litValue(const Lit &l, llvm::Value *payload, llvm::Value *index, llvm::IntegerType *ty) {
+  llvm::Value *litValue(const Lit &l, llvm::Value *index, llvm::IntegerType *ty) {
     const unsigned width = l.type.width;
     // An empty stream's words are never asked for.
     if (l.type.length == 0) return llvm::ConstantInt::get(ty, 0);
@@ -321,20 +321,19 @@ private:
       // Pre-decoded by the runtime: word `index` is element index - first of the chunk buffer.
       const unsigned cb = containerBytes(width);
       auto *elemTy = b_.getIntNTy(8 * cb);
-      llvm::Value *p = b_.CreateInBoundsGEP(elemTy, streamBase_.at(&l), chunkIndex_);
+      llvm::Value *p = b_.CreateInBoundsGEP(elemTy, base_.at(&l), chunkIndex_);
       return b_.CreateZExtOrTrunc(b_.CreateAlignedLoad(elemTy, p, llvm::MaybeAlign(cb)), ty);
     }
     const ByteRange &r = l.payload();
     if (l.encoding == Encoding::Raw) {
       auto *elemTy = b_.getIntNTy(8 * containerBytes(width));
-      llvm::Value *base = b_.CreateInBoundsGEP(b_.getInt8Ty(), payload, b_.getInt64(r.offset));
-      return b_.CreateZExtOrTrunc(loadLE(elemTy, b_.CreateInBoundsGEP(elemTy, base, index)), ty);
+      return b_.CreateZExtOrTrunc(loadLE(elemTy, b_.CreateInBoundsGEP(elemTy, base_.at(&l), index)), ty);
     }
 
     // Bitpack: the bit count is specialized; appendKey() has checked it against the width.
     const unsigned bits = payload_.data()[r.offset];
     if (bits == 0) return llvm::ConstantInt::get(ty, 0);
-    llvm::Value *base = b_.CreateInBoundsGEP(b_.getInt8Ty(), payload, b_.getInt64(r.offset + 1));
+    llvm::Value *base = base_.at(&l); // after the bit count byte
     if (bits % 8 == 0 && (bits & (bits - 1)) == 0) {
       // Whole aligned words: a plain strided load the vectorizer handles like raw.
       auto *elemTy = b_.getIntNTy(bits);
@@ -390,7 +389,7 @@ private:
   llvm::IRBuilder<> b_;
   const Payload &payload_;
   bool bigEndian_;
-  std::unordered_map<const Lit *, llvm::Value *> streamBase_; ///< chunk buffer of each streamed literal
+  std::unordered_map<const Lit *, llvm::Value *> base_; ///< where each payload literal's words are read
   llvm::Value *chunkIndex_ = nullptr;                          ///< the loop counter: index - first
   llvm::Value *group_ = nullptr; ///< in the unrolled loop: the group m, words 8m .. 8m + 7
   int lane_ = -1;                ///< in the unrolled loop: the word's lane j in its group; else -1
@@ -628,26 +627,33 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
     fn = it->second;
   }
 
-  // Entropy-coded literals are decoded chunk by chunk by the runtime's kernels.
-  std::vector<const Lit *> streamed;
-  entropyLiterals(root, streamed);
-  std::vector<std::unique_ptr<LitCursor>> cursors;
-  for (const Lit *l : streamed) {
-    auto cursor = LitCursor::open(*l, payload);
-    if (!cursor) return cursor.error();
-    BREVIS_TRY((*cursor)->skip(first));
-    cursors.push_back(std::move(*cursor));
-  }
+  // Raw and bit-packed literals are read in place; entropy-coded ones are decoded chunk by
+  // chunk by the runtime's kernels into buffers.
+  std::vector<const Lit *> literals;
+  operandLiterals(root, literals);
   const uint64_t chunkWords = kChunkBytes / wordBytes;
   static_assert(kChunkBytes % 64 == 0, "chunks must start at multiples of 8 words (DecodeFn)");
   std::vector<uint8_t> chunk(kChunkBytes);
+  std::vector<const void *> pointers(literals.size());
+  std::vector<std::unique_ptr<LitCursor>> cursors(literals.size());
   // Chunk buffers of 64-bit words, each read as narrow words of its literal's container.
-  std::vector<std::vector<uint64_t>> buffers(streamed.size(), std::vector<uint64_t>(chunkWords));
-  std::vector<const void *> pointers(streamed.size());
-  for (size_t k = 0; k < streamed.size(); ++k) pointers[k] = buffers[k].data();
+  std::vector<std::vector<uint64_t>> buffers(literals.size());
+  for (size_t k = 0; k < literals.size(); ++k) {
+    const Lit &l = *literals[k];
+    if (!isStreamed(l)) {
+      pointers[k] = payload.data() + l.payload().offset + (l.encoding == Encoding::Bitpack ? 1 : 0);
+      continue;
+    }
+    auto cursor = LitCursor::open(l, payload);
+    if (!cursor) return cursor.error();
+    BREVIS_TRY((*cursor)->skip(first));
+    cursors[k] = std::move(*cursor);
+    buffers[k].resize(chunkWords);
+    pointers[k] = buffers[k].data();
+  }
   auto fill = [&](size_t k, size_t n) -> Result<void> {
     void *buffer = buffers[k].data();
-    switch (containerBytes(streamed[k]->type.width)) {
+    switch (containerBytes(literals[k]->type.width)) {
     case 1: return cursors[k]->read8(static_cast<uint8_t *>(buffer), n);
     case 2: return cursors[k]->read16(static_cast<uint16_t *>(buffer), n);
     case 4: return cursors[k]->read32(static_cast<uint32_t *>(buffer), n);
@@ -656,8 +662,9 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
   };
   for (uint64_t done = 0; done < count; done += chunkWords) {
     const uint64_t n = std::min(chunkWords, count - done);
-    for (size_t k = 0; k < cursors.size(); ++k) BREVIS_TRY(fill(k, n));
-    fn(payload.data(), chunk.data(), first + done, n, pointers.data());
+    for (size_t k = 0; k < cursors.size(); ++k)
+      if (cursors[k]) BREVIS_TRY(fill(k, n));
+    fn(chunk.data(), first + done, n, pointers.data());
     BREVIS_TRY(sink.write(chunk.data(), n * wordBytes));
   }
   ++impl.compiled;
@@ -666,5 +673,9 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
 
 size_t JitDecoder::compiledRegions() const { return impl_->compiled; }
 size_t JitDecoder::interpretedRegions() const { return impl_->interpreted; }
+size_t JitDecoder::compiledFunctions() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->functions.size();
+}
 
 } // namespace brevis

@@ -21,9 +21,11 @@ namespace brevis {
 /// literals are read by the generated code itself; entropy-coded literals (huffman, rans) are
 /// decoded chunk by chunk by the runtime's kernels into buffers the generated code reads.
 ///
-/// Generated code is specialized to the payload (offsets and bitpack bit counts are constants),
-/// so compiled functions are cached by the program together with the payload bytes it was
-/// specialized to; decoding against a different payload recompiles rather than misdecodes.
+/// Generated code is specialized to a program's shape: its operators, constants, literal kinds
+/// and widths, and bitpack bit counts (read from the payload); literal addresses are arguments.
+/// Compiled functions are cached by that shape, so the regions of a model's repeated layers
+/// share one function, and a program decoded against another payload reuses or recompiles
+/// code as its shape says, never misdecodes.
 /// decodeWords() may run on several threads at once; prepare() may not.
 class JitDecoder final : public RegionDecoder {
 public:
@@ -55,6 +57,8 @@ public:
   /// Regions decode() has run as native code and through the interpreter, respectively.
   size_t compiledRegions() const;
   size_t interpretedRegions() const;
+  /// Functions compiled so far: one per program shape.
+  size_t compiledFunctions() const;
 
 private:
   struct Impl;

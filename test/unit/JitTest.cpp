@@ -336,6 +336,31 @@ TEST(Jit, ScanFallbackIsReportedOncePerKindWhenPrepared) {
   EXPECT_EQ(jit->compiledRegions(), 1u);
 }
 
+// Regions of one shape (a model's repeated layers) share one compiled function whatever their
+// lengths and payload offsets; another bit count or kind is another shape.
+TEST(Jit, RegionsOfOneShapeShareOneFunction) {
+  ProgramBuilder pb(31);
+  Checkpoint c;
+  std::vector<Bytes> expected;
+  uint64_t offset = 0;
+  auto add = [&](Built b) {
+    expected.push_back(storeWords(b.words, b.width));
+    c.regions.push_back(makeRegion(b, offset));
+    offset += c.regions.back().bytes.size;
+  };
+  for (int i = 0; i < 12; ++i) add(pb.lit(8, 100 + 37 * i, Encoding::Bitpack, 5));
+  for (int i = 0; i < 5; ++i) add(pb.lit(16, 50 + 3 * i, Encoding::Raw, 16));
+  add(pb.lit(8, 64, Encoding::Bitpack, 6));
+  Payload payload = Payload::fromBytes(pb.payload());
+  auto jit = makeJit();
+  ASSERT_TRUE(jit);
+  ASSERT_TRUE(jit->prepare(c, payload));
+  EXPECT_EQ(jit->compiledFunctions(), 3u);
+  for (size_t i = 0; i < c.regions.size(); ++i)
+    expectSameBytes(*jit, c.regions[i], payload, expected[i], "region " + std::to_string(i));
+  EXPECT_EQ(jit->compiledFunctions(), 3u);
+}
+
 // Code is specialized to the bitpack bit count found in the payload; the same program against a
 // payload with another bit count must not reuse it.
 TEST(Jit, SpecializationFollowsThePayload) {
