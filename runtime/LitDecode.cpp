@@ -188,6 +188,46 @@ template <typename T>
   }
 }
 
+#if defined(__x86_64__)
+/// Eight groups (64 words of B <= 8 bits, 8B bytes) per step with AVX-512 VBMI: a byte permute
+/// gives each 64-bit lane its group's bytes, a multishift takes 8 bits at each word's offset,
+/// a mask keeps B. Returns the groups done (a multiple of eight); the rest is left to pdep.
+template <typename T>
+[[gnu::target("avx512f,avx512bw,avx512vbmi")]] size_t unpackGroupsVbmi(const uint8_t *bits, unsigned B, uint64_t g0,
+                                                                         size_t groups, T *out) {
+  alignas(64) uint8_t index[64], shift[64];
+  for (unsigned lane = 0; lane < 8; ++lane)
+    for (unsigned k = 0; k < 8; ++k) {
+      index[8 * lane + k] = static_cast<uint8_t>(lane * B + k);
+      shift[8 * lane + k] = static_cast<uint8_t>(k * B);
+    }
+  const __m512i idx = _mm512_load_si512(index), shifts = _mm512_load_si512(shift);
+  const __m512i mask = _mm512_set1_epi8(static_cast<char>((1u << B) - 1));
+  // Load exactly the 8B bytes of the eight groups: masked-off bytes are not read.
+  const __mmask64 load = B == 8 ? ~__mmask64{0} : (__mmask64{1} << (8 * B)) - 1;
+  const uint8_t *p = bits + g0 * B;
+  const size_t steps = groups / 8;
+  for (size_t s = 0; s < steps; ++s, p += 8 * B, out += 64) {
+    __m512i src = _mm512_maskz_loadu_epi8(load, p);
+    // (The maskz forms: GCC 12's unmasked ones warn about their undefined pass-through.)
+    const __mmask64 all = ~__mmask64{0};
+    __m512i lanes = _mm512_maskz_permutexvar_epi8(all, idx, src);
+    __m512i words = _mm512_and_si512(_mm512_maskz_multishift_epi64_epi8(all, shifts, lanes), mask);
+    if constexpr (sizeof(T) == 1) {
+      _mm512_storeu_si512(out, words);
+    } else {
+      alignas(64) uint8_t narrow[64];
+      _mm512_store_si512(narrow, words);
+      for (unsigned half = 0; half < 2; ++half) {
+        __m256i bytes = _mm256_load_si256(reinterpret_cast<const __m256i *>(narrow + 32 * half));
+        _mm512_storeu_si512(out + 32 * half, _mm512_maskz_cvtepu8_epi16(~__mmask32{0}, bytes));
+      }
+    }
+  }
+  return steps * 8;
+}
+#endif
+
 } // namespace
 
 template <typename T>
@@ -220,8 +260,17 @@ void decodeLitNarrow(const Lit &lit, const Payload &payload, uint64_t first, siz
   if (b <= 16 && groups) {
     static const bool bmi2 = __builtin_cpu_supports("bmi2");
     static constexpr auto table = makeUnpackTable<T>(std::make_integer_sequence<unsigned, 16>{});
-    if (bmi2 && (b <= 8 || sizeof(T) >= 2)) unpackGroupsPdep(bits, b, (first + i) / 8, groups, out + i);
-    else table[b - 1](bits, (first + i) / 8, groups, out + i);
+    size_t done = 0;
+#if defined(__x86_64__)
+    static const bool vbmi = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+    if constexpr (sizeof(T) <= 2)
+      if (vbmi && b <= 8) done = unpackGroupsVbmi(bits, b, (first + i) / 8, groups, out + i);
+#endif
+    if (done < groups) {
+      const uint64_t g = (first + i) / 8 + done;
+      if (bmi2 && (b <= 8 || sizeof(T) >= 2)) unpackGroupsPdep(bits, b, g, groups - done, out + i + 8 * done);
+      else table[b - 1](bits, g, groups - done, out + i + 8 * done);
+    }
     i += groups * 8;
   }
   for (; i < count; ++i) out[i] = static_cast<T>(extractBits(bits, (first + i) * b, b));

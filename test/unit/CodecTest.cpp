@@ -161,6 +161,40 @@ TEST(Codec, HuffmanByteAlphabetsOfEveryCodeLengthRoundTrip) {
   EXPECT_GE(lengthsSeen.size(), 8u);
 }
 
+// The interpreter's narrow kernels (decodeLitNarrow: AVX-512 VBMI, pdep or portable, chosen at
+// run time) agree with the 64-bit word kernel for every bit count, any start and length.
+template <typename T> void expectNarrowMatchesWords(unsigned width, std::mt19937_64 &rng) {
+  for (unsigned b = 1; b <= width; ++b) {
+    std::vector<uint64_t> words(3000);
+    for (auto &w : words) w = rng() & widthMask(b);
+    words[17] = widthMask(b); // uses all b bits
+    for (Encoding enc : {Encoding::Raw, Encoding::Bitpack}) {
+      Bytes bytes;
+      ASSERT_TRUE(encodeLit(enc, words, width, bytes));
+      Payload payload = Payload::fromBytes(bytes);
+      auto lit = Lit::make(StreamType{width, words.size()}, enc, ByteRange{0, bytes.size()});
+      for (auto [first, count] : {std::pair<uint64_t, size_t>{0, 3000}, {8, 1024}, {3, 700}, {517, 64}, {2999, 1},
+                                  {64, 0}, {rng() % 1500, 1 + rng() % 1500}}) {
+        std::vector<T> narrow(count + 1, T{0x5a});
+        decodeLitNarrow<T>(*lit, payload, first, count, narrow.data());
+        for (size_t i = 0; i < count; ++i)
+          ASSERT_EQ(narrow[i], static_cast<T>(words[first + i]))
+              << encodingName(enc) << " u" << width << " b=" << b << " into " << 8 * sizeof(T) << " bits, word "
+              << first + i;
+        EXPECT_EQ(narrow[count], T{0x5a}) << "wrote past the end";
+      }
+    }
+  }
+}
+
+TEST(Codec, NarrowKernelsMatchTheWordKernel) {
+  std::mt19937_64 rng(8);
+  expectNarrowMatchesWords<uint8_t>(8, rng);
+  expectNarrowMatchesWords<uint16_t>(8, rng);
+  expectNarrowMatchesWords<uint16_t>(16, rng);
+  expectNarrowMatchesWords<uint32_t>(32, rng);
+}
+
 TEST(Codec, BlockBoundariesRoundTrip) {
   std::mt19937_64 rng(3);
   auto words = makeWords(rng, kHuffmanBlockWords * 2 + 7, 8, Shape::Skewed);
