@@ -23,8 +23,9 @@ ExprPtr bytesProgram(ByteSpan bytes, Bytes &payload, EncodePolicy policy) {
 
 ExprPtr synthesizeTensor(DType dtype, ByteSpan bytes, Bytes &payload, EncodePolicy policy) {
   const DTypeInfo &info = dtypeInfo(dtype);
-  std::vector<uint64_t> words = readWords(bytes, info.wordBits / 8);
-  if (!info.isFloat() || words.empty()) return makeLit(words, info.wordBits, payload, policy);
+  const unsigned wordBytes = info.wordBits / 8;
+  const size_t n = bytes.size() / wordBytes;
+  if (!info.isFloat() || n == 0) return makeLit(readWords(bytes, wordBytes), info.wordBits, payload, policy);
 
   struct FieldSpec {
     const char *name;
@@ -35,10 +36,18 @@ ExprPtr synthesizeTensor(DType dtype, ByteSpan bytes, Bytes &payload, EncodePoli
       {"exp", info.exponentBits, info.mantissaBits},
       {"mant", info.mantissaBits, 0},
   };
+  // Each field straight from the tensor's bytes, one field at a time: a 64-bit copy of every
+  // word beside the field's would double the memory a large tensor needs (8 bytes per BF16
+  // weight rather than 16).
   std::vector<MergeField> fields;
-  std::vector<uint64_t> field(words.size());
+  std::vector<uint64_t> field(n);
   for (const auto &spec : specs) {
-    for (size_t i = 0; i < words.size(); ++i) field[i] = (words[i] >> spec.shift) & widthMask(spec.width);
+    const uint64_t mask = widthMask(spec.width);
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t w = 0;
+      std::memcpy(&w, bytes.data() + i * wordBytes, wordBytes); // little-endian host
+      field[i] = (w >> spec.shift) & mask;
+    }
     fields.push_back(MergeField{spec.name, makeLit(field, spec.width, payload, policy)});
   }
   return Merge::make(std::move(fields));
