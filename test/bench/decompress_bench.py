@@ -7,7 +7,13 @@ then time, interleaved so that machine drift hits every tool alike, N rounds of
   brevisc decompress -T1          (interpreter)
   brevisc decompress -T2          (interpreter, two threads)
   brevisc decompress -T1 --jit    (LLVM-compiled decoders)
-Each output is removed before its timed run, so no run pays for deleting the last one.
+  zstd -d and brevisc -T1 pinned to one CPU (taskset -c 0): one core for everything, the
+  kernel's copy of the output into the page cache and brevisc's writer thread included
+Each output is removed and the page cache's dirty pages are written back (sync) before each
+timed run, so that no run pays for writing back the last one's output. Deleting a freshly
+written gigabyte still leaves the file system work to do in the background (on a 2-core VM,
+whichever run came next was up to 50% slower), so the order of the tools rotates from round
+to round: no tool always follows the same one.
 Reports the median wall time, GB/s of original bytes, and each speed as a ratio to zstd -d.
 
 Usage: decompress_bench.py [--brevisc PATH] [--gen PATH] [--rounds N] [--synthetic SIZE]
@@ -31,6 +37,7 @@ def run(cmd):
 def timed(cmd, output):
     if os.path.exists(output):
         os.remove(output)
+    os.sync()
     start = time.perf_counter()
     run(cmd)
     return time.perf_counter() - start
@@ -75,12 +82,16 @@ def main():
             "brevisc -T2": [a.brevisc, "decompress", "-q", "-f", "-T", "2", brv, "-o", out],
             "brevisc -T1 --jit": [a.brevisc, "decompress", "-q", "-f", "-T", "1", "--jit", brv, "-o", out],
         }
+        if shutil.which("taskset"):
+            tools["zstd -d, 1 CPU"] = ["taskset", "-c", "0"] + tools["zstd -d"]
+            tools["brevisc -T1, 1 CPU"] = ["taskset", "-c", "0"] + tools["brevisc -T1"]
         times = {t: [] for t in tools}
         for t, cmd in tools.items():  # one warm-up round, untimed
             timed(cmd, out)
-        for _ in range(a.rounds):
-            for t, cmd in tools.items():
-                times[t].append(timed(cmd, out))
+        order = list(tools)
+        for r in range(a.rounds):
+            for t in order[r % len(order):] + order[:r % len(order)]:
+                times[t].append(timed(tools[t], out))
         if os.path.exists(out):
             os.remove(out)
         med = {t: statistics.median(v) for t, v in times.items()}
