@@ -49,8 +49,9 @@ template <typename Symbol> [[gnu::always_inline]] inline Symbol decodeSymbol(Bit
   return static_cast<Symbol>(e >> 8);
 }
 
-/// Rounds that stream `st` can run before it is within 8 bytes of its end: a round reads at most
-/// 56 bits (7 bytes) of it.
+/// Rounds a stream whose next byte is `next` can run while every refill starts at or before
+/// `end` (it reads 8 bytes: the payload's slack covers the last ones); a round consumes at most
+/// 56 bits (7 bytes).
 inline uint64_t inputRounds(const uint8_t *next, const uint8_t *end) {
   return next > end ? 0 : static_cast<uint64_t>(end - next) / 7 + 1;
 }
@@ -62,7 +63,7 @@ inline uint64_t inputRounds(const uint8_t *next, const uint8_t *end) {
 template <typename Symbol, unsigned PerRefill>
 [[gnu::always_inline]] inline void fastRounds(BitStream *streams, const uint32_t *table, uint64_t mask, Symbol **at,
                                               Symbol *const *limit) {
-  // The streams are copied into locals: stores through `out` (bytes may alias anything) would
+  // The streams are copied into locals: stores of symbols (bytes may alias anything) would
   // otherwise force every stream's state through memory after each symbol.
   BitStream s0 = streams[0], s1 = streams[1], s2 = streams[2], s3 = streams[3];
   Symbol *p0 = at[0], *p1 = at[1], *p2 = at[2], *p3 = at[3];
@@ -166,7 +167,7 @@ struct SentinelStream {
 template <unsigned L>
 [[gnu::always_inline]] inline void pairRounds(BitStream *streams, uint8_t **at, uint8_t *const *limit,
                                               const uint32_t *pairs) {
-  constexpr unsigned perRefill = 56 / L < 3 ? 56 / L : 3 + (56 / L > 3) + (56 / L > 4);
+  constexpr unsigned perRefill = std::min(56 / L, 5u); // lookups of at most L bits per 56-bit refill
   constexpr uint64_t mask = (uint64_t{1} << L) - 1;
   // Worst case per round and stream: perRefill lookups of 3 symbols, the last store reaching
   // one byte further; 7 bytes read.
@@ -260,8 +261,6 @@ void pairLoop(BitStream *s, uint8_t **at, uint8_t *const *limit, const uint32_t 
 #endif
   pairLoopPortable(s, at, limit, pairs, L);
 }
-
-
 
 } // namespace
 

@@ -1,9 +1,9 @@
 #pragma once
 // Decoding of `huffman` literals: read the table -> build a 2^L-entry lookup table -> per
 // block, decode the four LSB-first streams (each a run of the block's words), several symbols
-// per refill. The fast loop loads 8 bytes at a time while every stream is at least 8 bytes
-// from its end; the tail loads byte by byte. Every block checks that each stream was consumed
-// exactly.
+// per refill. The fast loop loads 8 bytes at a time while every stream's next byte is within
+// its bytes (the payload's 16 bytes of slack cover the loads past the end); the tail loads
+// byte by byte. Every block checks that each stream was consumed exactly.
 #include "lang/Result.h"
 #include "runtime/Bytes.h"
 #include "runtime/HuffmanCode.h"

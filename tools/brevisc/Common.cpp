@@ -201,7 +201,8 @@ Result<std::vector<std::string>> listFiles(const std::string &dir) {
     if (ec) return Error{fmt::format("cannot read directory {}: {}", dir, ec.message())};
     const fs::directory_entry &e = *it;
     if (e.is_directory()) continue;
-    std::string rel = fs::relative(e.path(), dir).generic_string();
+    // Lexically: fs::relative would resolve a symbolic link to wherever its target lies.
+    std::string rel = e.path().lexically_relative(dir).generic_string();
     if (!e.is_regular_file()) return Error{fmt::format("cannot archive {}: not a regular file", e.path().string())};
     if (!isValidMemberPath(rel))
       return Error{fmt::format("cannot archive {}: unusable file name", e.path().string())};
@@ -234,10 +235,18 @@ Result<void> TempDirectory::commit() {
     if (ec) return Error{fmt::format("cannot replace {}: {}", target_, ec.message())};
   }
   fs::rename(path_, target_, ec);
-  if (ec) return Error{fmt::format("cannot rename the output to {}: {}", target_, ec.message())};
+  if (ec) {
+    std::error_code restored;
+    if (!old.empty()) fs::rename(old, target_, restored); // put the replaced target back
+    return Error{fmt::format("cannot rename the output to {}: {}", target_, ec.message())};
+  }
   path_.clear();
   if (!old.empty()) fs::remove_all(old, ec);
   return {};
+}
+
+std::string archivedPayloadName(const std::string &sourceFileName) {
+  return withExtension(sourceFileName, ".bdsl") + ".bin";
 }
 
 std::string baseName(const std::string &path) { return std::filesystem::path(path).filename().string(); }

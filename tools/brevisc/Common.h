@@ -118,6 +118,11 @@ private:
   std::string target_, path_;
 };
 
+/// The payload name an archived program gives (`model.safetensors` -> `model.bdsl.bin`): what
+/// `synth` would write beside `model.bdsl`. Compress and pack both store it, so that unpacking
+/// and packing again gives back the same archive.
+std::string archivedPayloadName(const std::string &sourceFileName);
+
 /// Threads to use for `-T N`: N, or every hardware thread for 0.
 unsigned resolveThreads(unsigned requested);
 

@@ -60,7 +60,7 @@ int runCompress(const CompressOptions &o, const Verbosity &v) {
     std::string name = baseName(file);
     settings.progressLabel = "verify " + file;
     // The names `synth` and `unpack` use, so that unpack and pack give back this very archive.
-    SynthOutput synth = synthesizeTemplate(bytes, name, withExtension(name, ".bdsl") + ".bin",
+    SynthOutput synth = synthesizeTemplate(bytes, name, archivedPayloadName(name),
                                            SynthOptions{settings.threads, policyForLevel(o.level)});
     if (synth.notSafetensorsReason && !v.quiet && !directory)
       std::cerr << "brevisc: note: " << o.input << " is not valid safetensors (" << *synth.notSafetensorsReason

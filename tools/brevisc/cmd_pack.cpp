@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <set>
 
 namespace brevis::cli {
@@ -30,16 +31,23 @@ struct PackOptions {
 std::string joinRelative(const std::string &dir, const std::string &name) { return dir.empty() ? name : dir + "/" + name; }
 
 /// A directory archive as a tree of programs: member `d/x.safetensors` becomes `d/x.bdsl` with
-/// its payload `d/x.bdsl.bin` (the names compress gives them, so that pack rebuilds the same
-/// archive); when two members would share a name (`a.json`, `a.safetensors`), the later one
-/// keeps its whole file name (`a.safetensors.bdsl`).
+/// its payload `d/x.bdsl.bin`; when that name is taken (`a.json` and `a.safetensors`, or a
+/// member's directory), the later one keeps its whole file name (`a.safetensors.bdsl`). Pack
+/// stores every payload name as compress does (archivedPayloadName), so the names chosen here
+/// do not change the archive.
 int unpackDirectory(ArchiveReader &archive, const PackOptions &o, const Verbosity &v, const std::string &output) {
   std::error_code ec;
   if (fs::exists(fs::symlink_status(output, ec)) && !o.force)
     return fail(fmt::format("{} already exists; use -f to overwrite it", output));
   auto tmp = TempDirectory::create(output);
   if (!tmp) return fail(tmp.error().message);
+  // Every member's directories are taken before any program is named.
   std::set<std::string> taken;
+  for (size_t i = 0; i < archive.memberCount(); ++i) {
+    const std::string &member = archive.member(i).path;
+    for (size_t slash = member.find('/'); slash != std::string::npos; slash = member.find('/', slash + 1))
+      taken.insert(member.substr(0, slash));
+  }
   for (size_t i = 0; i < archive.memberCount(); ++i) {
     const std::string &member = archive.member(i).path;
     size_t slash = member.rfind('/');
@@ -48,6 +56,7 @@ int unpackDirectory(ArchiveReader &archive, const PackOptions &o, const Verbosit
     std::string program = joinRelative(dir, withExtension(name, ".bdsl"));
     for (unsigned k = 1; taken.count(program) || taken.count(program + ".bin"); ++k)
       program = joinRelative(dir, k == 1 ? name + ".bdsl" : fmt::format("{}.{}.bdsl", name, k));
+    // (A program name ends in .bdsl; a member's directory may end in .bdsl.bin.)
     taken.insert(program);
     taken.insert(program + ".bin");
     fs::create_directories(fs::path(tmp->path()) / dir, ec);
@@ -100,12 +109,14 @@ struct PackedProgram {
 
 int packDirectory(const PackOptions &o, const Verbosity &v) {
   if (!o.payload.empty()) return fail("--payload names one program's payload; a directory's programs name their own");
-  auto files = listFiles(o.input);
+  std::string input = o.input;
+  while (input.size() > 1 && input.back() == '/') input.pop_back();
+  auto files = listFiles(input);
   if (!files) return fail(files.error().message);
   std::vector<PackedProgram> programs;
   for (const std::string &rel : *files) {
     if (!rel.ends_with(".bdsl")) continue;
-    std::string file = o.input + "/" + rel;
+    std::string file = input + "/" + rel;
     auto text = readTextFile(file);
     if (!text) return fail(text.error().message);
     auto module = loadProgram(file, *text, /*requireRunnable=*/true);
@@ -119,7 +130,7 @@ int packDirectory(const PackOptions &o, const Verbosity &v) {
                               quoteString(module->checkpoint().source.fileName)));
     programs.push_back({file, memberPath, std::move(module->checkpoint())});
   }
-  if (programs.empty()) return fail(fmt::format("{} holds no .bdsl programs", o.input));
+  if (programs.empty()) return fail(fmt::format("{} holds no .bdsl programs", input));
   // Members in path order, as compress writes them.
   std::stable_sort(programs.begin(), programs.end(),
                    [](const PackedProgram &a, const PackedProgram &b) { return a.memberPath < b.memberPath; });
@@ -127,8 +138,16 @@ int packDirectory(const PackOptions &o, const Verbosity &v) {
     if (programs[i].memberPath == programs[i - 1].memberPath)
       return fail(fmt::format("{} and {} both rebuild {}", programs[i - 1].file, programs[i].file,
                               programs[i].memberPath));
+  // A member cannot also be the directory of another (`sub` and `sub/vocab.txt`).
+  std::map<std::string, const PackedProgram *> byPath;
+  for (const PackedProgram &p : programs) byPath.emplace(p.memberPath, &p);
+  for (const PackedProgram &p : programs)
+    for (size_t slash = p.memberPath.find('/'); slash != std::string::npos; slash = p.memberPath.find('/', slash + 1))
+      if (auto it = byPath.find(p.memberPath.substr(0, slash)); it != byPath.end())
+        return fail(fmt::format("{} rebuilds the file {}, which {} needs as a directory", it->second->file,
+                                it->first, p.file));
 
-  std::string output = o.output.empty() ? withExtension(o.input, ".brv") : o.output;
+  std::string output = o.output.empty() ? withExtension(input, ".brv") : o.output;
   auto builder = ArchiveBuilder::create(output, o.force);
   if (!builder) return fail(builder.error().message);
   DecodeSettings settings;
@@ -141,6 +160,7 @@ int packDirectory(const PackOptions &o, const Verbosity &v) {
     auto digests = digestsByDecoding(p.checkpoint, *payload);
     if (!digests) return fail(p.file + ": " + digests.error().message);
     originalSize += p.checkpoint.source.size;
+    p.checkpoint.payloadFile = archivedPayloadName(p.checkpoint.source.fileName);
     MemberSource member{p.memberPath, std::move(p.checkpoint), std::move(*payload), std::move(*digests)};
     auto added = (*builder)->add(member, settings);
     if (!added) return fail(p.file + ": " + added.error().message);
@@ -149,7 +169,7 @@ int packDirectory(const PackOptions &o, const Verbosity &v) {
   auto size = (*builder)->commit(/*directory=*/true);
   if (!size) return fail(size.error().message);
   if (!v.quiet)
-    std::cerr << fmt::format("{}: -> {} ({}, {} files of {}, each verified)\n", o.input, output, humanBytes(*size),
+    std::cerr << fmt::format("{}: -> {} ({}, {} files of {}, each verified)\n", input, output, humanBytes(*size),
                              programs.size(), humanBytes(originalSize));
   return kExitOk;
 }
@@ -173,6 +193,7 @@ int runPack(const PackOptions &o, const Verbosity &v) {
   // Bit-exact or nothing: the program must rebuild the file its source line describes.
   auto digests = digestsByDecoding(c, *payload);
   if (!digests) return fail(o.input + ": " + digests.error().message);
+  c.payloadFile = archivedPayloadName(c.source.fileName);
   MemberSource member{baseName(c.source.fileName), std::move(c), std::move(*payload), std::move(*digests)};
   if (!isValidMemberPath(member.path))
     return fail(fmt::format("{} names an unusable source file {}", o.input, quoteString(member.checkpoint.source.fileName)));
