@@ -43,10 +43,19 @@ ExprPtr synthesizeTensor(DType dtype, ByteSpan bytes, Bytes &payload, EncodePoli
   std::vector<uint64_t> field(n);
   for (const auto &spec : specs) {
     const uint64_t mask = widthMask(spec.width);
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t w = 0;
-      std::memcpy(&w, bytes.data() + i * wordBytes, wordBytes); // little-endian host
-      field[i] = (w >> spec.shift) & mask;
+    // A load of constant size per word size (a variable-size memcpy is a call per word).
+    auto extract = [&]<typename Word>(Word) {
+      for (size_t i = 0; i < n; ++i) {
+        Word w;
+        std::memcpy(&w, bytes.data() + i * sizeof(Word), sizeof(Word)); // little-endian host
+        field[i] = (uint64_t{w} >> spec.shift) & mask;
+      }
+    };
+    switch (wordBytes) {
+    case 1: extract(uint8_t{}); break;
+    case 2: extract(uint16_t{}); break;
+    case 4: extract(uint32_t{}); break;
+    default: extract(uint64_t{}); break;
     }
     fields.push_back(MergeField{spec.name, makeLit(field, spec.width, payload, policy)});
   }
