@@ -44,11 +44,30 @@ unsigned ceilLog2(uint64_t n) { return n <= 1 ? 0 : 64 - static_cast<unsigned>(_
 
 } // namespace
 
+void countWords(std::span<const uint64_t> words, unsigned width, uint64_t *counts) {
+  if (width > 8) {
+    for (uint64_t w : words) ++counts[w];
+    return;
+  }
+  // Four tables for small alphabets: runs of one value (float exponents, sign bits) would
+  // otherwise wait on each other's increments.
+  uint64_t partial[4][256] = {};
+  size_t i = 0;
+  for (; i + 4 <= words.size(); i += 4) {
+    ++partial[0][words[i]];
+    ++partial[1][words[i + 1]];
+    ++partial[2][words[i + 2]];
+    ++partial[3][words[i + 3]];
+  }
+  for (; i < words.size(); ++i) ++partial[0][words[i]];
+  for (size_t v = 0; v < (size_t{1} << width); ++v) counts[v] += partial[0][v] + partial[1][v] + partial[2][v] + partial[3][v];
+}
+
 std::optional<WordHistogram> histogram(std::span<const uint64_t> words, unsigned width, uint64_t maxSymbols) {
   WordHistogram h;
   if (width <= 16) {
     std::vector<uint64_t> counts(size_t{1} << width, 0);
-    for (uint64_t w : words) ++counts[w];
+    countWords(words, width, counts.data());
     for (size_t v = 0; v < counts.size(); ++v)
       if (counts[v]) {
         h.words.push_back(v);

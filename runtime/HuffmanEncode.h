@@ -24,4 +24,7 @@ struct WordHistogram {
 };
 std::optional<WordHistogram> histogram(std::span<const uint64_t> words, unsigned width, uint64_t maxSymbols);
 
+/// Adds how often each value occurs to `counts` (2^width entries), for width <= 16.
+void countWords(std::span<const uint64_t> words, unsigned width, uint64_t *counts);
+
 } // namespace brevis

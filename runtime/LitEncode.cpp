@@ -154,7 +154,7 @@ std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t
       return static_cast<uint64_t>(entropyBits(h->counts, n) / 8) + h->words.size() * 4 + blocks * 20 + 8;
     }
     uint64_t counts[256] = {};
-    for (uint64_t w : words) ++counts[w];
+    countWords(words, width, counts);
     unsigned distinct = 0;
     for (uint64_t c : counts) distinct += c != 0;
     uint64_t blocks = blocksOf(n, kRansBlockWords);
