@@ -1,5 +1,7 @@
 #include "runtime/HuffmanEncode.h"
 
+#include "runtime/Histogram.h"
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -45,22 +47,13 @@ unsigned ceilLog2(uint64_t n) { return n <= 1 ? 0 : 64 - static_cast<unsigned>(_
 } // namespace
 
 void countWords(std::span<const uint64_t> words, unsigned width, uint64_t *counts) {
-  if (width > 8) {
-    for (uint64_t w : words) ++counts[w];
+  if (width <= 8) {
+    uint64_t small[256] = {};
+    countSmallValues(words, small);
+    for (size_t v = 0; v < (size_t{1} << width); ++v) counts[v] += small[v];
     return;
   }
-  // Four tables for small alphabets: runs of one value (float exponents, sign bits) would
-  // otherwise wait on each other's increments.
-  uint64_t partial[4][256] = {};
-  size_t i = 0;
-  for (; i + 4 <= words.size(); i += 4) {
-    ++partial[0][words[i]];
-    ++partial[1][words[i + 1]];
-    ++partial[2][words[i + 2]];
-    ++partial[3][words[i + 3]];
-  }
-  for (; i < words.size(); ++i) ++partial[0][words[i]];
-  for (size_t v = 0; v < (size_t{1} << width); ++v) counts[v] += partial[0][v] + partial[1][v] + partial[2][v] + partial[3][v];
+  for (uint64_t w : words) ++counts[w];
 }
 
 std::optional<WordHistogram> histogram(std::span<const uint64_t> words, unsigned width, uint64_t maxSymbols) {

@@ -1,5 +1,6 @@
 #include "runtime/RansCodec.h"
 
+#include "runtime/Histogram.h"
 #include "runtime/Varint.h"
 
 #include <fmt/format.h>
@@ -84,18 +85,8 @@ void encodeRans(std::span<const uint64_t> words, unsigned order, Bytes &out) {
     patches.clear();
     uint64_t patchCount = 0;
     if (order == 0) {
-      // Four histograms: consecutive equal bytes would otherwise wait on each other's increments.
-      uint64_t partial[4][256] = {};
-      size_t i = 0;
-      for (; i + 4 <= block.size(); i += 4) {
-        ++partial[0][block[i]];
-        ++partial[1][block[i + 1]];
-        ++partial[2][block[i + 2]];
-        ++partial[3][block[i + 3]];
-      }
-      for (; i < block.size(); ++i) ++partial[0][block[i]];
-      uint64_t counts[256];
-      for (unsigned s = 0; s < 256; ++s) counts[s] = partial[0][s] + partial[1][s] + partial[2][s] + partial[3][s];
+      uint64_t counts[256] = {};
+      countSmallValues(std::span<const uint8_t>(block), counts);
       RarePlan plan = planRarePatches(counts, block.size());
       uint64_t last = 0;
       for (uint64_t i = 0; i < block.size() && patchCount < plan.patches; ++i) {
