@@ -58,8 +58,8 @@ inline uint64_t inputRounds(const uint8_t *next, const uint8_t *end) {
 
 // The fast loop: stream k decodes the words [at[k], limit[k]) of the block (its part); a
 // round refills the four streams and decodes PerRefill words from each (PerRefill * L <= 56
-// bits). Batches of rounds run as long as every stream is at least 8 bytes from its end and
-// has PerRefill words left per round; `at` returns where each stream stopped.
+// bits). Batches of rounds run while every stream's refills start within its bytes
+// (inputRounds) and it has PerRefill words left per round; `at` returns where each stopped.
 template <typename Symbol, unsigned PerRefill>
 [[gnu::always_inline]] inline void fastRounds(BitStream *streams, const uint32_t *table, uint64_t mask, Symbol **at,
                                               Symbol *const *limit) {
@@ -262,6 +262,30 @@ void pairLoop(BitStream *s, uint8_t **at, uint8_t *const *limit, const uint32_t 
   pairLoopPortable(s, at, limit, pairs, L);
 }
 
+/// Decodes a block's four runs into `out`: `fast(s, at, limit)` (a fast loop for Symbol) as far
+/// as it goes, then each stream's last words one symbol at a time. Leaves the streams' final
+/// state in `s`, for the check that each was consumed exactly.
+template <typename Symbol, typename FastLoop>
+void decodeRuns(const uint8_t *const *streams, const uint64_t *sizes, const uint64_t *starts, unsigned L,
+                const uint32_t *table, Symbol *out, BitStream *s, FastLoop fast) {
+  Symbol *at[kHuffmanStreams], *limit[kHuffmanStreams];
+  for (unsigned k = 0; k < kHuffmanStreams; ++k) {
+    s[k].next = streams[k];
+    s[k].end = streams[k] + sizes[k];
+    at[k] = out + starts[k];
+    limit[k] = out + starts[k + 1];
+  }
+  fast(s, at, limit);
+  const uint64_t mask = (uint64_t{1} << L) - 1;
+  for (unsigned k = 0; k < kHuffmanStreams; ++k) {
+    BitStream &st = s[k];
+    for (Symbol *p = at[k]; p < limit[k]; ++p) {
+      if (st.count < L) st.refillSafe();
+      *p = decodeSymbol<Symbol>(st, table, mask);
+    }
+  }
+}
+
 } // namespace
 
 Result<std::unique_ptr<HuffmanDecoder>> HuffmanDecoder::create(ByteSpan bytes, unsigned width, uint64_t count,
@@ -357,23 +381,8 @@ Result<void> HuffmanDecoder::decodeBlock(size_t b, uint8_t *out) const {
   const Block &block = blocks_[b];
   const unsigned L = code_.maxLength;
   BitStream s[kHuffmanStreams];
-  uint8_t *at[kHuffmanStreams], *limit[kHuffmanStreams];
-  for (unsigned k = 0; k < kHuffmanStreams; ++k) {
-    s[k].next = block.streams[k];
-    s[k].end = block.streams[k] + block.sizes[k];
-    at[k] = out + block.starts[k];
-    limit[k] = out + block.starts[k + 1];
-  }
-  pairLoop(s, at, limit, pairTable_.data(), L);
-  // Each stream's last words, one symbol at a time.
-  const uint64_t mask = (uint64_t{1} << L) - 1;
-  for (unsigned k = 0; k < kHuffmanStreams; ++k) {
-    BitStream &st = s[k];
-    for (uint8_t *p = at[k]; p < limit[k]; ++p) {
-      if (st.count < L) st.refillSafe();
-      *p = decodeSymbol<uint8_t>(st, table_.data(), mask);
-    }
-  }
+  decodeRuns(block.streams, block.sizes, block.starts, L, table_.data(), out, s,
+             [&](BitStream *st, uint8_t **at, uint8_t *const *limit) { pairLoop(st, at, limit, pairTable_.data(), L); });
   return checkStreamsConsumed(b, s);
 }
 
@@ -401,24 +410,9 @@ Result<void> HuffmanDecoder::decodeBlock(size_t b, uint16_t *out) const {
   }
   const Block &block = blocks_[b];
   const unsigned L = code_.maxLength;
-  const uint64_t mask = (uint64_t{1} << L) - 1;
-  const uint32_t *table = table_.data();
   BitStream s[kHuffmanStreams];
-  uint16_t *at[kHuffmanStreams], *limit[kHuffmanStreams];
-  for (unsigned k = 0; k < kHuffmanStreams; ++k) {
-    s[k].next = block.streams[k];
-    s[k].end = block.streams[k] + block.sizes[k];
-    at[k] = out + block.starts[k];
-    limit[k] = out + block.starts[k + 1];
-  }
-  fastLoop(s, table, L, at, limit);
-  for (unsigned k = 0; k < kHuffmanStreams; ++k) {
-    BitStream &st = s[k];
-    for (uint16_t *p = at[k]; p < limit[k]; ++p) {
-      if (st.count < L) st.refillSafe();
-      *p = decodeSymbol<uint16_t>(st, table, mask);
-    }
-  }
+  decodeRuns(block.streams, block.sizes, block.starts, L, table_.data(), out, s,
+             [&](BitStream *st, uint16_t **at, uint16_t *const *limit) { fastLoop(st, table_.data(), L, at, limit); });
   return checkStreamsConsumed(b, s);
 }
 
