@@ -12,6 +12,19 @@ class ByteSink {
 public:
   virtual ~ByteSink() = default;
   virtual Result<void> write(const uint8_t *data, size_t size) = 0;
+  /// Writing in place: room for `size` bytes, to be filled and then passed on by commit(n)
+  /// (n <= size) as write() would pass them, or left unused; nothing else may be called
+  /// in between. A sink
+  /// that buffers hands out its own buffer, which saves the decoder a copy; by default it is
+  /// a scratch buffer that commit() writes.
+  virtual uint8_t *reserve(size_t size) {
+    if (scratch_.size() < size) scratch_.resize(size);
+    return scratch_.data();
+  }
+  virtual Result<void> commit(size_t size) { return write(scratch_.data(), size); }
+
+private:
+  Bytes scratch_;
 };
 
 class VectorSink final : public ByteSink {

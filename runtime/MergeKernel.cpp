@@ -3,6 +3,7 @@
 #include "runtime/LitDecode.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -47,15 +48,46 @@ BREVIS_SHIFT_OR(uint16_t)
 BREVIS_SHIFT_OR(uint32_t)
 #undef BREVIS_SHIFT_OR
 
+/// A chunk of T words written in place into the sink, or (if its buffer is not aligned for T)
+/// into a local buffer and copied.
+template <typename T> class OutputChunk {
+public:
+  OutputChunk(ByteSink &sink, std::vector<T> &local, size_t n) : sink_(sink), n_(n) {
+    uint8_t *p = sink.reserve(n * sizeof(T));
+    if (reinterpret_cast<uintptr_t>(p) % alignof(T) == 0) {
+      words_ = reinterpret_cast<T *>(p);
+    } else {
+      local.resize(std::max(local.size(), n));
+      words_ = local.data();
+      local_ = true;
+    }
+  }
+  T *words() { return words_; }
+  Result<void> commit() {
+    auto *bytes = reinterpret_cast<const uint8_t *>(words_); // little-endian host
+    return local_ ? sink_.write(bytes, n_ * sizeof(T)) : sink_.commit(n_ * sizeof(T));
+  }
+
+private:
+  ByteSink &sink_;
+  size_t n_;
+  T *words_ = nullptr;
+  bool local_ = false;
+};
+
+/// Field by field: each decoded into T words and shifted into the accumulator.
 template <typename T>
-Result<void> run(std::vector<Field> &fields, const Payload &payload, uint64_t first, uint64_t count, ByteSink &sink) {
-  std::vector<T> acc(static_cast<size_t>(std::min<uint64_t>(kFusedChunkWords, count)));
-  std::vector<T> part(fields.size() > 1 ? acc.size() : 0);
+Result<void> runShiftOr(std::vector<Field> &fields, const Payload &payload, uint64_t first, uint64_t count,
+                        ByteSink &sink) {
+  const size_t chunk = static_cast<size_t>(std::min<uint64_t>(kFusedChunkWords, count));
+  std::vector<T> part(fields.size() > 1 ? chunk : 0), local;
   for (uint64_t done = 0; done < count;) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(acc.size(), count - done));
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, count - done));
+    OutputChunk<T> out(sink, local, n);
+    T *acc = out.words();
     for (size_t k = 0; k < fields.size(); ++k) {
       Field &f = fields[k];
-      T *dst = k == 0 ? acc.data() : part.data();
+      T *dst = k == 0 ? acc : part.data();
       if (!f.lit) {
         if (k == 0) std::fill_n(dst, n, static_cast<T>(f.value));
       } else if (f.cursor) {
@@ -64,13 +96,101 @@ Result<void> run(std::vector<Field> &fields, const Payload &payload, uint64_t fi
         decodeLitNarrow(*f.lit, payload, first + done, n, dst);
       }
       if (k == 0) continue;
-      if (!f.lit) shiftOrConst(acc.data(), static_cast<T>(f.value), n, f.width);
-      else shiftOr(acc.data(), part.data(), n, f.width);
+      if (!f.lit) shiftOrConst(acc, static_cast<T>(f.value), n, f.width);
+      else shiftOr(acc, part.data(), n, f.width);
     }
-    BREVIS_TRY(sink.write(reinterpret_cast<const uint8_t *>(acc.data()), n * sizeof(T))); // little-endian host
+    BREVIS_TRY(out.commit());
     done += n;
   }
   return {};
+}
+
+// out = c | a << sa | b << sb | ...: a whole merge of byte-sized fields in one pass. The
+// shifts are multiplications by 2^s of type T, so that the vectorizer keeps T-wide lanes
+// (a shift by a variable count would be done on 32-bit lanes after C++'s integer promotion).
+#define BREVIS_COMBINE_BYTES(T)                                                                                        \
+  [[gnu::target_clones("arch=x86-64-v4", "avx2", "default")]] void combine(T *__restrict out, T c, size_t n,        \
+                                                                            const uint8_t *__restrict a, T ma) {       \
+    for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(c | T(a[i] * ma));                                         \
+  }                                                                                                                    \
+  [[gnu::target_clones("arch=x86-64-v4", "avx2", "default")]] void combine(                                          \
+      T *__restrict out, T c, size_t n, const uint8_t *__restrict a, T ma, const uint8_t *__restrict b, T mb) {        \
+    for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(c | T(a[i] * ma) | T(b[i] * mb));                          \
+  }                                                                                                                    \
+  [[gnu::target_clones("arch=x86-64-v4", "avx2", "default")]] void combine(                                          \
+      T *__restrict out, T c, size_t n, const uint8_t *__restrict a, T ma, const uint8_t *__restrict b, T mb,          \
+      const uint8_t *__restrict d, T md) {                                                                             \
+    for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(c | T(a[i] * ma) | T(b[i] * mb) | T(d[i] * md));          \
+  }                                                                                                                    \
+  [[gnu::target_clones("arch=x86-64-v4", "avx2", "default")]] void combine(                                          \
+      T *__restrict out, T c, size_t n, const uint8_t *__restrict a, T ma, const uint8_t *__restrict b, T mb,          \
+      const uint8_t *__restrict d, T md, const uint8_t *__restrict e, T me) {                                          \
+    for (size_t i = 0; i < n; ++i)                                                                                     \
+      out[i] = static_cast<T>(c | T(a[i] * ma) | T(b[i] * mb) | T(d[i] * md) | T(e[i] * me));                        \
+  }
+BREVIS_COMBINE_BYTES(uint8_t)
+BREVIS_COMBINE_BYTES(uint16_t)
+BREVIS_COMBINE_BYTES(uint32_t)
+#undef BREVIS_COMBINE_BYTES
+
+constexpr size_t kMaxByteFields = 4;
+
+/// Whether runBytes() takes these fields: one to four literals of at most 8 bits (and any
+/// constants). The common case: BF16 and F16 split into sign, exponent and mantissa, FP8.
+bool byteFieldsApply(const std::vector<Field> &fields) {
+  size_t lits = 0;
+  for (const Field &f : fields)
+    if (f.lit && (++lits > kMaxByteFields || f.width > 8)) return false;
+  return lits > 0;
+}
+
+/// Every literal field decoded into bytes, then all of them merged straight into the output
+/// in one pass: a third of runShiftOr's memory traffic.
+template <typename T>
+Result<void> runBytes(std::vector<Field> &fields, const Payload &payload, uint64_t first, uint64_t count,
+                      ByteSink &sink) {
+  const size_t chunk = static_cast<size_t>(std::min<uint64_t>(kFusedChunkWords, count));
+  std::vector<Field *> lits;
+  std::vector<T> scale; // 2^shift
+  T constant = 0;
+  unsigned below = 0; // bits of the fields after this one
+  for (size_t k = fields.size(); k-- > 0;) {
+    if (fields[k].lit) {
+      lits.insert(lits.begin(), &fields[k]);
+      scale.insert(scale.begin(), static_cast<T>(uint64_t{1} << below));
+    } else {
+      constant = static_cast<T>(constant | static_cast<T>(fields[k].value) << below);
+    }
+    below += fields[k].width;
+  }
+  std::vector<uint8_t> parts(lits.size() * chunk);
+  std::vector<T> local;
+  for (uint64_t done = 0; done < count;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, count - done));
+    uint8_t *p[kMaxByteFields] = {};
+    for (size_t k = 0; k < lits.size(); ++k) {
+      p[k] = parts.data() + k * chunk;
+      if (lits[k]->cursor) BREVIS_TRY(lits[k]->cursor->read8(p[k], n));
+      else decodeLitNarrow(*lits[k]->lit, payload, first + done, n, p[k]);
+    }
+    OutputChunk<T> out(sink, local, n);
+    const T *s = scale.data();
+    switch (lits.size()) {
+    case 1: combine(out.words(), constant, n, p[0], s[0]); break;
+    case 2: combine(out.words(), constant, n, p[0], s[0], p[1], s[1]); break;
+    case 3: combine(out.words(), constant, n, p[0], s[0], p[1], s[1], p[2], s[2]); break;
+    default: combine(out.words(), constant, n, p[0], s[0], p[1], s[1], p[2], s[2], p[3], s[3]); break;
+    }
+    BREVIS_TRY(out.commit());
+    done += n;
+  }
+  return {};
+}
+
+template <typename T>
+Result<void> run(std::vector<Field> &fields, const Payload &payload, uint64_t first, uint64_t count, ByteSink &sink) {
+  if (byteFieldsApply(fields)) return runBytes<T>(fields, payload, first, count, sink);
+  return runShiftOr<T>(fields, payload, first, count, sink);
 }
 
 } // namespace

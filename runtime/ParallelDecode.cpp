@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -45,7 +46,8 @@ public:
     changed_.notify_all();
     thread_.join();
   }
-  /// Queues `buffer` for writing at `offset`; returns an emptied buffer to fill next.
+  /// Queues `buffer` for writing at `offset`; returns a spare buffer (any size, any contents) to
+  /// fill next.
   Bytes submit(PositionalSink &out, uint64_t offset, Bytes buffer) {
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return pending_.size() < maxQueued_; });
@@ -85,8 +87,7 @@ private:
       lock.lock();
       busy_ = false;
       if (!r && !error_) error_ = r.error();
-      t.data.clear();
-      spare_.push_back(std::move(t.data));
+      spare_.push_back(std::move(t.data)); // kept at its size: the next user's resize clears nothing
       changed_.notify_all();
     }
   }
@@ -101,8 +102,9 @@ private:
 };
 
 /// Writes a piece at its place in the output, hashing it and counting progress. Decoders write
-/// small chunks; they are gathered into writes of kWriteBytes, which the kernel copies into the
-/// page cache far more cheaply than many small ones.
+/// small chunks, or decode straight into the buffer (reserve/commit); they are gathered into
+/// writes of kWriteBytes, which the kernel copies into the page cache far more cheaply than many
+/// small ones.
 class PieceSink final : public ByteSink {
 public:
   static constexpr size_t kWriteBytes = size_t{1} << 20;
@@ -110,35 +112,52 @@ public:
       : out_(out), offset_(offset), bufferBytes_(static_cast<size_t>(std::min<uint64_t>(size, kWriteBytes))),
         progress_(progress), queue_(queue) {}
   Result<void> write(const uint8_t *data, size_t size) override {
-    hash_.update(data, size);
     while (size) {
-      if (!queue_ && buffer_.empty() && size >= bufferBytes_) { // large writes go straight through
-        BREVIS_TRY(emit(data, size));
-        return {};
+      if (!queue_ && used_ == 0 && size >= bufferBytes_) { // large writes go straight through
+        hash_.update(data, size);
+        return emit(data, size);
       }
-      if (buffer_.capacity() < bufferBytes_) buffer_.reserve(bufferBytes_);
-      size_t take = std::min(size, bufferBytes_ - buffer_.size());
-      buffer_.insert(buffer_.end(), data, data + take);
+      size_t take = std::min(size, bufferBytes_ - used_);
+      std::memcpy(reserve(take), data, take);
+      BREVIS_TRY(commit(take));
       data += take;
       size -= take;
-      if (buffer_.size() == bufferBytes_) BREVIS_TRY(flush());
     }
     return {};
   }
+  uint8_t *reserve(size_t size) override {
+    direct_ = size <= bufferBytes_;
+    if (!direct_) return ByteSink::reserve(size);
+    if (used_ + size > bufferBytes_) {
+      auto flushed = flush();
+      if (!flushed && !error_) error_ = flushed.error();
+      used_ = 0; // after a failed write the bytes are dropped; commit() reports the failure
+    }
+    if (buffer_.size() < bufferBytes_) buffer_.resize(bufferBytes_);
+    return buffer_.data() + used_;
+  }
+  Result<void> commit(size_t size) override {
+    if (!direct_) return ByteSink::commit(size);
+    if (error_) return *error_;
+    hash_.update(buffer_.data() + used_, size);
+    used_ += size;
+    if (used_ == bufferBytes_) return flush();
+    return {};
+  }
   Result<void> flush() {
-    if (buffer_.empty()) return {};
+    if (used_ == 0) return {};
+    const size_t size = used_;
+    used_ = 0;
     if (queue_) {
-      const uint64_t size = buffer_.size();
+      buffer_.resize(size);
       buffer_ = queue_->submit(out_, offset_ + written_, std::move(buffer_));
       written_ += size;
       if (progress_) progress_->fetch_add(size, std::memory_order_relaxed);
       return {};
     }
-    BREVIS_TRY(emit(buffer_.data(), buffer_.size()));
-    buffer_.clear();
-    return {};
+    return emit(buffer_.data(), size);
   }
-  uint64_t written() const { return written_ + buffer_.size(); }
+  uint64_t written() const { return written_ + used_; }
   uint64_t digest() const { return hash_.digest(); }
 
 private:
@@ -154,7 +173,10 @@ private:
   std::atomic<uint64_t> *progress_;
   WriteQueue *queue_;
   Xxh3Stream hash_;
-  Bytes buffer_;
+  Bytes buffer_;    ///< bytes [0, used_) wait to be written; it only grows (but for the buffers
+  size_t used_ = 0; ///< handed to the queue), so that no byte is cleared twice
+  bool direct_ = false;
+  std::optional<Error> error_;
   uint64_t written_ = 0;
 };
 

@@ -18,6 +18,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstring>
 #include <random>
 
 using namespace brevis;
@@ -262,5 +264,98 @@ TEST(RoundTripLarge, TensorsSplitIntoPiecesDecodeIdenticallyOnAnyThreadCount) {
       auto done = decodeJobs(std::span(&job, 1), *decoder, DecodeOptions{threads, nullptr, /*asyncWrites=*/true});
       ASSERT_TRUE(done) << done.error().message;
       EXPECT_TRUE(out == *file) << threads << " threads";
+    }
+}
+
+namespace {
+
+/// Fails the first write that covers byte `at`, and no other: only that failure can report
+/// the loss.
+class FailingSink final : public PositionalSink {
+public:
+  explicit FailingSink(uint64_t at) : at_(at) {}
+  Result<void> writeAt(uint64_t offset, const uint8_t *, size_t size) override {
+    if (offset <= at_ && at_ < offset + size && !failed_.exchange(true)) return Error{"input/output error"};
+    return {};
+  }
+
+private:
+  uint64_t at_;
+  std::atomic<bool> failed_{false};
+};
+
+/// The interpreter's bytes, passed on in uneven pieces by every route a ByteSink offers:
+/// write(), reserve() and commit() of all of it, and reserve() of more than is committed.
+class UnevenDecoder final : public RegionDecoder {
+public:
+  Result<void> decodeWords(const Region &region, const Payload &payload, uint64_t first, uint64_t count,
+                           ByteSink &sink) override {
+    Bytes bytes;
+    VectorSink whole(bytes);
+    BREVIS_TRY(interpreter_.decodeWords(region, payload, first, count, whole));
+    std::mt19937_64 rng(region.bytes.offset * 31 + first); // calls may come from several threads
+    for (size_t at = 0; at < bytes.size();) {
+      const size_t n = std::min<size_t>(bytes.size() - at, 1 + rng() % 300000);
+      switch (rng() % 3) {
+      case 0: BREVIS_TRY(sink.write(bytes.data() + at, n)); break;
+      case 1:
+        std::memcpy(sink.reserve(n), bytes.data() + at, n);
+        BREVIS_TRY(sink.commit(n));
+        break;
+      default:
+        std::memcpy(sink.reserve(n + 1 + rng() % 5000), bytes.data() + at, n);
+        BREVIS_TRY(sink.commit(n));
+        break;
+      }
+      at += n;
+    }
+    return {};
+  }
+
+private:
+  Interpreter interpreter_;
+};
+
+} // namespace
+
+TEST(RoundTripLarge, OutputInUnevenPiecesIsExactAndAnyFailedWriteIsReported) {
+  // Output is gathered into 1 MiB writes (in place, with a queue or without), whatever sizes the
+  // decoder hands over; a write failing anywhere in a file must come back as the error.
+  std::string path = ::testing::TempDir() + "/brevis-uneven.safetensors";
+  gen::SyntheticOptions options;
+  options.targetBytes = 8u << 20;
+  options.hidden = 512;
+  options.vocab = 4000; // a 4 MB embedding
+  auto size = gen::writeSyntheticCheckpoint(path, options, /*overwrite=*/true);
+  ASSERT_TRUE(size) << size.error().message;
+  auto file = readFile(path);
+  ASSERT_TRUE(file);
+  std::remove(path.c_str());
+  SynthOutput synth = synthesizeTemplate(*file, "w.safetensors", "w.bdsl.bin");
+  std::vector<uint64_t> digests;
+  uint64_t largest = 0;
+  for (const Region &r : synth.checkpoint.regions) {
+    digests.push_back(regionDigest(ByteSpan(*file).subspan(r.bytes.offset, r.bytes.size)));
+    largest = std::max(largest, r.bytes.size);
+  }
+  ASSERT_GT(largest, 2u << 20); // a region spans several 1 MiB writes
+  Payload payload(std::move(synth.payload));
+  UnevenDecoder decoder;
+  for (unsigned threads : {1u, 2u})
+    for (bool async : {false, true}) {
+      Bytes out(file->size());
+      VectorPositionalSink whole(out);
+      DecodeJob job{&synth.checkpoint, &payload, digests, &whole, "w", {}};
+      auto done = decodeJobs(std::span(&job, 1), decoder, DecodeOptions{threads, nullptr, async});
+      ASSERT_TRUE(done) << done.error().message;
+      EXPECT_TRUE(out == *file) << threads << " threads, async " << async;
+      for (uint64_t k = 0; k <= 16; ++k) {
+        const uint64_t at = std::min<uint64_t>(file->size() - 1, file->size() * k / 16 + k * 4099);
+        FailingSink failing(at);
+        job.output = &failing;
+        auto failed = decodeJobs(std::span(&job, 1), decoder, DecodeOptions{threads, nullptr, async});
+        ASSERT_FALSE(failed) << "failing at byte " << at << ", " << threads << " threads, async " << async;
+        EXPECT_NE(failed.error().message.find("input/output error"), std::string::npos) << failed.error().message;
+      }
     }
 }

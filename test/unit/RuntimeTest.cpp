@@ -153,6 +153,86 @@ TEST(Interpreter, MatchesReferenceEvaluationAcrossChunkBoundaries) {
   }
 }
 
+namespace {
+
+/// Hands out in-place room at an odd address (as a sink whose buffer is not word-aligned would).
+class OddAddressSink final : public ByteSink {
+public:
+  explicit OddAddressSink(Bytes &out) : out_(out) {}
+  Result<void> write(const uint8_t *data, size_t size) override {
+    out_.insert(out_.end(), data, data + size);
+    return {};
+  }
+  uint8_t *reserve(size_t size) override {
+    room_.resize(size + 1);
+    return room_.data() + 1;
+  }
+  Result<void> commit(size_t size) override { return write(room_.data() + 1, size); }
+
+private:
+  Bytes &out_;
+  Bytes room_;
+};
+
+} // namespace
+
+TEST(Interpreter, MergesOfByteSizedFieldsMatchTheReference) {
+  // Merges whose literal fields are all at most 8 bits wide are decoded field by field into
+  // bytes and combined in one pass; 1 to 4 literals, constants between them, 8/16/32-bit words,
+  // over more than two of the kernel's chunks and from any word on, into any sink.
+  std::mt19937_64 rng(23);
+  const size_t n = 40000;
+  const std::vector<std::vector<unsigned>> layouts = {
+      {8},          {1, 7},          {1, 8, 7},       {1, 5, 10},   {4, 4, 4, 4},
+      {1, 4, 3},    {3, 6, 7, 8, 8}, {8, 8, 8, 8},    {2, 6, 6, 2}, {8, 8},
+      {1, 8, 23},   {5, 11},         {7, 2, 7, 2, 7, 3, 4}};
+  for (size_t li = 0; li < layouts.size(); ++li) {
+    Bytes bytes;
+    std::vector<MergeField> fields;
+    unsigned total = 0;
+    for (size_t k = 0; k < layouts[li].size(); ++k) {
+      const unsigned w = layouts[li][k];
+      total += w;
+      if ((li + k) % 4 == 3) { // a constant field
+        fields.push_back({"", Const::make(StreamType{w, n}, rng() & widthMask(w))});
+        continue;
+      }
+      auto words = randomWords(rng, n, w);
+      for (size_t i = 0; i < n; i += 1 + rng() % 3) words[i] &= 1; // skewed, for the entropy coders
+      const Encoding encodings[] = {Encoding::Bitpack, Encoding::Rans, Encoding::Huffman, Encoding::Raw};
+      Encoding enc = encodings[(li + k) % 4];
+      uint64_t at = bytes.size();
+      if (w > maxEncodingWidth(enc) || !encodeLit(enc, words, w, bytes)) {
+        bytes.resize(at);
+        enc = Encoding::Bitpack;
+        ASSERT_TRUE(encodeLit(enc, words, w, bytes));
+      }
+      fields.push_back({"", Lit::make(StreamType{w, n}, enc, ByteRange{at, bytes.size() - at})});
+    }
+    Region region;
+    region.program = Merge::make(std::move(fields));
+    const unsigned cb = containerBytes(total);
+    region.bytes = ByteRange{0, n * cb};
+    Payload payload = Payload::fromBytes(bytes);
+    ASSERT_TRUE(validateForExecution(*region.program, payload));
+    auto want = referenceEvaluate(*region.program, payload);
+    Interpreter interpreter;
+    for (int trial = 0; trial < 3; ++trial) {
+      uint64_t first = trial == 0 ? 0 : rng() % n, count = trial == 0 ? n : rng() % (n - first + 1);
+      Bytes viaVector, viaOdd;
+      VectorSink vectorSink(viaVector);
+      OddAddressSink oddSink(viaOdd);
+      ASSERT_TRUE(interpreter.decodeWords(region, payload, first, count, vectorSink));
+      ASSERT_TRUE(interpreter.decodeWords(region, payload, first, count, oddSink));
+      Bytes expected;
+      for (uint64_t i = first; i < first + count; ++i)
+        for (unsigned b = 0; b < cb; ++b) expected.push_back(static_cast<uint8_t>(want[i] >> (8 * b)));
+      EXPECT_EQ(viaVector, expected) << "layout " << li << ", words " << first << "+" << count;
+      EXPECT_EQ(viaOdd, expected) << "layout " << li << ", words " << first << "+" << count;
+    }
+  }
+}
+
 TEST(Interpreter, StoresWordsLittleEndianAndRefusesHoles) {
   auto e = Lit::make(StreamType{16, 2}, std::vector<uint64_t>{0x1234, 0xabcd});
   auto bytes = evaluate(*e, Payload());
