@@ -314,8 +314,9 @@ private:
   uint64_t pos_ = 0;
 };
 
-/// Serves words from one decoded block at a time. Decoder: HuffmanDecoder or RansDecoder;
-/// Symbol: what its decodeBlock() writes; with MapsAlphabet, symbols index decoder.alphabet().
+/// Serves words from decoded blocks, one block at a time or, for decoders that decode several
+/// faster than one (Decoder::kBlocksTogether), that many. Decoder: HuffmanDecoder, RansDecoder or
+/// Rans16Decoder; Symbol: what it writes; with MapsAlphabet, symbols index decoder.alphabet().
 template <typename Decoder, typename Symbol, bool MapsAlphabet> class BlockCursor final : public LitCursor {
 public:
   explicit BlockCursor(std::unique_ptr<Decoder> d) : decoder_(std::move(d)) {}
@@ -326,10 +327,7 @@ public:
 
   template <typename Out> Result<void> serve(Out *out, size_t n) {
     while (n) {
-      if (pos_ == length_) {
-        BREVIS_TRY(load(next_));
-        ++next_;
-      }
+      if (pos_ == length_) BREVIS_TRY(load(next_));
       size_t take = static_cast<size_t>(std::min<uint64_t>(n, length_ - pos_));
       const Symbol *s = symbols_.data() + pos_;
       if constexpr (MapsAlphabet) {
@@ -349,42 +347,51 @@ public:
     return {};
   }
   void reset() override {
-    next_ = 0;
+    next_ = first_ = 0;
     pos_ = length_ = 0;
   }
   Result<void> skip(uint64_t n) override {
     if (n == 0) return {};
-    // Blocks all hold blockWords() words but the last; next_ - 1 is the block being served.
+    // Blocks all hold blockWords() words but the last; blocks [first_, next_) are loaded.
     const uint64_t blockWords = decoder_->blockWords();
-    uint64_t target = (next_ == 0 ? 0 : (next_ - 1) * blockWords + pos_) + n;
-    if (next_ != 0 && target < next_ * blockWords) {
-      pos_ = target - (next_ - 1) * blockWords;
+    const uint64_t target = first_ * blockWords + pos_ + n;
+    if (target < first_ * blockWords + length_) {
+      pos_ = target - first_ * blockWords;
       return {};
     }
     size_t b = static_cast<size_t>(target / blockWords);
     if (b >= decoder_->blockCount()) { // at the very end
-      next_ = decoder_->blockCount();
+      next_ = first_ = decoder_->blockCount();
       pos_ = length_ = 0;
       return {};
     }
     BREVIS_TRY(load(b));
-    next_ = b + 1;
     pos_ = target - b * blockWords;
     return {};
   }
 
 private:
+  static constexpr size_t together() {
+    if constexpr (requires { Decoder::kBlocksTogether; }) return Decoder::kBlocksTogether;
+    else return 1;
+  }
+  /// Loads blocks from b on (as many as decode together, if there are).
   Result<void> load(size_t b) {
     if (b >= decoder_->blockCount()) return Error{"literal read past its end"};
-    length_ = decoder_->blockLength(b);
+    const size_t n = std::min(together(), decoder_->blockCount() - b);
+    length_ = 0;
+    for (size_t k = 0; k < n; ++k) length_ += decoder_->blockLength(b + k);
     symbols_.resize(static_cast<size_t>(length_));
     pos_ = 0;
-    return decoder_->decodeBlock(b, symbols_.data());
+    first_ = b;
+    next_ = b + n;
+    if constexpr (together() > 1) return decoder_->decodeBlocks(b, n, symbols_.data());
+    else return decoder_->decodeBlock(b, symbols_.data());
   }
 
   std::unique_ptr<Decoder> decoder_;
   std::vector<Symbol> symbols_;
-  size_t next_ = 0;
+  size_t first_ = 0, next_ = 0; ///< blocks [first_, next_) are in symbols_
   uint64_t pos_ = 0, length_ = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "runtime/RansCodec.h"
 
 #include "runtime/Histogram.h"
+#include "runtime/RansX32Decode.h"
 #include "runtime/Varint.h"
 
 #include <fmt/format.h>
@@ -154,26 +155,43 @@ Result<std::unique_ptr<RansDecoder>> RansDecoder::create(ByteSpan bytes, unsigne
 
 uint64_t RansDecoder::blockLength(size_t b) const { return std::min(blockWords_, count_ - b * blockWords_); }
 
-Result<void> RansDecoder::decodeBlock(size_t b, uint8_t *out) const {
-  unsigned expected = static_cast<unsigned>(blockLength(b));
-  unsigned got = expected;
-  const Block &block = blocks_[b];
-  // htscodecs takes non-const input but does not modify it.
-  if (!rans_uncompress_to_4x16(const_cast<uint8_t *>(block.frame.data()), static_cast<unsigned>(block.frame.size()),
-                               out, &got) ||
-      got != expected)
-    return Error{fmt::format("rans block {} is corrupt", b)};
-  if (width_ < 8) {
-    uint8_t seen = 0;
-    for (unsigned i = 0; i < got; ++i) seen |= out[i];
-    if (seen >> width_) return Error{fmt::format("rans block {} holds words wider than {} bits", b, width_)};
+Result<void> RansDecoder::decodeBlocks(size_t first, size_t n, uint8_t *out) const {
+  std::vector<RansX32Frame> frames;
+  if (ransX32DecoderAvailable()) {
+    uint8_t *at = out;
+    for (size_t b = first; b < first + n; ++b) {
+      const uint32_t length = static_cast<uint32_t>(blockLength(b));
+      frames.push_back(RansX32Frame{blocks_[b].frame, at, length});
+      at += length;
+    }
+    decodeRansX32Frames(frames);
   }
-  // create() checked every patch's position and value.
-  ByteReader patches(block.patches);
-  uint64_t at = 0;
-  for (uint64_t p = 0; p < block.patchCount; ++p) {
-    at += *patches.varint();
-    out[at++] = *patches.byte();
+  for (size_t b = first; b < first + n; ++b) {
+    const unsigned expected = static_cast<unsigned>(blockLength(b));
+    const Block &block = blocks_[b];
+    const auto status = frames.empty() ? RansX32Frame::Status::NotHandled : frames[b - first].status;
+    if (status == RansX32Frame::Status::Corrupt) return Error{fmt::format("rans block {} is corrupt", b)};
+    if (status != RansX32Frame::Status::Done) {
+      unsigned got = expected;
+      // htscodecs takes non-const input but does not modify it.
+      if (!rans_uncompress_to_4x16(const_cast<uint8_t *>(block.frame.data()), static_cast<unsigned>(block.frame.size()),
+                                   out, &got) ||
+          got != expected)
+        return Error{fmt::format("rans block {} is corrupt", b)};
+    }
+    if (width_ < 8) {
+      uint8_t seen = 0;
+      for (unsigned i = 0; i < expected; ++i) seen |= out[i];
+      if (seen >> width_) return Error{fmt::format("rans block {} holds words wider than {} bits", b, width_)};
+    }
+    // create() checked every patch's position and value.
+    ByteReader patches(block.patches);
+    uint64_t at = 0;
+    for (uint64_t p = 0; p < block.patchCount; ++p) {
+      at += *patches.varint();
+      out[at++] = *patches.byte();
+    }
+    out += expected;
   }
   return {};
 }

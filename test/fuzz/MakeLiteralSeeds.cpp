@@ -34,10 +34,13 @@ int main(int argc, char **argv) {
     for (unsigned width : {1u, 5u, 8u, 10u, 12u, 16u, 23u, 32u}) {
       int selector = selectorByte(e, width);
       if (selector < 0) continue;
-      for (unsigned variant = 1; variant <= 2; ++variant) {
+      // Variant 3: a rans literal long enough for htscodecs' 32-way frame (from 4 KiB on),
+      // which the AVX-512 decoder takes.
+      const bool rans = kAllEncodings[e] == Encoding::Rans;
+      for (unsigned variant = 1; variant <= (rans ? 3u : 2u); ++variant) {
         std::mt19937_64 rng(width * 10 + variant);
         std::geometric_distribution<uint64_t> geometric(variant == 1 ? 0.3 : 0.05);
-        std::vector<uint64_t> words(variant == 1 ? 300 : 3000);
+        std::vector<uint64_t> words(variant == 1 ? 300 : variant == 2 ? 3000 : 6000);
         for (auto &w : words) w = (geometric(rng) * 0x9e3779b97f4a7c15ull) & widthMask(width);
         if (variant == 2 && width >= 8) words[7] = widthMask(width); // a rare word (rans patches it)
         Bytes payload;
