@@ -160,7 +160,7 @@ OutputFile::~OutputFile() {
   }
 }
 
-Result<void> OutputFile::reserve(uint64_t bytes) const {
+Result<void> OutputFile::checkRoom(uint64_t bytes) const {
   struct statvfs fs;
   std::string dir = std::filesystem::path(path_).parent_path().string();
   if (::statvfs(dir.empty() ? "." : dir.c_str(), &fs) != 0) return {}; // unknown: let writes report it
@@ -168,6 +168,13 @@ Result<void> OutputFile::reserve(uint64_t bytes) const {
   if (!tempPath_.empty() && bytes > available)
     return Error{fmt::format("{} needs {} bytes, but its file system has only {} free", path_, bytes,
                              static_cast<uint64_t>(available))};
+  return {};
+}
+
+Result<void> OutputFile::preallocate(uint64_t bytes) {
+  if (tempPath_.empty() || bytes == 0) return {};
+  if (::fallocate(fileno(file_), 0, 0, static_cast<off_t>(bytes)) != 0 && errno == ENOSPC)
+    return Error{fmt::format("{} needs {} bytes, but its file system has no room for them", path_, bytes)};
   return {};
 }
 

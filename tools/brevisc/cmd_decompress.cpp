@@ -78,7 +78,8 @@ int runDecompress(const DecompressOptions &o, const Verbosity &v) {
     auto out = OutputFile::create(path, o.force);
     if (!out) return fail(out.error().message);
     if (i == 0)
-      if (auto room = (*out)->reserve(archive->originalSize()); !room) return fail(room.error().message);
+      if (auto room = (*out)->checkRoom(archive->originalSize()); !room) return fail(room.error().message);
+    if (auto room = (*out)->preallocate(a.members[i].sourceSize); !room) return fail(room.error().message);
     PositionalSink *sink = out->get();
     if (!(*out)->isPositional()) {
       settings.threads = 1; // a pipe takes the bytes in order

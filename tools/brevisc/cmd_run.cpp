@@ -98,7 +98,8 @@ int runRun(const RunOptions &o, const Verbosity &v) {
     }
     auto out = OutputFile::create(output, o.force);
     if (!out) return fail(out.error().message);
-    if (auto room = (*out)->reserve(archive->originalSize()); !room) return fail(room.error().message);
+    if (auto room = (*out)->checkRoom(archive->originalSize()); !room) return fail(room.error().message);
+    if (auto room = (*out)->preallocate(archive->checkpoint(0).source.size); !room) return fail(room.error().message);
     DecodeSettings settings;
     settings.jit = o.jit;
     settings.threads = (*out)->isPositional() ? resolveThreads(o.threads) : 1;
@@ -141,7 +142,7 @@ int runRun(const RunOptions &o, const Verbosity &v) {
   auto out = OutputFile::create(output, o.force);
   if (!out) return fail(out.error().message);
   if (module->isCheckpoint())
-    if (auto room = (*out)->reserve(module->checkpoint().source.size); !room) return fail(room.error().message);
+    if (auto room = (*out)->checkRoom(module->checkpoint().source.size); !room) return fail(room.error().message);
   auto done = module->isCheckpoint() ? decodeCheckpoint(module->checkpoint(), payload, o.jit, **out)
                                      : runExpression(module->expr(), payload, o.jit, **out);
   if (done) done = (*out)->commit();
