@@ -7,6 +7,9 @@
 #include "runtime/LitEncode.h"
 #include "runtime/Safetensors.h"
 #include "runtime/WordOps.h"
+#include "runtime/Xxh3Variants.h"
+
+#include <xxhash.h>
 
 #include "ReferenceEval.h"
 
@@ -403,4 +406,53 @@ TEST(Checksum, StreamingMatchesOneShot) {
   s.update(data.data() + 3000, 7000);
   EXPECT_EQ(s.digest(), xxh64(data));
   EXPECT_NE(xxh64(ByteSpan(data).first(9999)), xxh64(data));
+}
+
+TEST(Checksum, Xxh3VariantsMatchTheLibraryAtEverySplit) {
+  // The checksums in archives are XXH3; decoding hashes with AVX-512 or AVX2 builds of it where
+  // the CPU has them. Each must give the library's hash for any length and any way the bytes
+  // arrive (the stream's internal buffer and stripe boundaries are at 64, 256 and 1024 bytes).
+  std::mt19937_64 rng(41);
+  Bytes data(70000);
+  for (auto &b : data) b = static_cast<uint8_t>(rng());
+  struct Variant {
+    const char *name;
+    bool available;
+    void (*update)(void *, const void *, size_t);
+    uint64_t (*digest)(const void *);
+    uint64_t (*oneShot)(const void *, size_t);
+  };
+  const Variant variants[] = {
+      {"avx2", __builtin_cpu_supports("avx2") != 0, detail::xxh3UpdateAvx2, detail::xxh3DigestAvx2,
+       detail::xxh3OneShotAvx2},
+      {"avx512", __builtin_cpu_supports("avx512f") != 0, detail::xxh3UpdateAvx512, detail::xxh3DigestAvx512,
+       detail::xxh3OneShotAvx512}};
+  const size_t lengths[] = {0, 1, 3, 16, 17, 128, 129, 240, 241, 1024, 1025, 4096, 65536 + 13, 70000};
+  size_t checked = 0;
+  for (const Variant &v : variants) {
+    if (!v.available) continue;
+    for (size_t n : lengths) {
+      const uint64_t want = XXH3_64bits(data.data(), n);
+      EXPECT_EQ(v.oneShot(data.data(), n), want) << v.name << ", " << n << " bytes";
+      for (int trial = 0; trial < 3; ++trial) {
+        XXH3_state_t *state = XXH3_createState();
+        XXH3_64bits_reset(state);
+        for (size_t at = 0; at < n;) {
+          size_t take = std::min<size_t>(n - at, 1 + rng() % (trial == 0 ? 7 : trial == 1 ? 300 : 20000));
+          v.update(state, data.data() + at, take);
+          at += take;
+        }
+        EXPECT_EQ(v.digest(state), want) << v.name << ", " << n << " bytes, trial " << trial;
+        XXH3_freeState(state);
+      }
+      ++checked;
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "neither AVX2 nor AVX-512 on this CPU";
+  // And what the runtime picked agrees too.
+  Xxh3Stream stream;
+  stream.update(data.data(), 12345);
+  stream.update(data.data() + 12345, data.size() - 12345);
+  EXPECT_EQ(stream.digest(), XXH3_64bits(data.data(), data.size()));
+  EXPECT_EQ(xxh3(data), XXH3_64bits(data.data(), data.size()));
 }
