@@ -325,6 +325,19 @@ public:
   Result<void> read16(uint16_t *out, size_t n) override { return serve(out, n); }
   Result<void> read32(uint32_t *out, size_t n) override { return serve(out, n); }
 
+  Result<const uint8_t *> readInPlace8(size_t n) override {
+    if constexpr (MapsAlphabet || sizeof(Symbol) != 1) {
+      return nullptr;
+    } else {
+      if (n == 0) return nullptr;
+      if (pos_ == length_) BREVIS_TRY(load(next_));
+      if (n > length_ - pos_) return nullptr;
+      const uint8_t *at = symbols_.data() + pos_;
+      pos_ += n;
+      return at;
+    }
+  }
+
   template <typename Out> Result<void> serve(Out *out, size_t n) {
     while (n) {
       if (pos_ == length_) BREVIS_TRY(load(next_));

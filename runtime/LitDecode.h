@@ -55,6 +55,10 @@ public:
   virtual Result<void> read8(uint8_t *out, size_t n);
   virtual Result<void> read16(uint16_t *out, size_t n);
   virtual Result<void> read32(uint32_t *out, size_t n);
+  /// The next n words as bytes without a copy, where the cursor holds them decoded in one piece
+  /// (they are then consumed; the pointer is valid until the next call); null where it does not
+  /// (nothing is consumed: use read8).
+  virtual Result<const uint8_t *> readInPlace8(size_t) { return nullptr; }
   template <typename T> Result<void> readNarrow(T *out, size_t n) {
     if constexpr (sizeof(T) == 1) return read8(out, n);
     else if constexpr (sizeof(T) == 2) return read16(out, n);

@@ -167,11 +167,19 @@ Result<void> runBytes(std::vector<Field> &fields, const Payload &payload, uint64
   std::vector<T> local;
   for (uint64_t done = 0; done < count;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, count - done));
-    uint8_t *p[kMaxByteFields] = {};
+    const uint8_t *p[kMaxByteFields] = {};
     for (size_t k = 0; k < lits.size(); ++k) {
-      p[k] = parts.data() + k * chunk;
-      if (lits[k]->cursor) BREVIS_TRY(lits[k]->cursor->read8(p[k], n));
-      else decodeLitNarrow(*lits[k]->lit, payload, first + done, n, p[k]);
+      uint8_t *part = parts.data() + k * chunk;
+      p[k] = part;
+      if (!lits[k]->cursor) {
+        decodeLitNarrow(*lits[k]->lit, payload, first + done, n, part);
+        continue;
+      }
+      // Entropy-coded fields are read where their block was decoded, when it holds the chunk.
+      auto inPlace = lits[k]->cursor->readInPlace8(n);
+      if (!inPlace) return inPlace.error();
+      if (*inPlace) p[k] = *inPlace;
+      else BREVIS_TRY(lits[k]->cursor->read8(part, n));
     }
     OutputChunk<T> out(sink, local, n);
     const T *s = scale.data();

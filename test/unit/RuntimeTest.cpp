@@ -236,6 +236,46 @@ TEST(Interpreter, MergesOfByteSizedFieldsMatchTheReference) {
   }
 }
 
+TEST(Interpreter, ByteFieldsAcrossEntropyBlockBoundaries) {
+  // An entropy-coded field is read in place from its decoded blocks; a chunk of the merge that
+  // spans two decoded pieces (rans decodes blocks in pairs) is copied instead. BF16-like fields, with
+  // the exponent in rans blocks of 2^20 words and the mantissa in huffman blocks.
+  std::mt19937_64 rng(29);
+  const size_t n = (size_t{3} << 20) + 5000;
+  Bytes bytes;
+  std::vector<MergeField> fields;
+  const unsigned widths[] = {1, 8, 7};
+  const Encoding encodings[] = {Encoding::Bitpack, Encoding::Rans, Encoding::Huffman};
+  for (int k = 0; k < 3; ++k) {
+    auto words = randomWords(rng, n, widths[k]);
+    for (size_t i = 0; i < n; i += 1 + rng() % 3) words[i] &= 3; // skewed
+    uint64_t at = bytes.size();
+    ASSERT_TRUE(encodeLit(encodings[k], words, widths[k], bytes));
+    fields.push_back({"", Lit::make(StreamType{widths[k], n}, encodings[k], ByteRange{at, bytes.size() - at})});
+  }
+  Region region;
+  region.program = Merge::make(std::move(fields));
+  region.bytes = ByteRange{0, n * 2};
+  Payload payload = Payload::fromBytes(bytes);
+  ASSERT_TRUE(validateForExecution(*region.program, payload));
+  auto want = referenceEvaluate(*region.program, payload);
+  Interpreter interpreter;
+  const uint64_t block = uint64_t{1} << 20;
+  const std::pair<uint64_t, uint64_t> ranges[] = {
+      {0, n}, {block - 7, 40000}, {1000003, 100000}, {2 * block - 16384, 16385}, {100, 2 * block},
+      {3 * block - 1, 5001}};
+  for (auto [first, count] : ranges) {
+    Bytes got;
+    VectorSink sink(got);
+    ASSERT_TRUE(interpreter.decodeWords(region, payload, first, count, sink));
+    ASSERT_EQ(got.size(), count * 2);
+    bool same = true;
+    for (uint64_t i = 0; i < count && same; ++i)
+      same = (got[2 * i] | got[2 * i + 1] << 8) == static_cast<int>(want[first + i]);
+    EXPECT_TRUE(same) << "words " << first << "+" << count;
+  }
+}
+
 TEST(Interpreter, StoresWordsLittleEndianAndRefusesHoles) {
   auto e = Lit::make(StreamType{16, 2}, std::vector<uint64_t>{0x1234, 0xabcd});
   auto bytes = evaluate(*e, Payload());
