@@ -101,22 +101,19 @@ private:
   std::thread thread_;
 };
 
-/// Writes a piece at its place in the output, hashing it and counting progress. Decoders write
-/// small chunks, or decode straight into the buffer (reserve/commit); they are gathered into
-/// writes of kWriteBytes, which the kernel copies into the page cache far more cheaply than many
-/// small ones.
-class PieceSink final : public ByteSink {
+/// Writes a run of consecutive output bytes at their place (one task: a large piece, or several
+/// small ones), counting progress. Decoders write small chunks, or decode straight into the
+/// buffer (reserve/commit); they are gathered into writes of kWriteBytes, which the kernel
+/// copies into the page cache far more cheaply than many small ones.
+class OutputBuffer {
 public:
   static constexpr size_t kWriteBytes = size_t{1} << 20;
-  PieceSink(PositionalSink &out, uint64_t offset, uint64_t size, std::atomic<uint64_t> *progress, WriteQueue *queue)
+  OutputBuffer(PositionalSink &out, uint64_t offset, uint64_t size, std::atomic<uint64_t> *progress, WriteQueue *queue)
       : out_(out), offset_(offset), bufferBytes_(static_cast<size_t>(std::min<uint64_t>(size, kWriteBytes))),
         progress_(progress), queue_(queue) {}
-  Result<void> write(const uint8_t *data, size_t size) override {
+  Result<void> write(const uint8_t *data, size_t size) {
     while (size) {
-      if (!queue_ && used_ == 0 && size >= bufferBytes_) { // large writes go straight through
-        hash_.update(data, size);
-        return emit(data, size);
-      }
+      if (!queue_ && used_ == 0 && size >= bufferBytes_) return emit(data, size); // large writes go straight through
       size_t take = std::min(size, bufferBytes_ - used_);
       std::memcpy(reserve(take), data, take);
       BREVIS_TRY(commit(take));
@@ -125,9 +122,9 @@ public:
     }
     return {};
   }
-  uint8_t *reserve(size_t size) override {
-    direct_ = size <= bufferBytes_;
-    if (!direct_) return ByteSink::reserve(size);
+  /// Room for `size` bytes in the buffer, or null if it is larger than the buffer.
+  uint8_t *reserve(size_t size) {
+    if (size > bufferBytes_) return nullptr;
     if (used_ + size > bufferBytes_) {
       auto flushed = flush();
       if (!flushed && !error_) error_ = flushed.error();
@@ -136,14 +133,14 @@ public:
     if (buffer_.size() < bufferBytes_) buffer_.resize(bufferBytes_);
     return buffer_.data() + used_;
   }
-  Result<void> commit(size_t size) override {
-    if (!direct_) return ByteSink::commit(size);
+  Result<void> commit(size_t size) {
     if (error_) return *error_;
-    hash_.update(buffer_.data() + used_, size);
     used_ += size;
     if (used_ == bufferBytes_) return flush();
     return {};
   }
+  /// Whether a write failed (its error names no region: the bytes may be any piece's).
+  bool writeFailed() const { return writeFailed_; }
   Result<void> flush() {
     if (used_ == 0) return {};
     const size_t size = used_;
@@ -157,26 +154,56 @@ public:
     }
     return emit(buffer_.data(), size);
   }
-  uint64_t written() const { return written_ + used_; }
-  uint64_t digest() const { return hash_.digest(); }
 
 private:
   Result<void> emit(const uint8_t *data, size_t size) {
-    BREVIS_TRY(out_.writeAt(offset_ + written_, data, size));
+    auto wrote = out_.writeAt(offset_ + written_, data, size);
+    if (!wrote) {
+      writeFailed_ = true;
+      return wrote;
+    }
     written_ += size;
     if (progress_) progress_->fetch_add(size, std::memory_order_relaxed);
     return {};
   }
   PositionalSink &out_;
   uint64_t offset_;
-  size_t bufferBytes_; ///< kWriteBytes, or the whole piece if smaller
+  size_t bufferBytes_; ///< kWriteBytes, or the whole task if smaller
   std::atomic<uint64_t> *progress_;
   WriteQueue *queue_;
-  Xxh3Stream hash_;
   Bytes buffer_;    ///< bytes [0, used_) wait to be written; it only grows (but for the buffers
   size_t used_ = 0; ///< handed to the queue), so that no byte is cleared twice
-  bool direct_ = false;
   std::optional<Error> error_;
+  uint64_t written_ = 0;
+  bool writeFailed_ = false;
+};
+
+/// One piece's bytes, hashed as they pass into its task's OutputBuffer.
+class PieceSink final : public ByteSink {
+public:
+  explicit PieceSink(OutputBuffer &buffer) : buffer_(buffer) {}
+  Result<void> write(const uint8_t *data, size_t size) override {
+    hash_.update(data, size);
+    written_ += size;
+    return buffer_.write(data, size);
+  }
+  uint8_t *reserve(size_t size) override {
+    reserved_ = buffer_.reserve(size);
+    return reserved_ ? reserved_ : ByteSink::reserve(size);
+  }
+  Result<void> commit(size_t size) override {
+    if (!reserved_) return ByteSink::commit(size); // through write()
+    hash_.update(reserved_, size);
+    written_ += size;
+    return buffer_.commit(size);
+  }
+  uint64_t written() const { return written_; }
+  uint64_t digest() const { return hash_.digest(); }
+
+private:
+  OutputBuffer &buffer_;
+  Xxh3Stream hash_;
+  uint8_t *reserved_ = nullptr;
   uint64_t written_ = 0;
 };
 
@@ -252,23 +279,50 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
       pieces.push_back(Piece{regions[i].job, regions[i].region, at, std::min(kDigestPieceBytes, r.bytes.size - at),
                              pieces.size()});
   }
+  // Tasks: a large piece alone, or a run of small consecutive ones (many small tensors) that
+  // one thread decodes into one buffer, so that they make one write, not one each.
+  struct Task {
+    size_t firstPiece, pieces;
+    uint64_t offset, size; ///< in the job's output
+  };
+  std::vector<Task> tasks;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const Piece &p = pieces[i];
+    const uint64_t offset = jobs[p.job].checkpoint->regions[p.region].bytes.offset + p.firstByte;
+    if (!tasks.empty()) {
+      Task &t = tasks.back();
+      const Piece &last = pieces[t.firstPiece + t.pieces - 1];
+      if (last.job == p.job && t.offset + t.size == offset && t.size + p.size <= OutputBuffer::kWriteBytes) {
+        ++t.pieces;
+        t.size += p.size;
+        continue;
+      }
+    }
+    tasks.push_back(Task{i, 1, offset, p.size});
+  }
+
   std::vector<uint64_t> hashes(pieces.size());
   std::optional<WriteQueue> queue;
   if (options.asyncWrites) queue.emplace(4 + 2 * size_t{std::max(options.threads, 1u)});
-  auto decoded = runInOrder(pieces.size(), options.threads, [&](size_t i) -> Result<void> {
-    const Piece &p = pieces[i];
-    const DecodeJob &job = jobs[p.job];
-    const Region &r = job.checkpoint->regions[p.region];
-    const unsigned wordBytes = containerBytes(streamTypeOf(*r.program).width);
-    PieceSink sink(*job.output, r.bytes.offset + p.firstByte, p.size, options.progress, queue ? &*queue : nullptr);
-    auto done = decoder.decodeWords(r, *job.payload, p.firstByte / wordBytes, p.size / wordBytes, sink);
-    if (done) done = sink.flush();
-    if (!done)
-      return Error{fmt::format("{}: {}: {}", job.label, regionLabel(r), done.error().message)};
-    if (sink.written() != p.size)
-      return Error{fmt::format("{}: {} produced {} bytes instead of {} at byte {}", job.label, regionLabel(r),
-                               sink.written(), p.size, p.firstByte)};
-    hashes[p.hashSlot] = sink.digest();
+  auto decoded = runInOrder(tasks.size(), options.threads, [&](size_t t) -> Result<void> {
+    const Task &task = tasks[t];
+    const DecodeJob &job = jobs[pieces[task.firstPiece].job];
+    OutputBuffer buffer(*job.output, task.offset, task.size, options.progress, queue ? &*queue : nullptr);
+    for (size_t i = task.firstPiece; i < task.firstPiece + task.pieces; ++i) {
+      const Piece &p = pieces[i];
+      const Region &r = job.checkpoint->regions[p.region];
+      const unsigned wordBytes = containerBytes(streamTypeOf(*r.program).width);
+      PieceSink sink(buffer);
+      auto done = decoder.decodeWords(r, *job.payload, p.firstByte / wordBytes, p.size / wordBytes, sink);
+      if (!done && buffer.writeFailed()) return Error{fmt::format("{}: {}", job.label, done.error().message)};
+      if (!done) return Error{fmt::format("{}: {}: {}", job.label, regionLabel(r), done.error().message)};
+      if (sink.written() != p.size)
+        return Error{fmt::format("{}: {} produced {} bytes instead of {} at byte {}", job.label, regionLabel(r),
+                                 sink.written(), p.size, p.firstByte)};
+      hashes[p.hashSlot] = sink.digest();
+    }
+    auto flushed = buffer.flush();
+    if (!flushed) return Error{fmt::format("{}: {}", job.label, flushed.error().message)};
     return {};
   });
   if (queue) {

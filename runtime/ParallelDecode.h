@@ -3,6 +3,7 @@
 // cut at multiples of kDigestPieceBytes of its output, so that many small tensors and one huge
 // one both spread over the threads. Each piece is decoded straight to its place in the output
 // (positional writes, memory bounded by one chunk per thread) and hashed where it is produced;
+// runs of small consecutive pieces are one thread's task and one write, not one each;
 // the pieces' hashes make each region's digest, compared with the archive index. The output is
 // the same for any thread count; with one thread pieces are produced in file order, so the
 // output may be a pipe.

@@ -14,7 +14,8 @@ timed run, so that no run pays for writing back the last one's output. Deleting 
 written gigabyte still leaves the file system work to do in the background (on a 2-core VM,
 whichever run came next was up to 50% slower), so the order of the tools rotates from round
 to round: no tool always follows the same one.
-Reports the median wall time, GB/s of original bytes, and each speed as a ratio to zstd -d.
+Reports the median wall time, GB/s of original bytes, and each speed as a ratio to zstd -d
+(every sample goes to stderr).
 
 Usage: decompress_bench.py [--brevisc PATH] [--gen PATH] [--rounds N] [--synthetic SIZE]
                            [--workdir DIR] [--markdown] [FILE ...]
@@ -94,6 +95,8 @@ def main():
                 times[t].append(timed(tools[t], out))
         if os.path.exists(out):
             os.remove(out)
+        for t, v in times.items():  # every sample, for judging the noise
+            print(f"{name} {t}: " + " ".join(f"{x:.3f}" for x in v), file=sys.stderr)
         med = {t: statistics.median(v) for t, v in times.items()}
         rows.append((name, size, os.path.getsize(brv), os.path.getsize(zst), med))
 

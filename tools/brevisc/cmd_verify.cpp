@@ -5,6 +5,7 @@
 
 #include "runtime/FileIO.h"
 
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 
@@ -19,23 +20,34 @@ struct VerifyOptions {
   bool jit = false;
 };
 
-/// Compares positional writes with a file's bytes.
+/// Compares positional writes with a file's bytes; a difference names the region holding it.
 class CompareSink final : public PositionalSink {
 public:
-  explicit CompareSink(ByteSpan expected) : expected_(expected) {}
+  CompareSink(ByteSpan expected, const Checkpoint &checkpoint) : expected_(expected), checkpoint_(checkpoint) {}
   Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) override {
     if (offset > expected_.size() || size > expected_.size() - offset)
       return Error{fmt::format("the decoded file is longer than the original ({} bytes)", expected_.size())};
     if (std::memcmp(data, expected_.data() + offset, size) != 0) {
       uint64_t i = 0;
       while (data[i] == expected_[offset + i]) ++i;
-      return Error{fmt::format("the decoded file differs from the original at byte {}", offset + i)};
+      return Error{fmt::format("{}the decoded file differs from the original at byte {}", regionAt(offset + i),
+                               offset + i)};
     }
     return {};
   }
 
 private:
+  /// "tensor NAME: " for the region holding byte `at` (regions are in file order).
+  std::string regionAt(uint64_t at) const {
+    const auto &regions = checkpoint_.regions;
+    auto after = std::upper_bound(regions.begin(), regions.end(), at,
+                                  [](uint64_t x, const Region &r) { return x < r.bytes.offset; });
+    if (after == regions.begin()) return {};
+    const Region &r = *std::prev(after);
+    return at - r.bytes.offset < r.bytes.size ? regionLabel(r) + ": " : std::string();
+  }
   ByteSpan expected_;
+  const Checkpoint &checkpoint_;
 };
 
 int runVerify(const VerifyOptions &o, const Verbosity &v) {
@@ -54,7 +66,7 @@ int runVerify(const VerifyOptions &o, const Verbosity &v) {
       if ((*file)->bytes().size() != m.sourceSize)
         return fail(fmt::format("{}: {} has {} bytes, but the archive holds {}", o.input, path, (*file)->bytes().size(),
                                 m.sourceSize));
-      sinks.push_back(std::make_unique<CompareSink>((*file)->bytes()));
+      sinks.push_back(std::make_unique<CompareSink>((*file)->bytes(), archive->checkpoint(i)));
       originals.push_back(std::move(*file));
     } else {
       sinks.push_back(std::make_unique<DiscardPositionalSink>());
