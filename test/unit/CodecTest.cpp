@@ -572,3 +572,51 @@ TEST(RansX32, DamagedFramesFailOrDecodeAsHtscodecsDoes) {
   EXPECT_GT(refused, 100u);
   EXPECT_GT(agreed, 10u);
 }
+
+TEST(Codec, LevelPoliciesOnLargeLiteralsChooseWhatTryingEveryEncodingWould) {
+  // Below level 9, large literals try a slower encoding only where its estimate promises the
+  // level's gain. On these streams that must pick what encoding every candidate and applying
+  // the policy (each slower encoding must beat the best faster one by minGain) picks: here
+  // bitpack, huffman, rans and rans_o1 each win somewhere.
+  std::mt19937_64 rng(43);
+  std::vector<std::pair<std::string, std::vector<uint64_t>>> streams;
+  std::vector<uint64_t> mantissa(1 << 20), exponent(1 << 20), markov(1 << 20), twoLevel(1 << 20);
+  std::normal_distribution<double> normal(0, 0.02);
+  for (size_t i = 0; i < mantissa.size(); ++i) {
+    float f = static_cast<float>(normal(rng));
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    mantissa[i] = (bits >> 16) & 0x7f;
+    exponent[i] = (bits >> 23) & 0xff;
+    // Order-1 structure: the next byte is usually the previous one or its neighbour.
+    markov[i] = i == 0 ? 100 : (markov[i - 1] + (rng() % 8 == 0 ? rng() % 5 : 0) + 254) % 256 % 16 + 96;
+    // A gain just under 1% (level 5's threshold): the top of 7 bits set a third of the time.
+    twoLevel[i] = (rng() & 0x3f) | (rng() % 100 < 34 ? 0x40 : 0);
+  }
+  streams.push_back({"bf16-like mantissas", mantissa});
+  streams.push_back({"bf16-like exponents", exponent});
+  streams.push_back({"order-1 structured", markov});
+  streams.push_back({"gain just under 1%", twoLevel});
+  const unsigned width = 8;
+  for (int level : {1, 5, 8}) {
+    const EncodePolicy policy = policyForLevel(level);
+    for (const auto &[name, words] : streams) {
+      // The reference: every candidate encoded, in decreasing decoding speed.
+      Encoding best = encodedSize(Encoding::Bitpack, words, width) < encodedSize(Encoding::Raw, words, width)
+                          ? Encoding::Bitpack
+                          : Encoding::Raw;
+      uint64_t bestSize = encodedSize(best, words, width);
+      for (Encoding e : {Encoding::Huffman, Encoding::Rans, Encoding::RansO1}) {
+        Bytes bytes;
+        if (!encodeLit(e, words, width, bytes)) continue;
+        if (static_cast<double>(bytes.size()) < static_cast<double>(bestSize) * (1 - policy.minGain)) {
+          best = e;
+          bestSize = bytes.size();
+        }
+      }
+      Bytes chosen;
+      EXPECT_EQ(encodeSmallest(words, width, chosen, policy), best) << name << ", level " << level;
+      EXPECT_EQ(chosen.size(), bestSize) << name << ", level " << level;
+    }
+  }
+}
