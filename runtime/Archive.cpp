@@ -84,6 +84,8 @@ bool isValidMemberPath(const std::string &path) {
   }
 }
 
+ByteSpan archiveMagic() { return ByteSpan(kMagic, sizeof kMagic); }
+
 bool looksLikeArchive(ByteSpan bytes) {
   return bytes.size() >= sizeof kMagic && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0;
 }
@@ -172,6 +174,18 @@ Result<uint64_t> ArchiveWriter::finish(const std::vector<ArchiveMember> &members
   return at_;
 }
 
+Result<void> checkArchiveChecksum(ByteSpan a, const std::string &name) {
+  // Called on an archive readArchive accepted: the header's sizes add up.
+  const uint8_t *payload = a.data() + kArchiveHeaderSize;
+  const uint64_t payloadSize = getU64(a.data() + 56);
+  Bytes pair;
+  for (uint64_t v : {getU64(a.data() + 64), xxh3(ByteSpan(payload, payloadSize))})
+    for (int b = 0; b < 8; ++b) pair.push_back(static_cast<uint8_t>(v >> (8 * b)));
+  if (xxh3(pair) != getU64(a.data() + a.size() - kTrailerSize))
+    return Error{fmt::format("{} is corrupt: archive checksum mismatch", name)};
+  return {};
+}
+
 Result<Archive> readArchive(std::shared_ptr<const MappedFile> file, const std::string &name,
                             ArchiveReadOptions options) {
   ByteSpan a = file->bytes();
@@ -212,12 +226,7 @@ Result<Archive> readArchive(std::shared_ptr<const MappedFile> file, const std::s
     meta.update(table, tableSize + programSize + entryCount * kArchiveIndexEntrySize);
     if (meta.digest() != metaDigest) return corrupt("the checksum of its header and index does not match");
   }
-  if (options.verifyWholeFile) {
-    Bytes pair;
-    for (uint64_t v : {metaDigest, xxh3(ByteSpan(payload, payloadSize))})
-      for (int b = 0; b < 8; ++b) pair.push_back(static_cast<uint8_t>(v >> (8 * b)));
-    if (xxh3(pair) != getU64(a.data() + a.size() - kTrailerSize)) return corrupt("archive checksum mismatch");
-  }
+  if (options.verifyWholeFile) BREVIS_TRY(checkArchiveChecksum(a, name));
   for (size_t i = 0; i < kPayloadPadding; ++i)
     if (payload[payloadSize + i] != 0) return corrupt("the padding after the payload is not zero");
   if (textSize > kMaxProgramTextSize)

@@ -74,6 +74,10 @@ struct ArchiveReadOptions {
 Result<Archive> readArchive(std::shared_ptr<const MappedFile> file, const std::string &name,
                             ArchiveReadOptions options = {});
 
+/// The trailing checksum over the whole archive (the header's and index's checksum and the
+/// payload's): reads every payload byte. `a` must be an archive readArchive accepted.
+Result<void> checkArchiveChecksum(ByteSpan a, const std::string &name);
+
 /// Step 6 of docs/format/archive.md: the parsed program of `m` agrees with its member entry and
 /// index. `name` is used in messages.
 Result<void> checkMemberProgram(const Checkpoint &c, const ArchiveMember &m, const std::string &name);
@@ -81,6 +85,8 @@ Result<void> checkMemberProgram(const Checkpoint &c, const ArchiveMember &m, con
 /// Whether a member path is acceptable: relative, '/'-separated, no empty, "." or ".." parts.
 bool isValidMemberPath(const std::string &path);
 
+/// The 8 bytes every archive starts with.
+ByteSpan archiveMagic();
 /// True if the bytes start with the archive magic.
 bool looksLikeArchive(ByteSpan bytes);
 /// Whether the file at `path` starts with the archive magic (reads only that much).

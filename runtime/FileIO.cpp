@@ -57,18 +57,116 @@ mode_t currentUmask() {
   ::umask(m);
   return m;
 }
-} // namespace
 
-Result<Bytes> readFile(const std::string &path) {
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f) return Error{fmt::format("cannot open {}: {}", path, systemError())};
+// Mapped input files, so that a SIGBUS from reading past the end of one that another process
+// truncated can be told from a real fault: the handler maps a page of zeros over the missing
+// page, marks the mapping, and lets the read go on; MappedFile::checkIntact() reports it. The
+// handler reads this table only (no allocation, no locks).
+struct GuardedMapping {
+  std::atomic<uintptr_t> begin{0};
+  std::atomic<size_t> size{0};
+  std::atomic<bool> truncated{false};
+};
+constexpr size_t kMaxGuarded = 1024;
+GuardedMapping guarded[kMaxGuarded];
+std::mutex guardedLock; // serializes claiming and releasing slots (never taken by the handler)
+size_t pageSize = 4096;
+
+extern "C" void onBusError(int sig, siginfo_t *info, void *) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(info->si_addr);
+  for (GuardedMapping &g : guarded) {
+    const uintptr_t begin = g.begin.load(std::memory_order_acquire);
+    if (begin == 0 || at < begin || at - begin >= g.size.load(std::memory_order_acquire)) continue;
+    void *page = reinterpret_cast<void *>(at & ~(pageSize - 1));
+    if (::mmap(page, pageSize, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
+      g.truncated.store(true);
+      return; // the faulting read runs again and finds zeros
+    }
+  }
+  // Not a mapping of ours: the default action, when the faulting instruction runs again.
+  std::signal(sig, SIG_DFL);
+}
+
+int guardMapping(const void *data, size_t size) {
+  static std::once_flag installed;
+  std::call_once(installed, [] {
+    pageSize = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    struct sigaction sa = {};
+    sa.sa_sigaction = onBusError;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGBUS, &sa, nullptr);
+  });
+  std::lock_guard lock(guardedLock);
+  for (size_t i = 0; i < kMaxGuarded; ++i) {
+    if (guarded[i].begin.load() != 0) continue;
+    guarded[i].truncated.store(false);
+    guarded[i].size.store(size, std::memory_order_release);
+    guarded[i].begin.store(reinterpret_cast<uintptr_t>(data), std::memory_order_release);
+    return static_cast<int>(i);
+  }
+  return -1; // unguarded: a truncation then ends the process as before
+}
+
+void releaseMapping(int slot) {
+  if (slot < 0) return;
+  std::lock_guard lock(guardedLock);
+  guarded[slot].begin.store(0, std::memory_order_release);
+}
+
+/// Reads a pipe or socket to its end, refusing more than streamInputLimit() bytes; stops early
+/// once the bytes read differ from `prefix`.
+Result<Bytes> readStream(int fd, const std::string &name, ByteSpan prefix) {
+  const uint64_t limit = streamInputLimit();
   Bytes data;
   uint8_t buffer[1 << 16];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) data.insert(data.end(), buffer, buffer + n);
-  bool failed = std::ferror(f);
-  std::fclose(f);
-  if (failed) return Error{fmt::format("cannot read {}: {}", path, systemError())};
+  while (true) {
+    // The prefix is read on its own first, so that a stream of something else is left at once.
+    size_t want = data.size() < prefix.size() ? prefix.size() - data.size() : sizeof buffer;
+    ssize_t n = ::read(fd, buffer, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error{fmt::format("cannot read {}: {}", name, systemError())};
+    if (n == 0) return data;
+    if (data.size() < prefix.size() &&
+        std::memcmp(buffer, prefix.data() + data.size(), static_cast<size_t>(n)) != 0) {
+      data.insert(data.end(), buffer, buffer + n);
+      return data;
+    }
+    if (static_cast<uint64_t>(n) > limit - data.size())
+      return Error{fmt::format("{} is a stream of more than {} bytes, more than brevisc keeps in memory; give it "
+                               "as a file",
+                               name, limit)};
+    data.insert(data.end(), buffer, buffer + n);
+  }
+}
+
+/// Why an input of this type cannot be read, or empty if it can.
+std::string unreadableKind(const struct stat &st) {
+  if (S_ISDIR(st.st_mode)) return "it is a directory";
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "it is a device, not a file";
+  return {};
+}
+
+std::string tempPrefix(const std::string &target) {
+  return target + ".brevisc-tmp-" + std::to_string(::getpid()) + "-";
+}
+} // namespace
+
+uint64_t streamInputLimit() {
+  static const uint64_t limit = [] {
+    long pages = ::sysconf(_SC_PHYS_PAGES), size = ::sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(size) / 2
+                                 : uint64_t{4} << 30;
+  }();
+  return limit;
+}
+
+Result<Bytes> readFile(const std::string &path) {
+  auto file = MappedFile::open(path);
+  if (!file) return file.error();
+  ByteSpan b = (*file)->bytes();
+  Bytes data(b.begin(), b.end());
+  BREVIS_TRY((*file)->checkIntact());
   return data;
 }
 
@@ -78,35 +176,52 @@ Result<std::string> readTextFile(const std::string &path) {
   return std::string(bytes->begin(), bytes->end());
 }
 
-Result<std::shared_ptr<const MappedFile>> MappedFile::open(const std::string &path) {
+Result<std::shared_ptr<const MappedFile>> MappedFile::open(const std::string &path, ByteSpan prefix) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error{fmt::format("cannot open {}: {}", path, systemError())};
+  if (fd < 0) {
+    struct stat st;
+    if (errno == EISDIR || (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
+      return Error{fmt::format("cannot read {}: it is a directory", path)};
+    return Error{fmt::format("cannot open {}: {}", path, systemError())};
+  }
+  auto file = openDescriptor(fd, path, prefix);
+  ::close(fd);
+  return file;
+}
+
+Result<std::shared_ptr<const MappedFile>> MappedFile::openStandardInput(ByteSpan prefix, std::string name) {
+  if (::isatty(STDIN_FILENO)) return Error{fmt::format("cannot read {}: it is a terminal", name)};
+  return openDescriptor(STDIN_FILENO, std::move(name), prefix);
+}
+
+Result<std::shared_ptr<const MappedFile>> MappedFile::openDescriptor(int fd, std::string path, ByteSpan prefix) {
   struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    std::string why = systemError();
-    ::close(fd);
-    return Error{fmt::format("cannot read {}: {}", path, why)};
-  }
+  if (::fstat(fd, &st) != 0) return Error{fmt::format("cannot read {}: {}", path, systemError())};
+  if (std::string why = unreadableKind(st); !why.empty()) return Error{fmt::format("cannot read {}: {}", path, why)};
   std::shared_ptr<MappedFile> m(new MappedFile());
-  m->path_ = path;
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return Error{fmt::format("cannot read {}: it is a directory", path)};
-  }
-  if (S_ISREG(st.st_mode) && st.st_size > 0) {
+  m->path_ = std::move(path);
+  if (S_ISREG(st.st_mode)) {
+    m->mtime_ = st.st_mtim;
+    m->inode_ = st.st_ino;
+    m->device_ = st.st_dev;
+    if (st.st_size == 0) return std::shared_ptr<const MappedFile>(std::move(m));
     void *p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
     if (p != MAP_FAILED) {
-      ::close(fd);
       m->map_ = p;
       m->data_ = static_cast<const uint8_t *>(p);
       m->size_ = static_cast<size_t>(st.st_size);
+      m->guardSlot_ = guardMapping(p, m->size_);
       return std::shared_ptr<const MappedFile>(std::move(m));
     }
+    // A regular file that cannot be mapped: read it, with a bound like a pipe.
   }
-  ::close(fd);
-  auto bytes = readFile(path); // pipes, and files that cannot be mapped
+  auto bytes = readStream(fd, m->path_, prefix);
   if (!bytes) return bytes.error();
-  return fromBytes(std::move(*bytes), path);
+  m->copy_ = std::move(*bytes);
+  m->data_ = m->copy_.data();
+  m->size_ = m->copy_.size();
+  m->inode_ = 0; // nothing to check: the bytes are ours
+  return std::shared_ptr<const MappedFile>(std::move(m));
 }
 
 std::shared_ptr<const MappedFile> MappedFile::fromBytes(Bytes bytes, std::string name) {
@@ -118,27 +233,77 @@ std::shared_ptr<const MappedFile> MappedFile::fromBytes(Bytes bytes, std::string
   return m;
 }
 
+Result<void> MappedFile::checkIntact() const {
+  if (guardSlot_ >= 0 && guarded[guardSlot_].truncated.load())
+    return Error{fmt::format("{} was truncated while it was being read", path_)};
+  if (inode_ == 0) return {};
+  struct stat st;
+  bool same = ::stat(path_.c_str(), &st) == 0 && st.st_ino == inode_ && st.st_dev == device_ &&
+              static_cast<uint64_t>(st.st_size) == size_ && st.st_mtim.tv_sec == mtime_.tv_sec &&
+              st.st_mtim.tv_nsec == mtime_.tv_nsec;
+  if (!same) return Error{fmt::format("{} changed while it was being read", path_)};
+  return {};
+}
+
 MappedFile::~MappedFile() {
+  releaseMapping(guardSlot_);
   if (map_) ::munmap(map_, size_);
 }
 
-OutputFile::OutputFile(std::string path, std::string tempPath, std::FILE *f)
-    : path_(std::move(path)), tempPath_(std::move(tempPath)), file_(f) {
-  positional_ = ::lseek(fileno(file_), 0, SEEK_CUR) >= 0;
+int renameNoReplace(const std::string &from, const std::string &to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS) return errno;
+  // A file system without RENAME_NOREPLACE: link() refuses an existing target atomically.
+  struct stat st;
+  if (::lstat(from.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+    if (::link(from.c_str(), to.c_str()) != 0) return errno;
+    ::unlink(from.c_str());
+    return 0;
+  }
+  if (::lstat(to.c_str(), &st) == 0) return EEXIST; // a directory: the best that can be done
+  return ::rename(from.c_str(), to.c_str()) == 0 ? 0 : errno;
+}
+
+void removeStaleTemps(const std::string &target) {
+  namespace fs = std::filesystem;
+  fs::path t(target);
+  std::string prefix = t.filename().string() + ".brevisc-tmp-";
+  fs::path dir = t.parent_path().empty() ? fs::path(".") : t.parent_path();
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const char *digits = name.c_str() + prefix.size();
+    char *after = nullptr;
+    long pid = std::strtol(digits, &after, 10);
+    if (after == digits || *after != '-' || pid <= 0) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue; // still running
+    std::error_code removed;
+    fs::remove_all(it->path(), removed);
+  }
+}
+
+OutputFile::OutputFile(std::string path, std::string tempPath, std::FILE *f, bool overwrite)
+    : path_(std::move(path)), tempPath_(std::move(tempPath)), file_(f), overwrite_(overwrite) {
+  struct stat st;
+  positional_ = ::fstat(fileno(file_), &st) == 0 && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode) &&
+                ::lseek(fileno(file_), 0, SEEK_CUR) >= 0;
 }
 
 Result<std::unique_ptr<OutputFile>> OutputFile::create(const std::string &path, bool overwrite) {
   struct stat st;
   bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) return Error{fmt::format("{} is a directory", path)};
   if (!overwrite && exists && S_ISREG(st.st_mode))
     return Error{fmt::format("{} already exists; use -f to overwrite it", path)};
   if (exists && !S_ISREG(st.st_mode)) {
     // A device or a pipe (-o /dev/null): written in place; there is nothing to rename over.
     std::FILE *f = std::fopen(path.c_str(), "wb");
     if (!f) return Error{fmt::format("cannot open {}: {}", path, systemError())};
-    return std::unique_ptr<OutputFile>(new OutputFile(path, "", f));
+    return std::unique_ptr<OutputFile>(new OutputFile(path, "", f, overwrite));
   }
-  std::string temp = path + ".tmp-XXXXXX";
+  removeStaleTemps(path);
+  std::string temp = tempPrefix(path) + "XXXXXX";
   int fd = mkstemp(temp.data());
   if (fd < 0) return Error{fmt::format("cannot create {}: {}", path, systemError())};
   std::FILE *f = fdopen(fd, "wb");
@@ -147,13 +312,25 @@ Result<std::unique_ptr<OutputFile>> OutputFile::create(const std::string &path, 
     ::unlink(temp.c_str());
     return Error{fmt::format("cannot create {}: {}", path, systemError())};
   }
-  auto out = std::unique_ptr<OutputFile>(new OutputFile(path, temp, f));
+  auto out = std::unique_ptr<OutputFile>(new OutputFile(path, temp, f, overwrite));
   trackTemp(out->tempPath_.c_str());
   return out;
 }
 
+Result<std::unique_ptr<OutputFile>> OutputFile::standardOutput(std::string name) {
+  auto out = std::unique_ptr<OutputFile>(new OutputFile(std::move(name), "", stdout, false));
+  out->ownsFile_ = false;
+  // Positional writes only into a regular file opened at its start without O_APPEND (`> file`);
+  // a pipe, or a file the shell wrote to before us, takes the bytes in order.
+  struct stat st;
+  int flags = ::fcntl(STDOUT_FILENO, F_GETFL);
+  out->positional_ = ::fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode) && flags >= 0 && !(flags & O_APPEND) &&
+                     ::lseek(STDOUT_FILENO, 0, SEEK_CUR) == 0;
+  return out;
+}
+
 OutputFile::~OutputFile() {
-  if (file_) std::fclose(file_);
+  if (file_ && ownsFile_) std::fclose(file_);
   if (!tempPath_.empty()) {
     if (!committed_) ::unlink(tempPath_.c_str());
     untrackTemp(tempPath_.c_str());
@@ -173,7 +350,9 @@ Result<void> OutputFile::checkRoom(uint64_t bytes) const {
 
 Result<void> OutputFile::preallocate(uint64_t bytes) {
   if (tempPath_.empty() || bytes == 0) return {};
-  if (::fallocate(fileno(file_), 0, 0, static_cast<off_t>(bytes)) != 0 && errno == ENOSPC)
+  // fallocate, not posix_fallocate: where the file system cannot allocate, the latter writes
+  // zeros over the whole file.
+  if (::fallocate(fileno(file_), 0, 0, static_cast<off_t>(bytes)) != 0 && (errno == ENOSPC || errno == EFBIG))
     return Error{fmt::format("{} needs {} bytes, but its file system has no room for them", path_, bytes)};
   return {};
 }
@@ -200,7 +379,7 @@ Result<void> OutputFile::writeAt(uint64_t offset, const uint8_t *data, size_t si
 
 Result<void> OutputFile::commit() {
   bool ok = std::fflush(file_) == 0;
-  ok = std::fclose(file_) == 0 && ok;
+  if (ownsFile_) ok = std::fclose(file_) == 0 && ok;
   file_ = nullptr;
   if (!ok) return Error{fmt::format("cannot write {}: {}", path_, systemError())};
   if (tempPath_.empty()) {
@@ -210,9 +389,91 @@ Result<void> OutputFile::commit() {
   // A replaced file keeps its permissions; a new one gets the usual 0666 less the umask.
   struct stat st;
   ::chmod(tempPath_.c_str(), ::stat(path_.c_str(), &st) == 0 ? (st.st_mode & 07777) : (0666 & ~currentUmask()));
-  if (std::rename(tempPath_.c_str(), path_.c_str()) != 0)
-    return Error{fmt::format("cannot rename the output to {}: {}", path_, systemError())};
+  if (overwrite_) {
+    if (std::rename(tempPath_.c_str(), path_.c_str()) != 0)
+      return Error{fmt::format("cannot rename the output to {}: {}", path_, systemError())};
+  } else if (int err = renameNoReplace(tempPath_, path_); err != 0) {
+    if (err == EEXIST)
+      return Error{fmt::format("{} appeared while it was being written and was left alone; use -f to overwrite it",
+                               path_)};
+    return Error{fmt::format("cannot rename the output to {}: {}", path_, std::strerror(err))};
+  }
   committed_ = true;
+  return {};
+}
+
+Result<TempDirectory> TempDirectory::create(const std::string &target) {
+  removeStaleTemps(target);
+  std::string pattern = tempPrefix(target) + "XXXXXX";
+  if (!::mkdtemp(pattern.data()))
+    return Error{fmt::format("cannot create a directory beside {}: {}", target, std::strerror(errno))};
+  return TempDirectory(target, pattern);
+}
+
+TempDirectory::~TempDirectory() {
+  std::error_code ec;
+  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+}
+
+Result<void> TempDirectory::commit() {
+  // mkdtemp made it private (0700); the directory people get has the usual mode.
+  ::chmod(path_.c_str(), 0777 & ~currentUmask());
+  if (int err = renameNoReplace(path_, target_); err != 0) {
+    if (err == EEXIST || err == ENOTEMPTY)
+      return Error{fmt::format("{} appeared while it was being written and was left alone", target_)};
+    return Error{fmt::format("cannot rename the output to {}: {}", target_, std::strerror(err))};
+  }
+  path_.clear();
+  return {};
+}
+
+Result<std::unique_ptr<DirectoryOutput>> DirectoryOutput::open(const std::string &target, bool overwrite) {
+  namespace fs = std::filesystem;
+  std::unique_ptr<DirectoryOutput> out(new DirectoryOutput(target, overwrite));
+  struct stat st;
+  if (::stat(target.c_str(), &st) != 0) {
+    if (errno != ENOENT) return Error{fmt::format("cannot use {}: {}", target, systemError())};
+    auto made = TempDirectory::create(target);
+    if (!made) return made.error();
+    out->fresh_ = std::make_unique<TempDirectory>(std::move(*made));
+    return out;
+  }
+  if (!S_ISDIR(st.st_mode)) return Error{fmt::format("{} exists and is not a directory", target)};
+  std::error_code ec;
+  if (!overwrite && !fs::is_empty(target, ec))
+    return Error{fmt::format("{} already exists and is not empty; use -f to write into it", target)};
+  if (ec) return Error{fmt::format("cannot read directory {}: {}", target, ec.message())};
+  return out;
+}
+
+DirectoryOutput::~DirectoryOutput() {
+  files_.clear(); // their temporaries first, then the directories that held them
+  for (auto it = madeDirectories_.rbegin(); it != madeDirectories_.rend(); ++it) ::rmdir(it->c_str());
+}
+
+Result<OutputFile *> DirectoryOutput::createFile(const std::string &relative) {
+  const std::string root = fresh_ ? fresh_->path() : target_;
+  // Each missing directory on the way, made (and remembered) one by one.
+  for (size_t slash = relative.find('/'); slash != std::string::npos; slash = relative.find('/', slash + 1)) {
+    std::string dir = root + "/" + relative.substr(0, slash);
+    if (::mkdir(dir.c_str(), 0777) == 0) {
+      if (!fresh_) madeDirectories_.push_back(dir);
+      continue;
+    }
+    struct stat st;
+    if (errno == EEXIST && ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
+    return Error{fmt::format("cannot create directory {}: {}", dir, errno == EEXIST ? "a file has its name" : systemError())};
+  }
+  auto file = OutputFile::create(root + "/" + relative, overwrite_ && !fresh_);
+  if (!file) return file.error();
+  files_.push_back(std::move(*file));
+  return files_.back().get();
+}
+
+Result<void> DirectoryOutput::commit() {
+  for (auto &f : files_) BREVIS_TRY(f->commit());
+  if (fresh_) BREVIS_TRY(fresh_->commit());
+  madeDirectories_.clear();
   return {};
 }
 

@@ -118,6 +118,13 @@ SynthOutput synthesizeTemplate(ByteSpan file, const std::string &sourceName, con
     for (size_t i; (i = next.fetch_add(1)) < c.regions.size();) {
       Region &r = c.regions[i];
       ByteSpan bytes = file.subspan(r.bytes.offset, r.bytes.size);
+      struct Done {
+        std::atomic<uint64_t> *progress;
+        uint64_t bytes;
+        ~Done() {
+          if (progress) progress->fetch_add(bytes, std::memory_order_relaxed);
+        }
+      } done{options.progress, r.bytes.size};
       if (r.kind != RegionKind::Tensor) {
         r.program = options.scheme == TensorScheme::FloatFields
                         ? bytesProgram(bytes, payloads[i], options.policy)

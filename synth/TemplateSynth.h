@@ -7,6 +7,7 @@
 #include "runtime/Bytes.h"
 #include "runtime/LitEncode.h"
 
+#include <atomic>
 #include <optional>
 #include <string>
 
@@ -27,6 +28,7 @@ struct SynthOptions {
   unsigned threads = 1;  ///< regions are independent; the result does not depend on the count
   EncodePolicy policy{}; ///< which literal encodings to keep (default: the exact smallest)
   TensorScheme scheme = TensorScheme::FloatFields;
+  std::atomic<uint64_t> *progress = nullptr; ///< input bytes whose program is done, for progress bars
 };
 
 SynthOutput synthesizeTemplate(ByteSpan file, const std::string &sourceName, const std::string &payloadName,

@@ -13,6 +13,8 @@
 #include "runtime/Interpreter.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -30,9 +32,58 @@ std::optional<Module> loadProgram(const std::string &name, std::string text, boo
   return module;
 }
 
-Result<ArchiveReader> loadArchive(const std::string &path, ArchiveReadOptions options) {
+Result<std::shared_ptr<const MappedFile>> openInput(const std::string &path, ByteSpan prefix) {
+  if (path == "-") return MappedFile::openStandardInput(prefix);
+  return MappedFile::open(path, prefix);
+}
+
+namespace {
+/// Whether `b` is valid UTF-8 without NUL bytes: what program text can be.
+bool looksLikeText(ByteSpan b) {
+  for (size_t i = 0; i < b.size();) {
+    uint8_t c = b[i];
+    if (c == 0) return false;
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (n == 0 || n > b.size() - i) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((b[i + k] & 0xc0) != 0x80) return false;
+    i += n;
+  }
+  return true;
+}
+} // namespace
+
+Result<std::string> programText(const MappedFile &file) {
+  ByteSpan b = file.bytes();
+  const std::string &name = file.path() == "-" ? "standard input" : file.path();
+  if (looksLikeArchive(b))
+    return Error{fmt::format("{} is a brevis archive, not program text (brevisc unpack writes its programs)", name)};
+  if (!looksLikeText(b)) {
+    bool safetensors = b.size() > 9 && b[8] == '{';
+    return Error{fmt::format("{} is a binary file{}, not program text", name,
+                             safetensors ? " (a safetensors checkpoint? brevisc synth writes its program)" : "")};
+  }
+  return std::string(b.begin(), b.end());
+}
+
+Result<std::string> readProgramText(const std::string &path) {
+  auto file = openInput(path);
+  if (!file) return file.error();
+  return programText(**file);
+}
+
+Result<ArchiveReader> loadArchive(const std::string &path, ArchiveReadOptions options,
+                                  std::shared_ptr<const MappedFile> *opened) {
+  auto file = openInput(path, archiveMagic());
+  if (!file) return file.error();
+  if (opened) *opened = *file;
+  return loadArchive(*file, path == "-" ? "standard input" : path, options);
+}
+
+Result<ArchiveReader> loadArchive(std::shared_ptr<const MappedFile> file, const std::string &name,
+                                  ArchiveReadOptions options) {
   std::string diagnostics;
-  auto reader = ArchiveReader::open(path, options, &diagnostics);
+  auto reader = ArchiveReader::open(std::move(file), name, options, &diagnostics);
   std::cerr << diagnostics;
   return reader;
 }
@@ -120,8 +171,15 @@ Result<std::vector<uint64_t>> digestsByDecoding(const Checkpoint &c, const Paylo
 Result<std::unique_ptr<ArchiveBuilder>> ArchiveBuilder::create(const std::string &output, bool overwrite) {
   auto out = OutputFile::create(output, overwrite);
   if (!out) return out.error();
-  if (!(*out)->isPositional()) return Error{fmt::format("cannot write an archive to {}: it is a pipe", output)};
-  return std::unique_ptr<ArchiveBuilder>(new ArchiveBuilder(std::move(*out)));
+  return create(std::move(*out));
+}
+
+Result<std::unique_ptr<ArchiveBuilder>> ArchiveBuilder::create(std::unique_ptr<OutputFile> out) {
+  if (!out->isPositional())
+    return Error{fmt::format("cannot write an archive to {}: it is a pipe, and an archive is written with seeks (its "
+                             "header last); give a file",
+                             out->path())};
+  return std::unique_ptr<ArchiveBuilder>(new ArchiveBuilder(std::move(out)));
 }
 
 Result<void> ArchiveBuilder::add(const MemberSource &m, const DecodeSettings &settings) {
@@ -158,6 +216,40 @@ Result<void> SequentialPositionalSink::writeAt(uint64_t offset, const uint8_t *d
   return out_.write(data, size);
 }
 
+std::optional<uint64_t> parseSize(const std::string &text) {
+  size_t end = 0;
+  double value;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception &) {
+    return std::nullopt;
+  }
+  if (!(value >= 0) || text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
+  std::string unit = text.substr(end);
+  if (unit.ends_with("iB")) unit.resize(unit.size() - 2);
+  else if (unit.size() > 1 && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+  static const std::string units = "KMGTPE";
+  double scale = 1;
+  if (!unit.empty()) {
+    if (unit.size() != 1) return std::nullopt;
+    size_t at = units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
+    if (at == std::string::npos) return std::nullopt;
+    scale = std::ldexp(1.0, 10 * static_cast<int>(at + 1));
+  }
+  double bytes = value * scale;
+  if (bytes >= 18446744073709551616.0) return std::nullopt;
+  return static_cast<uint64_t>(bytes);
+}
+
+std::string validateSize(const std::string &text) {
+  return parseSize(text) ? std::string() : "expected a size such as 4096, 512M or 2T, got " + text;
+}
+
+Result<void> checkOutputLimit(const std::string &what, uint64_t bytes, uint64_t limit) {
+  if (bytes <= limit) return {};
+  return Error{fmt::format("{} decodes to {} bytes, more than the limit of {} (--max-output)", what, bytes, limit)};
+}
+
 unsigned resolveThreads(unsigned requested) {
   if (requested) return requested;
   return std::max(1u, std::thread::hardware_concurrency());
@@ -175,6 +267,20 @@ Result<void> writeProgramFiles(const std::string &programPath, const std::string
   BREVIS_TRY((*payloadFile)->write(payload.data(), payload.size()));
   BREVIS_TRY((*payloadFile)->commit());
   return (*textFile)->commit();
+}
+
+void printJson(const nlohmann::json &result) { std::cout << result.dump() << "\n" << std::flush; }
+
+double sizeRatio(uint64_t archive, uint64_t original) {
+  return original ? static_cast<double>(archive) / static_cast<double>(original) : 0.0;
+}
+
+std::string sizeChange(uint64_t original, uint64_t archive) {
+  if (archive > original)
+    return fmt::format("{} -> {} (+{}, larger than the input)", humanBytes(original), humanBytes(archive),
+                       humanBytes(archive - original));
+  return fmt::format("{} -> {} ({:.2f}%, saved {})", humanBytes(original), humanBytes(archive),
+                     100.0 * (original ? sizeRatio(archive, original) : 1.0), humanBytes(original - archive));
 }
 
 int fail(const std::string &message) {
@@ -211,38 +317,6 @@ Result<std::vector<std::string>> listFiles(const std::string &dir) {
   std::sort(files.begin(), files.end());
   if (files.empty()) return Error{fmt::format("{} holds no files", dir)};
   return files;
-}
-
-Result<TempDirectory> TempDirectory::create(const std::string &target) {
-  std::string pattern = target + ".tmp-XXXXXX";
-  if (!::mkdtemp(pattern.data()))
-    return Error{fmt::format("cannot create a directory beside {}: {}", target, std::strerror(errno))};
-  return TempDirectory(target, pattern);
-}
-
-TempDirectory::~TempDirectory() {
-  std::error_code ec;
-  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-}
-
-Result<void> TempDirectory::commit() {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  std::string old;
-  if (fs::exists(fs::symlink_status(target_))) {
-    old = path_ + ".replaced";
-    fs::rename(target_, old, ec);
-    if (ec) return Error{fmt::format("cannot replace {}: {}", target_, ec.message())};
-  }
-  fs::rename(path_, target_, ec);
-  if (ec) {
-    std::error_code restored;
-    if (!old.empty()) fs::rename(old, target_, restored); // put the replaced target back
-    return Error{fmt::format("cannot rename the output to {}: {}", target_, ec.message())};
-  }
-  path_.clear();
-  if (!old.empty()) fs::remove_all(old, ec);
-  return {};
 }
 
 std::string archivedPayloadName(const std::string &sourceFileName) {

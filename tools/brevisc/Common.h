@@ -10,6 +10,7 @@
 #include "tools/api/ArchiveReader.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <optional>
 #include <string>
@@ -29,8 +30,38 @@ struct Verbosity {
 /// `requireRunnable`, a program with holes is refused.
 std::optional<Module> loadProgram(const std::string &name, std::string text, bool requireRunnable);
 
-/// ArchiveReader::open, with the diagnostics of a program that does not check on stderr.
-Result<ArchiveReader> loadArchive(const std::string &path, ArchiveReadOptions options = {});
+/// An input file: `-` is standard input; pipes are read into memory (bounded), files mapped.
+/// A pipe whose start differs from `prefix` is not read on (MappedFile::open).
+Result<std::shared_ptr<const MappedFile>> openInput(const std::string &path, ByteSpan prefix = {});
+
+/// The text of a program file; an archive, a safetensors file or any other binary file is
+/// refused in one line (its bytes are never echoed to the terminal).
+Result<std::string> programText(const MappedFile &file);
+/// programText of openInput(path).
+Result<std::string> readProgramText(const std::string &path);
+
+/// ArchiveReader::open of openInput(path), with the diagnostics of a program that does not
+/// check on stderr.
+/// With `file`, the opened input is returned there (to check it is intact after decoding).
+Result<ArchiveReader> loadArchive(const std::string &path, ArchiveReadOptions options = {},
+                                  std::shared_ptr<const MappedFile> *file = nullptr);
+/// The same for an input already open.
+Result<ArchiveReader> loadArchive(std::shared_ptr<const MappedFile> file, const std::string &name,
+                                  ArchiveReadOptions options = {});
+
+/// The most bytes a decoding command writes unless --max-output says otherwise: more than any
+/// published checkpoint, far less than what a crafted archive can declare (a `const` of 2^62
+/// words takes a few bytes to write and forever to decode).
+inline constexpr uint64_t kDefaultMaxOutput = uint64_t{16} << 40;
+inline constexpr const char *kMaxOutputHelp =
+    "refuse archives and programs that decode to more than SIZE bytes (suffixes K, M, G, T: powers of 1024; "
+    "default 16T)";
+/// "123", "4K", "1.5G", "2TiB": bytes; nullopt if malformed or too large.
+std::optional<uint64_t> parseSize(const std::string &text);
+/// CLI11 validator for SIZE options.
+std::string validateSize(const std::string &text);
+/// An error if `bytes` exceed `limit`, naming `what`.
+Result<void> checkOutputLimit(const std::string &what, uint64_t bytes, uint64_t limit);
 
 /// How to decode: executor, threads, progress display.
 struct DecodeSettings {
@@ -71,6 +102,8 @@ struct MemberSource {
 class ArchiveBuilder {
 public:
   static Result<std::unique_ptr<ArchiveBuilder>> create(const std::string &output, bool overwrite);
+  /// Onto an output already open; fails unless it takes positional writes.
+  static Result<std::unique_ptr<ArchiveBuilder>> create(std::unique_ptr<OutputFile> output);
   Result<void> add(const MemberSource &member, const DecodeSettings &settings);
   /// Writes the metadata and renames the archive into place; returns its size.
   Result<uint64_t> commit(bool directory);
@@ -102,22 +135,6 @@ private:
 /// a regular file or a directory is refused, so that an archive never silently drops a file.
 Result<std::vector<std::string>> listFiles(const std::string &dir);
 
-/// A directory being built beside its final name, removed unless committed.
-class TempDirectory {
-public:
-  static Result<TempDirectory> create(const std::string &target);
-  TempDirectory(TempDirectory &&o) noexcept : target_(std::move(o.target_)), path_(std::move(o.path_)) { o.path_.clear(); }
-  TempDirectory(const TempDirectory &) = delete;
-  ~TempDirectory();
-  const std::string &path() const { return path_; }
-  /// Moves the directory to its target; an existing target (allowed by -f) is replaced.
-  Result<void> commit();
-
-private:
-  TempDirectory(std::string target, std::string path) : target_(std::move(target)), path_(std::move(path)) {}
-  std::string target_, path_;
-};
-
 /// The payload name an archived program gives (`model.safetensors` -> `model.bdsl.bin`): what
 /// `synth` would write beside `model.bdsl`. Compress and pack both store it, so that unpacking
 /// and packing again gives back the same archive.
@@ -128,6 +145,14 @@ unsigned resolveThreads(unsigned requested);
 
 /// Whether stderr is a terminal (progress bars go there only then).
 bool stderrIsTerminal();
+
+/// One JSON result on stdout, on one line (several results are JSON Lines); docs/cli.md has the
+/// schema.
+void printJson(const nlohmann::json &result);
+/// archive bytes / original bytes (0 for an empty original).
+double sizeRatio(uint64_t archive, uint64_t original);
+/// "533.48 KB -> 300.00 KB (56.23%, saved 233.48 KB)", or "(+295 B)" when it grew.
+std::string sizeChange(uint64_t original, uint64_t archive);
 
 /// `brevisc: error: message` on stderr; returns kExitFailure.
 int fail(const std::string &message);

@@ -20,7 +20,7 @@ struct CheckOptions {
 };
 
 int runCheck(const CheckOptions &o) {
-  auto text = readTextFile(o.input);
+  auto text = readProgramText(o.input);
   if (!text) return fail(text.error().message);
   Diagnostics diags(o.input, std::move(*text));
   auto module = parseModule(diags);

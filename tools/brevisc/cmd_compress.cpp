@@ -2,6 +2,8 @@
 // file, or a checkpoint directory (shards, index and the files beside them), into one archive.
 #include "tools/brevisc/Commands.h"
 
+#include "tools/brevisc/Progress.h"
+
 #include "runtime/Checksum.h"
 #include "runtime/FileIO.h"
 #include "synth/TemplateSynth.h"
@@ -9,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <unistd.h>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -20,21 +24,49 @@ namespace {
 namespace fs = std::filesystem;
 
 struct CompressOptions {
-  std::string input;
+  std::vector<std::string> inputs;
   std::string output;
   unsigned threads = 0;
   int level = kDefaultLevel;
+  bool toStdout = false;
   bool force = false;
   bool json = false;
 };
 
-int runCompress(const CompressOptions &o, const Verbosity &v) {
+int compressOne(const CompressOptions &o, const std::string &given, const Verbosity &v) {
   auto start = std::chrono::steady_clock::now();
   std::error_code ec;
-  const bool directory = fs::is_directory(o.input, ec);
-  std::string input = o.input;
-  while (directory && input.size() > 1 && input.back() == '/') input.pop_back();
-  std::string output = o.output.empty() ? input + ".brv" : o.output;
+  const bool fromStdin = given == "-";
+  const bool directory = !fromStdin && fs::is_directory(given, ec);
+  std::string input = given;
+  while (input.size() > 1 && input.back() == '/') input.pop_back();
+  const std::string shownInput = fromStdin ? "standard input" : given;
+
+  // Where the archive goes: -o (an existing directory, or DIR/, receives INPUT.brv), standard
+  // output, or INPUT.brv beside the input.
+  bool toStdout = o.toStdout || o.output == "-";
+  std::string output;
+  if (!toStdout) {
+    if (o.output.empty()) {
+      if (fromStdin) return fail("an archive of standard input needs a name: use -o FILE (or -c)");
+      output = input + ".brv";
+    } else {
+      output = o.output;
+      bool slash = false;
+      while (output.size() > 1 && output.back() == '/') output.pop_back(), slash = true;
+      if (slash || fs::is_directory(output, ec)) {
+        if (!fs::is_directory(output, ec)) return fail(o.output + " is not a directory");
+        if (fromStdin) return fail("an archive of standard input needs a file name: use -o FILE");
+        output += "/" + baseName(input) + ".brv";
+      }
+    }
+  }
+  // The name recorded for the source: what decompress writes by default.
+  std::string sourceName = baseName(input);
+  if (fromStdin) {
+    sourceName = toStdout ? "stdin" : baseName(output);
+    if (sourceName.size() > 4 && sourceName.ends_with(".brv")) sourceName.resize(sourceName.size() - 4);
+  }
 
   std::vector<std::string> files;
   if (directory) {
@@ -42,9 +74,13 @@ int runCompress(const CompressOptions &o, const Verbosity &v) {
     if (!listed) return fail(listed.error().message);
     files = std::move(*listed);
   } else {
-    files.push_back(baseName(input));
+    files.push_back(sourceName);
   }
-  auto builder = ArchiveBuilder::create(output, o.force);
+  auto sink = toStdout ? OutputFile::standardOutput() : OutputFile::create(output, o.force);
+  if (!sink) return fail(sink.error().message);
+  if (toStdout && ::isatty(STDOUT_FILENO))
+    return fail("refusing to write an archive to a terminal; use -o FILE or redirect standard output");
+  auto builder = ArchiveBuilder::create(std::move(*sink));
   if (!builder) return fail(builder.error().message);
 
   DecodeSettings settings;
@@ -54,28 +90,40 @@ int runCompress(const CompressOptions &o, const Verbosity &v) {
   nlohmann::json members = nlohmann::json::array();
   for (const std::string &file : files) {
     std::string path = directory ? input + "/" + file : input;
-    auto mapped = MappedFile::open(path);
+    auto mapped = openInput(directory ? path : given);
     if (!mapped) return fail(mapped.error().message);
     ByteSpan bytes = (*mapped)->bytes();
     std::string name = baseName(file);
-    settings.progressLabel = "verify " + file;
-    // The names `synth` and `unpack` use, so that unpack and pack give back this very archive.
-    SynthOutput synth = synthesizeTemplate(bytes, name, archivedPayloadName(name),
-                                           SynthOptions{settings.threads, policyForLevel(o.level)});
-    if (synth.notSafetensorsReason && !v.quiet && !directory)
-      std::cerr << "brevisc: note: " << o.input << " is not valid safetensors (" << *synth.notSafetensorsReason
+    const std::string shown = directory ? path : shownInput;
+    std::atomic<uint64_t> synthesized{0};
+    SynthOutput synth;
+    {
+      ProgressBar bar("synthesize " + (directory ? file : baseName(shownInput)), bytes.size(), synthesized,
+                      settings.progress);
+      // The names `synth` and `unpack` use, so that unpack and pack give back this very archive.
+      synth = synthesizeTemplate(bytes, name, archivedPayloadName(name),
+                                 SynthOptions{settings.threads, policyForLevel(o.level), TensorScheme::FloatFields,
+                                              &synthesized});
+    }
+    if (synth.notSafetensorsReason && !v.quiet && (!directory || name.ends_with(".safetensors")))
+      std::cerr << "brevisc: note: " << shown << " is not valid safetensors (" << *synth.notSafetensorsReason
                 << "); compressing it as one byte stream\n";
     MemberSource member{file, std::move(synth.checkpoint), Payload(std::move(synth.payload)), {}};
     for (const Region &r : member.checkpoint.regions)
       member.digests.push_back(regionDigest(bytes.subspan(r.bytes.offset, r.bytes.size)));
-    if (auto added = (*builder)->add(member, settings); !added) return fail(path + ": " + added.error().message);
+    settings.progressLabel = "verify " + (directory ? file : baseName(shownInput));
+    auto added = (*builder)->add(member, settings);
+    // An input that changed while it was read explains any failure (and must fail a success).
+    if (auto intact = (*mapped)->checkIntact(); !intact) return fail(intact.error().message + "; nothing was written");
+    if (!added) return fail(shown + ": " + added.error().message);
     originalSize += bytes.size();
     regions += member.checkpoint.regions.size();
     members.push_back({{"path", file},
-                       {"bytes", bytes.size()},
+                       {"original_bytes", bytes.size()},
                        {"payload_bytes", member.payload.size()},
                        {"safetensors", !synth.notSafetensorsReason},
                        {"regions", member.checkpoint.regions.size()}});
+    if (synth.notSafetensorsReason) members.back()["not_safetensors_reason"] = *synth.notSafetensorsReason;
     if (v.verbose && directory)
       std::cerr << fmt::format("  {}: {} -> {} payload\n", file, humanBytes(bytes.size()),
                                humanBytes(member.payload.size()));
@@ -84,22 +132,40 @@ int runCompress(const CompressOptions &o, const Verbosity &v) {
   if (!size) return fail(size.error().message);
 
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  double pct = originalSize == 0 ? 100.0 : 100.0 * static_cast<double>(*size) / static_cast<double>(originalSize);
   double rate = seconds > 0 ? static_cast<double>(originalSize) / seconds : 0;
+  const std::string shownOutput = toStdout ? "standard output" : output;
   if (o.json) {
-    nlohmann::json j = {{"input", o.input},       {"output", output},       {"original_bytes", originalSize},
-                        {"archive_bytes", *size}, {"ratio_percent", pct},   {"seconds", seconds},
-                        {"threads", settings.threads}, {"level", o.level}, {"files", files.size()}, {"regions", regions},
-                        {"members", members}};
-    std::cout << j.dump(2) << "\n";
+    printJson({{"command", "compress"},
+               {"input", shownInput},
+               {"output", shownOutput},
+               {"original_bytes", originalSize},
+               {"archive_bytes", *size},
+               {"ratio", sizeRatio(*size, originalSize)},
+               {"seconds", seconds},
+               {"threads", settings.threads},
+               {"level", o.level},
+               {"files", files.size()},
+               {"regions", regions},
+               {"members", members}});
   } else if (!v.quiet) {
-    std::cerr << fmt::format("{}: {} -> {} ({:.2f}%, saved {}), {}{} regions, {:.2f} s, {}/s, {}\n", o.input,
-                             humanBytes(originalSize), humanBytes(*size), pct,
-                             humanBytes(originalSize > *size ? originalSize - *size : 0),
+    std::cerr << fmt::format("{}: {}, {}{} regions, {:.2f} s, {}/s, {}\n", shownInput, sizeChange(originalSize, *size),
                              directory ? fmt::format("{} files, ", files.size()) : "", regions, seconds,
-                             humanBytes(static_cast<uint64_t>(rate)), output);
+                             humanBytes(static_cast<uint64_t>(rate)), shownOutput);
   }
   return kExitOk;
+}
+
+int runCompress(const CompressOptions &o, const Verbosity &v) {
+  if (o.inputs.size() > 1 && !o.output.empty() && !std::filesystem::is_directory(o.output))
+    return fail("-o names one archive; with several inputs, give a directory or leave it out (each archive is written "
+                "beside its input)");
+  if (o.inputs.size() > 1 && (o.toStdout || o.output == "-")) return fail("standard output takes one archive");
+  if (std::count(o.inputs.begin(), o.inputs.end(), "-") > 1) return fail("standard input (-) can be read only once");
+  if (o.json && (o.toStdout || o.output == "-")) return fail("--json and the archive cannot both go to standard output");
+  int status = kExitOk;
+  for (const std::string &input : o.inputs)
+    if (int s = compressOne(o, input, v); s != kExitOk) status = s;
+  return status;
 }
 
 } // namespace
@@ -107,11 +173,16 @@ int runCompress(const CompressOptions &o, const Verbosity &v) {
 void registerCompress(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<CompressOptions>();
   auto *cmd = app.add_subcommand("compress", "Compress a checkpoint file or directory into a verified .brv archive");
-  cmd->add_option("input", o->input,
-                  "safetensors file (any other file is stored as one byte stream), or a directory such as a sharded "
-                  "checkpoint: every file in it, recursively, symbolic links to files followed")
+  cmd->add_option("inputs", o->inputs,
+                  "safetensors files (any other file is stored as one byte stream), each compressed to its own "
+                  "archive, or a directory such as a sharded checkpoint: every file in it, recursively, symbolic links "
+                  "to files followed; - is standard input (read whole into memory)")
       ->required();
-  cmd->add_option("-o,--output", o->output, "archive to write (default: INPUT.brv)");
+  cmd->add_option("-o,--output", o->output,
+                  "archive to write (default: INPUT.brv); an existing directory, or DIR/, receives INPUT.brv. An "
+                  "archive is written with seeks (its header last): - (standard output) works only when it is "
+                  "redirected to a file, not a pipe");
+  cmd->add_flag("-c,--stdout", o->toStdout, "write the archive to standard output (a file, not a pipe; see -o)");
   cmd->add_option("-T,--threads", o->threads, "threads for synthesis and verification (default 0: all cores)");
   cmd->add_option("-l,--level", o->level,
                   "1-9: how much smaller a slower-decoding literal encoding must be to be chosen (9: any gain, the "

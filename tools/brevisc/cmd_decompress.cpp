@@ -1,5 +1,6 @@
-// brevisc decompress ARCHIVE.brv [-o OUT] [-T N] [-f] [--jit] [--json]: rebuild the original file
-// or directory, every region checked against its digest before the output is renamed into place.
+// brevisc decompress ARCHIVE... [-o OUT | -c] [-T N] [-f] [--jit] [--json]: rebuild the original
+// file or directory, every region checked against its digest and the whole archive against its
+// checksum before the output is renamed into place.
 #include "tools/brevisc/Commands.h"
 
 #include "runtime/Archive.h"
@@ -7,14 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cerrno>
+#include <algorithm>
 #include <chrono>
-#include <cstring>
-#include <optional>
-#include <unistd.h>
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace brevis::cli {
 
@@ -23,74 +23,148 @@ namespace {
 namespace fs = std::filesystem;
 
 struct DecompressOptions {
-  std::string input;
+  std::vector<std::string> inputs;
   std::string output;
+  std::string maxOutput = "16T";
   unsigned threads = 0;
+  bool toStdout = false;
   bool jit = false;
   bool force = false;
   bool json = false;
+  bool skipArchiveChecksum = false;
 };
 
-int runDecompress(const DecompressOptions &o, const Verbosity &v) {
-  auto start = std::chrono::steady_clock::now();
-  std::string output = o.output;
-  if (output.empty()) {
-    const std::string suffix = ".brv";
-    if (o.input.size() <= suffix.size() || !o.input.ends_with(suffix))
-      return fail(fmt::format("cannot derive an output name from {} (it does not end in .brv); use -o PATH", o.input));
-    output = o.input.substr(0, o.input.size() - suffix.size());
+/// `path` without trailing slashes ("/" stays "/"); whether it had any.
+std::pair<std::string, bool> withoutTrailingSlashes(std::string path) {
+  bool had = false;
+  while (path.size() > 1 && path.back() == '/') {
+    path.pop_back();
+    had = true;
   }
-  auto isArchive = fileIsArchive(o.input);
-  if (!isArchive) return fail(isArchive.error().message);
-  if (!*isArchive) return fail(o.input + " is not a brevis archive (bad magic)");
-  std::error_code ec;
-  // Devices (-o /dev/null) are written in place; files and directories are not replaced without -f.
-  auto status = fs::status(output, ec);
-  if (!o.force && (fs::is_regular_file(status) || fs::is_directory(status)))
-    return fail(fmt::format("{} already exists; use -f to overwrite it", output));
+  return {path, had};
+}
 
-  auto archive = loadArchive(o.input);
+bool isDirectory(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool isCharacterDevice(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode);
+}
+
+/// Whether two paths name the same existing file.
+bool sameFile(const std::string &a, const std::string &b) {
+  struct stat x, y;
+  return ::stat(a.c_str(), &x) == 0 && ::stat(b.c_str(), &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/// Where one archive goes: a path, or standard output (empty path).
+struct Destination {
+  std::string path;
+  bool toStdout = false;
+};
+
+Result<Destination> chooseDestination(const DecompressOptions &o, const std::string &input, const ArchiveReader &archive) {
+  const Archive &a = archive.contents();
+  if (o.toStdout || o.output == "-" || (o.output.empty() && input == "-")) {
+    if (a.directory)
+      return Error{fmt::format("{} is an archive of a directory of {} files; it cannot be written to standard output "
+                               "(use -o DIR)",
+                               input, a.members.size())};
+    if (::isatty(STDOUT_FILENO))
+      return Error{"refusing to write a checkpoint to a terminal; use -o FILE or redirect standard output"};
+    return Destination{"", true};
+  }
+  if (o.output.empty()) {
+    if (a.directory) {
+      const std::string suffix = ".brv";
+      auto [in, slash] = withoutTrailingSlashes(input);
+      if (in.size() <= suffix.size() || !in.ends_with(suffix))
+        return Error{fmt::format("cannot derive a directory name from {} (it does not end in .brv); use -o DIR", input)};
+      return Destination{in.substr(0, in.size() - suffix.size())};
+    }
+    // The file's own name, as the archive recorded it, beside the archive.
+    std::string dir = directoryOf(input);
+    std::string name = baseName(a.members[0].path);
+    return Destination{dir == "." && !input.starts_with("./") ? name : dir + "/" + name};
+  }
+  auto [out, slash] = withoutTrailingSlashes(o.output);
+  if (!a.directory && (slash || isDirectory(out))) {
+    if (!isDirectory(out)) return Error{fmt::format("{} is not a directory", o.output)};
+    return Destination{out + "/" + baseName(a.members[0].path)};
+  }
+  return Destination{out};
+}
+
+int decompressOne(const DecompressOptions &o, const std::string &input, const Verbosity &v) {
+  auto start = std::chrono::steady_clock::now();
+  const std::string name = input == "-" ? "standard input" : input;
+  std::shared_ptr<const MappedFile> file;
+  auto archive = loadArchive(input, {}, &file);
   if (!archive) return fail(archive.error().message);
+  const Archive &a = archive->contents();
+  auto destination = chooseDestination(o, input, *archive);
+  if (!destination) return fail(destination.error().message);
+  const std::string &output = destination->path;
+  if (auto limited = checkOutputLimit(name, archive->originalSize(), *parseSize(o.maxOutput)); !limited)
+    return fail(limited.error().message);
+  if (!destination->toStdout && input != "-" && sameFile(input, output))
+    return fail(fmt::format("{} would be written over its own archive; use -o PATH", output));
+
   DecodeSettings settings;
   settings.jit = o.jit;
   settings.threads = resolveThreads(o.threads);
   settings.progress = !v.quiet && !o.json && stderrIsTerminal();
-  settings.progressLabel = "decompress " + baseName(o.input);
+  settings.progressLabel = "decompress " + baseName(name);
   settings.asyncWrites = true;
 
+  // Every output is opened (and a non-empty directory refused) before anything is decoded.
   std::vector<DecodeJob> jobs;
-  std::vector<std::unique_ptr<OutputFile>> files;
-  std::vector<std::unique_ptr<SequentialPositionalSink>> pipes;
-  std::optional<TempDirectory> dir;
-  const Archive &a = archive->contents();
-  if (a.directory) {
-    auto made = TempDirectory::create(output);
-    if (!made) return fail(made.error().message);
-    dir.emplace(std::move(*made));
+  std::vector<std::unique_ptr<OutputFile>> files; // outputs not owned by `dir`
+  std::vector<OutputFile *> outputs;
+  std::unique_ptr<DirectoryOutput> dir;
+  if (a.directory && !isCharacterDevice(output)) {
+    auto opened = DirectoryOutput::open(output, o.force);
+    if (!opened) return fail(opened.error().message);
+    dir = std::move(*opened);
   }
   for (size_t i = 0; i < archive->memberCount(); ++i) {
-    std::string path = output;
+    Result<OutputFile *> out = Error{};
     if (dir) {
-      path = dir->path() + "/" + a.members[i].path;
-      fs::create_directories(fs::path(path).parent_path(), ec);
-      if (ec) return fail(fmt::format("cannot create {}: {}", fs::path(path).parent_path().string(), ec.message()));
+      out = dir->createFile(a.members[i].path);
+    } else {
+      auto made = destination->toStdout ? OutputFile::standardOutput() : OutputFile::create(output, o.force);
+      if (made) {
+        files.push_back(std::move(*made));
+        out = files.back().get();
+      } else {
+        out = made.error();
+      }
     }
-    auto out = OutputFile::create(path, o.force);
     if (!out) return fail(out.error().message);
-    if (i == 0)
-      if (auto room = (*out)->checkRoom(archive->originalSize()); !room) return fail(room.error().message);
-    if (auto room = (*out)->preallocate(a.members[i].sourceSize); !room) return fail(room.error().message);
-    PositionalSink *sink = out->get();
-    if (!(*out)->isPositional()) {
+    outputs.push_back(*out);
+  }
+  if (auto room = outputs[0]->checkRoom(archive->originalSize()); !room) return fail(room.error().message);
+  std::vector<std::unique_ptr<SequentialPositionalSink>> pipes;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (auto room = outputs[i]->preallocate(a.members[i].sourceSize); !room) return fail(room.error().message);
+    PositionalSink *sink = outputs[i];
+    if (!outputs[i]->isPositional()) {
       settings.threads = 1; // a pipe takes the bytes in order
-      pipes.push_back(std::make_unique<SequentialPositionalSink>(**out, 0));
+      pipes.push_back(std::make_unique<SequentialPositionalSink>(*outputs[i], 0));
       sink = pipes.back().get();
     }
-    files.push_back(std::move(*out));
     jobs.push_back(DecodeJob{&archive->checkpoint(i), &archive->payload(i), archive->digests(i), sink,
-                             a.directory ? o.input + ":" + a.members[i].path : o.input, {}});
+                             a.directory ? name + ":" + a.members[i].path : name, {}});
   }
   auto done = runDecodeJobs(jobs, settings);
+  // After decoding, so that damage inside a region is reported by the tensor it hits; this
+  // covers the rest (payload bytes no region reads, the trailer).
+  if (done && !o.skipArchiveChecksum) done = checkArchiveChecksum(file->bytes(), name);
+  // A mapped archive that shrank reads as zeros past its new end: say so rather than "corrupt".
+  if (auto intact = file->checkIntact(); !intact) done = intact.error();
   for (size_t i = 0; done && i < files.size(); ++i) done = files[i]->commit();
   if (done && dir) done = dir->commit();
   if (!done) return fail(done.error().message);
@@ -98,24 +172,37 @@ int runDecompress(const DecompressOptions &o, const Verbosity &v) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   uint64_t original = archive->originalSize();
   double rate = seconds > 0 ? static_cast<double>(original) / seconds : 0;
+  const std::string shownOutput = destination->toStdout ? "standard output" : output;
   if (o.json) {
-    nlohmann::json j = {{"input", o.input},
-                        {"output", output},
+    nlohmann::json j = {{"input", name},
+                        {"output", shownOutput},
                         {"archive_bytes", a.fileSize},
                         {"original_bytes", original},
                         {"files", archive->memberCount()},
                         {"seconds", seconds},
                         {"threads", settings.threads},
                         {"decoder", o.jit ? "jit" : "interpreter"},
+                        {"archive_checksum", !o.skipArchiveChecksum},
                         {"verified", true}};
     std::cout << j.dump(2) << "\n";
   } else if (!v.quiet) {
-    std::cerr << fmt::format("{}: {} -> {} ({}{}), verified, {:.2f} s, {}/s\n", o.input, humanBytes(a.fileSize), output,
-                             humanBytes(original),
+    std::cerr << fmt::format("{}: {} -> {} ({}{}), verified, {:.2f} s, {}/s\n", name, humanBytes(a.fileSize),
+                             shownOutput, humanBytes(original),
                              a.directory ? fmt::format(", {} files", archive->memberCount()) : "", seconds,
                              humanBytes(static_cast<uint64_t>(rate)));
   }
   return kExitOk;
+}
+
+int runDecompress(const DecompressOptions &o, const Verbosity &v) {
+  if (o.inputs.size() > 1 && !o.output.empty() && o.output != "-")
+    return fail("-o names one output; with several archives, leave it out (each is written beside its archive)");
+  if (std::count(o.inputs.begin(), o.inputs.end(), "-") > 1) return fail("standard input (-) can be read only once");
+  if (o.json && (o.toStdout || o.output == "-")) return fail("--json and the decompressed bytes cannot both go to standard output");
+  int status = kExitOk;
+  for (const std::string &input : o.inputs)
+    if (int s = decompressOne(o, input, v); s != kExitOk) status = s;
+  return status;
 }
 
 } // namespace
@@ -123,11 +210,22 @@ int runDecompress(const DecompressOptions &o, const Verbosity &v) {
 void registerDecompress(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<DecompressOptions>();
   auto *cmd = app.add_subcommand("decompress", "Rebuild the original file or directory from a .brv archive, verified");
-  cmd->add_option("archive", o->input, ".brv file")->required();
-  cmd->add_option("-o,--output", o->output, "file or directory to write (default: ARCHIVE without .brv)");
+  cmd->add_option("archives", o->inputs,
+                  ".brv files, each decompressed in turn; - is standard input (read whole into memory)")
+      ->required();
+  cmd->add_option("-o,--output", o->output,
+                  "file or directory to write; - is standard output (default: the file name recorded in the archive, "
+                  "beside it; for a directory archive, ARCHIVE without .brv). A directory archive goes into an "
+                  "existing directory only if it is empty, or with -f, as tar -x does: each file replaced by itself, "
+                  "nothing else touched. A file archive given an existing directory (or DIR/) goes into it");
+  cmd->add_flag("-c,--stdout", o->toStdout, "write to standard output (file archives; one thread)");
   cmd->add_option("-T,--threads", o->threads, "decoding threads (default 0: all cores)");
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
-  cmd->add_flag("-f,--force", o->force, "overwrite the output");
+  cmd->add_flag("-f,--force", o->force, "overwrite existing files (and write into a non-empty directory)");
+  cmd->add_option("--max-output", o->maxOutput, kMaxOutputHelp)->check(validateSize);
+  cmd->add_flag("--no-archive-check", o->skipArchiveChecksum,
+                "skip the checksum of the whole archive (payload bytes that no decoded region reads are then not "
+                "checked); every decoded region is still verified");
   cmd->add_flag("--json", o->json, "print the summary as JSON on stdout");
   cmd->callback([o, &ctx] { ctx.exitCode = runDecompress(*o, ctx.verbosity); });
 }

@@ -37,7 +37,7 @@ bool hasComments(std::string_view text) {
 }
 
 int runFmt(const FmtOptions &o) {
-  auto text = readTextFile(o.input);
+  auto text = readProgramText(o.input);
   if (!text) return fail(text.error().message);
   if (o.inPlace && !o.dropComments && hasComments(*text))
     return fail(o.input + " has comments, which the canonical form does not keep; use --drop-comments to rewrite it "

@@ -30,7 +30,9 @@ void survey(const Expr &e, uint64_t &stored, std::map<std::string, Tally> &encod
     std::string name = l->isInline() ? "inline" : std::string(encodingName(l->encoding));
     Tally &t = encodings[name];
     ++t.count;
-    t.original += l->type.length * containerBytes(l->type.width);
+    // The information it holds: its words' bits (a u1 literal of 8 words is one byte), not the
+    // containers they are written to.
+    t.original += static_cast<uint64_t>((static_cast<unsigned __int128>(l->type.length) * l->type.width + 7) / 8);
     if (!l->isInline()) {
       t.stored += l->payload().size;
       stored += l->payload().size;
@@ -56,7 +58,7 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
   for (size_t m = 0; m < archive->memberCount(); ++m) {
   const Checkpoint &c = archive->checkpoint(m);
   files.push_back({{"path", a.members[m].path},
-                   {"bytes", c.source.size},
+                   {"original_bytes", c.source.size},
                    {"xxh64", fmt::format("{:016x}", c.source.xxh64)},
                    {"payload_bytes", c.payloadSize},
                    {"regions", c.regions.size()}});
@@ -76,7 +78,7 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
     tensors.push_back({{"name", r.name},
                        {"dtype", dtypeInfo(r.dtype).bdslName},
                        {"shape", r.shape},
-                       {"bytes", r.bytes.size},
+                       {"original_bytes", r.bytes.size},
                        {"payload_bytes", stored},
                        {"program", nodeKindName(r.program->kind)}});
     if (a.directory) tensors.back()["file"] = a.members[m].path;
@@ -86,13 +88,14 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
   if (o.json) {
     auto tallies = [](const std::map<std::string, Tally> &m) {
       nlohmann::json j = nlohmann::json::object();
-      for (const auto &[k, t] : m) j[k] = {{"count", t.count}, {"bytes", t.original}, {"stored_bytes", t.stored}};
+      for (const auto &[k, t] : m) j[k] = {{"count", t.count}, {"original_bytes", t.original}, {"payload_bytes", t.stored}};
       return j;
     };
-    nlohmann::json j = {{"archive", o.input},
+    nlohmann::json j = {{"command", "info"},
+                        {"input", o.input},
                         {"archive_bytes", archiveSize},
                         {"kind", a.directory ? "directory" : "file"},
-                        {"source_bytes", original},
+                        {"original_bytes", original},
                         {"ratio", original ? static_cast<double>(archiveSize) / static_cast<double>(original) : 0.0},
                         {"payload_bytes", payload},
                         {"files", files},
@@ -101,7 +104,7 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
                         {"encodings", tallies(encodings)},
                         {"operators", operators}};
     if (v.verbose) j["tensors"] = tensors;
-    std::cout << j.dump(2) << "\n";
+    printJson(j);
     return kExitOk;
   }
 
@@ -114,7 +117,7 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
   if (a.directory)
     for (const auto &f : files)
       std::cout << fmt::format("  {:<40} {:>10} -> {:>10}\n", f["path"].get<std::string>(),
-                               humanBytes(f["bytes"].get<uint64_t>()), humanBytes(f["payload_bytes"].get<uint64_t>()));
+                               humanBytes(f["original_bytes"].get<uint64_t>()), humanBytes(f["payload_bytes"].get<uint64_t>()));
   std::cout << "regions:\n";
   for (const auto &[k, t] : regions)
     std::cout << fmt::format("  {:<8} {:>6}  {:>10} -> {:>10}  {:>8}\n", k, t.count, humanBytes(t.original),
@@ -133,7 +136,7 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
   if (v.verbose)
     for (const auto &t : tensors)
       std::cout << fmt::format("  {} {}{} {} -> {} ({})\n", quoteString(t["name"].get<std::string>()),
-                               t["dtype"].get<std::string>(), t["shape"].dump(), humanBytes(t["bytes"].get<uint64_t>()),
+                               t["dtype"].get<std::string>(), t["shape"].dump(), humanBytes(t["original_bytes"].get<uint64_t>()),
                                humanBytes(t["payload_bytes"].get<uint64_t>()), t["program"].get<std::string>());
   return kExitOk;
 }

@@ -36,11 +36,8 @@ std::string joinRelative(const std::string &dir, const std::string &name) { retu
 /// stores every payload name as compress does (archivedPayloadName), so the names chosen here
 /// do not change the archive.
 int unpackDirectory(ArchiveReader &archive, const PackOptions &o, const Verbosity &v, const std::string &output) {
-  std::error_code ec;
-  if (fs::exists(fs::symlink_status(output, ec)) && !o.force)
-    return fail(fmt::format("{} already exists; use -f to overwrite it", output));
-  auto tmp = TempDirectory::create(output);
-  if (!tmp) return fail(tmp.error().message);
+  auto tree = DirectoryOutput::open(output, o.force);
+  if (!tree) return fail(tree.error().message);
   // Every member's directories are taken before any program is named.
   std::set<std::string> taken;
   for (size_t i = 0; i < archive.memberCount(); ++i) {
@@ -59,18 +56,20 @@ int unpackDirectory(ArchiveReader &archive, const PackOptions &o, const Verbosit
     // (A program name ends in .bdsl; a member's directory may end in .bdsl.bin.)
     taken.insert(program);
     taken.insert(program + ".bin");
-    fs::create_directories(fs::path(tmp->path()) / dir, ec);
-    if (ec) return fail(fmt::format("cannot create {}: {}", (fs::path(tmp->path()) / dir).string(), ec.message()));
     Checkpoint &c = archive.checkpoint(i);
     c.payloadFile = baseName(program) + ".bin";
     const Payload &payload = archive.payload(i);
-    std::string programPath = tmp->path() + "/" + program;
-    auto written = writeProgramFiles(programPath, printCheckpoint(c), programPath + ".bin",
-                                     ByteSpan(payload.data(), payload.size()), /*overwrite=*/false);
-    if (!written) return fail(written.error().message);
+    const std::string text = printCheckpoint(c);
+    auto programFile = (*tree)->createFile(program);
+    if (!programFile) return fail(programFile.error().message);
+    if (auto w = (*programFile)->write(reinterpret_cast<const uint8_t *>(text.data()), text.size()); !w)
+      return fail(w.error().message);
+    auto payloadFile = (*tree)->createFile(program + ".bin");
+    if (!payloadFile) return fail(payloadFile.error().message);
+    if (auto w = (*payloadFile)->write(payload.data(), payload.size()); !w) return fail(w.error().message);
     if (v.verbose) std::cerr << fmt::format("  {} -> {}\n", member, program);
   }
-  if (auto committed = tmp->commit(); !committed) return fail(committed.error().message);
+  if (auto committed = (*tree)->commit(); !committed) return fail(committed.error().message);
   if (!v.quiet)
     std::cerr << fmt::format("{}: -> {}/ ({} programs with their payloads)\n", o.input, output, archive.memberCount());
   return kExitOk;
@@ -117,7 +116,7 @@ int packDirectory(const PackOptions &o, const Verbosity &v) {
   for (const std::string &rel : *files) {
     if (!rel.ends_with(".bdsl")) continue;
     std::string file = input + "/" + rel;
-    auto text = readTextFile(file);
+    auto text = readProgramText(file);
     if (!text) return fail(text.error().message);
     auto module = loadProgram(file, *text, /*requireRunnable=*/true);
     if (!module) return kExitFailure;
@@ -177,7 +176,7 @@ int packDirectory(const PackOptions &o, const Verbosity &v) {
 int runPack(const PackOptions &o, const Verbosity &v) {
   std::error_code ec;
   if (fs::is_directory(o.input, ec)) return packDirectory(o, v);
-  auto text = readTextFile(o.input);
+  auto text = readProgramText(o.input);
   if (!text) return fail(text.error().message);
   auto module = loadProgram(o.input, *text, /*requireRunnable=*/true);
   if (!module) return kExitFailure;

@@ -21,6 +21,7 @@ struct RunOptions {
   std::string payload;
   std::string tensor;
   unsigned threads = 0;
+  std::string maxOutput = "16T";
   bool jit = false;
   bool force = false;
 };
@@ -82,11 +83,13 @@ int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive) {
 }
 
 int runRun(const RunOptions &o, const Verbosity &v) {
-  auto isArchive = fileIsArchive(o.input);
-  if (!isArchive) return fail(isArchive.error().message);
-  if (*isArchive) {
-    auto archive = loadArchive(o.input);
+  auto input = openInput(o.input);
+  if (!input) return fail(input.error().message);
+  if (looksLikeArchive((*input)->bytes())) {
+    auto archive = loadArchive(*input, o.input);
     if (!archive) return fail(archive.error().message);
+    if (auto limited = checkOutputLimit(o.input, archive->originalSize(), *parseSize(o.maxOutput)); !limited)
+      return fail(limited.error().message);
     if (!o.tensor.empty()) return runArchiveTensor(o, *archive);
     if (archive->contents().directory)
       return fail(fmt::format("{} holds a directory; use brevisc decompress, or run --tensor NAME", o.input));
@@ -114,10 +117,19 @@ int runRun(const RunOptions &o, const Verbosity &v) {
     return kExitOk;
   }
 
-  auto text = readTextFile(o.input);
+  auto text = programText(**input);
   if (!text) return fail(text.error().message);
   auto module = loadProgram(o.input, std::move(*text), /*requireRunnable=*/true);
   if (!module) return kExitFailure;
+  {
+    // Words are written in containers of 1, 2, 4 or 8 bytes; a checkpoint writes its source.
+    StreamType t = module->isCheckpoint() ? StreamType{} : streamTypeOf(module->expr());
+    unsigned __int128 bytes = module->isCheckpoint() ? module->checkpoint().source.size
+                                                     : static_cast<unsigned __int128>(t.length) * containerBytes(t.width);
+    uint64_t shown = bytes > ~uint64_t{0} ? ~uint64_t{0} : static_cast<uint64_t>(bytes);
+    if (auto limited = checkOutputLimit(o.input, shown, *parseSize(o.maxOutput)); !limited)
+      return fail(limited.error().message);
+  }
   Payload payload;
   std::string payloadPath = o.payload;
   if (payloadPath.empty() && module->isCheckpoint()) {
@@ -164,6 +176,7 @@ void registerRun(CLI::App &app, Context &ctx) {
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
   cmd->add_option("-T,--threads", o->threads, "decoding threads for archives (default 0: all cores)");
   cmd->add_flag("-f,--force", o->force, "overwrite the output file");
+  cmd->add_option("--max-output", o->maxOutput, kMaxOutputHelp)->check(validateSize);
   cmd->callback([o, &ctx] { ctx.exitCode = runRun(*o, ctx.verbosity); });
 }
 

@@ -16,6 +16,7 @@ namespace {
 struct VerifyOptions {
   std::string input;
   std::string original;
+  std::string maxOutput = "16T";
   unsigned threads = 0;
   bool jit = false;
 };
@@ -54,6 +55,8 @@ int runVerify(const VerifyOptions &o, const Verbosity &v) {
   auto archive = loadArchive(o.input, ArchiveReadOptions{.verifyWholeFile = true});
   if (!archive) return fail(archive.error().message);
   const Archive &a = archive->contents();
+  if (auto limited = checkOutputLimit(o.input, archive->originalSize(), *parseSize(o.maxOutput)); !limited)
+    return fail(limited.error().message);
   std::vector<std::shared_ptr<const MappedFile>> originals;
   std::vector<std::unique_ptr<PositionalSink>> sinks;
   std::vector<DecodeJob> jobs;
@@ -100,6 +103,7 @@ void registerVerify(CLI::App &app, Context &ctx) {
   cmd->add_option("original", o->original, "the original file or directory, compared byte for byte");
   cmd->add_option("-T,--threads", o->threads, "decoding threads (default 0: all cores)");
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
+  cmd->add_option("--max-output", o->maxOutput, kMaxOutputHelp)->check(validateSize);
   cmd->callback([o, &ctx] { ctx.exitCode = runVerify(*o, ctx.verbosity); });
 }
 
