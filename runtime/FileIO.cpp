@@ -191,7 +191,9 @@ Result<std::shared_ptr<const MappedFile>> MappedFile::open(const std::string &pa
 
 Result<std::shared_ptr<const MappedFile>> MappedFile::openStandardInput(ByteSpan prefix, std::string name) {
   if (::isatty(STDIN_FILENO)) return Error{fmt::format("cannot read {}: it is a terminal", name)};
-  return openDescriptor(STDIN_FILENO, std::move(name), prefix);
+  auto file = openDescriptor(STDIN_FILENO, std::move(name), prefix);
+  if (file) const_cast<MappedFile &>(**file).statPath_ = "/proc/self/fd/0";
+  return file;
 }
 
 Result<std::shared_ptr<const MappedFile>> MappedFile::openDescriptor(int fd, std::string path, ByteSpan prefix) {
@@ -199,6 +201,7 @@ Result<std::shared_ptr<const MappedFile>> MappedFile::openDescriptor(int fd, std
   if (::fstat(fd, &st) != 0) return Error{fmt::format("cannot read {}: {}", path, systemError())};
   if (std::string why = unreadableKind(st); !why.empty()) return Error{fmt::format("cannot read {}: {}", path, why)};
   std::shared_ptr<MappedFile> m(new MappedFile());
+  m->statPath_ = path;
   m->path_ = std::move(path);
   if (S_ISREG(st.st_mode)) {
     m->mtime_ = st.st_mtim;
@@ -238,7 +241,7 @@ Result<void> MappedFile::checkIntact() const {
     return Error{fmt::format("{} was truncated while it was being read", path_)};
   if (inode_ == 0) return {};
   struct stat st;
-  bool same = ::stat(path_.c_str(), &st) == 0 && st.st_ino == inode_ && st.st_dev == device_ &&
+  bool same = ::stat(statPath_.c_str(), &st) == 0 && st.st_ino == inode_ && st.st_dev == device_ &&
               static_cast<uint64_t>(st.st_size) == size_ && st.st_mtim.tv_sec == mtime_.tv_sec &&
               st.st_mtim.tv_nsec == mtime_.tv_nsec;
   if (!same) return Error{fmt::format("{} changed while it was being read", path_)};

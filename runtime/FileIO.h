@@ -66,7 +66,7 @@ private:
   size_t size_ = 0;
   void *map_ = nullptr;
   int guardSlot_ = -1; ///< the mapping's entry in the SIGBUS guard table, or -1
-  int fd_ = -1;        ///< kept open for checkIntact() on mapped files
+  std::string statPath_; ///< where checkIntact() looks at the file again
   struct timespec mtime_ = {};
   uint64_t inode_ = 0, device_ = 0;
   Bytes copy_;
