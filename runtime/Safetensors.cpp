@@ -1,29 +1,77 @@
 #include "runtime/Safetensors.h"
 
 #include "lang/Ast.h"
+#include "lang/Printer.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
 namespace brevis {
+
+namespace {
+
+/// Element widths in bits of the dtypes the format defines but the DSL has no words for.
+std::optional<unsigned> opaqueDtypeBits(const std::string &name) {
+  if (name == "F4") return 4;
+  if (name == "F6_E2M3" || name == "F6_E3M2") return 6;
+  if (name == "F8_E8M0") return 8;
+  if (name == "C64") return 64;
+  return std::nullopt;
+}
+
+bool isUtf8(const char *p, size_t n) {
+  const auto *b = reinterpret_cast<const uint8_t *>(p);
+  for (size_t i = 0; i < n;) {
+    uint8_t c = b[i];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (len == 0 || len > n - i) return false;
+    for (size_t k = 1; k < len; ++k)
+      if ((b[i + k] & 0xc0) != 0x80) return false;
+    i += len;
+  }
+  return true;
+}
+
+} // namespace
 
 Result<SafetensorsLayout> parseSafetensors(ByteSpan file) {
   if (file.size() < 8) return Error{"file is shorter than a safetensors header length"};
   uint64_t n;
   std::memcpy(&n, file.data(), 8);
+  if (n > kMaxSafetensorsHeader)
+    return Error{fmt::format("header length {} is more than the format allows ({})", n, kMaxSafetensorsHeader)};
   if (n > file.size() - 8) return Error{fmt::format("header length {} exceeds the file size {}", n, file.size())};
   const char *text = reinterpret_cast<const char *>(file.data() + 8);
-  auto json = nlohmann::json::parse(text, text + n, nullptr, /*allow_exceptions=*/false);
+  if (n == 0 || text[0] != '{') return Error{"header does not start with '{'"};
+  if (!isUtf8(text, n)) return Error{"header is not UTF-8"};
+  // Names are checked for repeats while parsing: a JSON object keeps only the last of them.
+  std::unordered_set<std::string> names;
+  std::string repeated;
+  auto callback = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json &parsed) {
+    if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed.is_string() &&
+        !names.insert(parsed.get<std::string>()).second && repeated.empty())
+      repeated = parsed.get<std::string>();
+    return true;
+  };
+  auto json = nlohmann::json::parse(text, text + n, callback, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_object()) return Error{"header is not a JSON object"};
+  if (!repeated.empty()) return Error{fmt::format("header names {} twice", quoteString(repeated))};
 
   SafetensorsLayout layout;
   layout.headerSize = 8 + n;
   const uint64_t dataSize = file.size() - layout.headerSize;
+  std::vector<TensorEntry> all; // every tensor, for the tiling check
   for (const auto &[name, entry] : json.items()) {
-    if (name == "__metadata__") continue;
+    if (name == "__metadata__") {
+      if (!entry.is_object()) return Error{"__metadata__ is not an object"};
+      for (const auto &[key, value] : entry.items())
+        if (!value.is_string()) return Error{fmt::format("__metadata__ value {} is not a string", quoteString(key))};
+      continue;
+    }
     if (!entry.is_object()) return Error{fmt::format("tensor {} is not described by an object", name)};
     auto dtypeField = entry.find("dtype");
     auto shapeField = entry.find("shape");
@@ -32,9 +80,11 @@ Result<SafetensorsLayout> parseSafetensors(ByteSpan file) {
         !shapeField->is_array() || offsetsField == entry.end() || !offsetsField->is_array() ||
         offsetsField->size() != 2)
       return Error{fmt::format("tensor {} lacks dtype, shape or data_offsets", name)};
-    auto dtype = dtypeFromSafetensorsName(dtypeField->get<std::string>());
-    if (!dtype) return Error{fmt::format("tensor {} has unknown dtype {}", name, dtypeField->get<std::string>())};
-    TensorEntry t{name, *dtype, {}, 0, 0};
+    const std::string dtypeName = dtypeField->get<std::string>();
+    auto dtype = dtypeFromSafetensorsName(dtypeName);
+    auto opaqueBits = dtype ? std::nullopt : opaqueDtypeBits(dtypeName);
+    if (!dtype && !opaqueBits) return Error{fmt::format("tensor {} has unknown dtype {}", name, dtypeName)};
+    TensorEntry t{name, dtype.value_or(DType::U8), {}, 0, 0};
     for (const auto &d : *shapeField) {
       if (!d.is_number_unsigned()) return Error{fmt::format("tensor {} has a shape that is not unsigned integers", name)};
       t.shape.push_back(d.get<uint64_t>());
@@ -44,18 +94,31 @@ Result<SafetensorsLayout> parseSafetensors(ByteSpan file) {
     uint64_t b = (*offsetsField)[0].get<uint64_t>(), e = (*offsetsField)[1].get<uint64_t>();
     if (b > e || e > dataSize) return Error{fmt::format("tensor {} has data_offsets outside the data", name)};
     auto count = elementCount(t.shape);
-    uint64_t bytes;
-    if (!count || __builtin_mul_overflow(*count, dtypeInfo(*dtype).wordBits / 8, &bytes) || bytes != e - b)
+    const unsigned bits = dtype ? dtypeInfo(*dtype).wordBits : *opaqueBits;
+    uint64_t totalBits;
+    if (!count || __builtin_mul_overflow(*count, bits, &totalBits) || totalBits % 8 != 0 || totalBits / 8 != e - b)
       return Error{fmt::format("tensor {} has {} bytes, which does not match its shape and dtype", name, e - b)};
     t.begin = layout.headerSize + b;
     t.end = layout.headerSize + e;
-    layout.tensors.push_back(std::move(t));
+    all.push_back(t);
+    (dtype ? layout.tensors : layout.opaque).push_back(std::move(t));
   }
-  std::stable_sort(layout.tensors.begin(), layout.tensors.end(),
-                   [](const TensorEntry &a, const TensorEntry &b) { return a.begin < b.begin; });
-  for (size_t i = 1; i < layout.tensors.size(); ++i)
-    if (layout.tensors[i].begin < layout.tensors[i - 1].end)
-      return Error{fmt::format("tensors {} and {} overlap", layout.tensors[i - 1].name, layout.tensors[i].name)};
+  // By offsets, empty tensors before a tensor starting where they are: they overlap nothing.
+  auto byOffsets = [](const TensorEntry &a, const TensorEntry &b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  };
+  std::stable_sort(all.begin(), all.end(), byOffsets);
+  uint64_t at = layout.headerSize;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].begin < at)
+      return Error{fmt::format("tensors {} and {} overlap", all[i - 1].name, all[i].name)};
+    if (all[i].begin > at)
+      return Error{fmt::format("{} bytes before tensor {} belong to no tensor", all[i].begin - at, all[i].name)};
+    at = all[i].end;
+  }
+  if (at != file.size()) return Error{fmt::format("{} bytes after the last tensor belong to no tensor", file.size() - at)};
+  std::stable_sort(layout.tensors.begin(), layout.tensors.end(), byOffsets);
+  std::stable_sort(layout.opaque.begin(), layout.opaque.end(), byOffsets);
   return layout;
 }
 

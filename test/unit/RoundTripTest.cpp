@@ -200,8 +200,9 @@ void expectBitExact(const Bytes &file, const std::string &what) {
 } // namespace
 
 TEST(RoundTripSafetensors, EveryDtypeEmptyTensorsMetadataPaddingOrderAndUncoveredBytes) {
-  // Every dtype, scalars, empty tensors, tensors listed out of offset order, a gap no tensor
-  // covers, header padding and bytes after the last tensor: all must come back exactly.
+  // Every dtype, scalars, empty tensors (one where another starts), tensors listed out of
+  // offset order, header padding: all parsed as tensors and back exactly. Bytes no tensor
+  // covers make a file the format refuses: it comes back exactly too, as one byte stream.
   const char *dtypes[] = {"BOOL", "U8", "I8", "F8_E4M3", "F8_E5M2", "I16", "U16", "F16",
                           "BF16", "I32", "U32", "F32", "F64", "I64", "U64"};
   const unsigned bytesPer[] = {1, 1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 8, 8, 8};
@@ -213,13 +214,14 @@ TEST(RoundTripSafetensors, EveryDtypeEmptyTensorsMetadataPaddingOrderAndUncovere
     entries.push_back({fmt::format(R"("t{}":{{"dtype":"{}","shape":[37],"data_offsets":[{},{}]}})", i, dtypes[i],
                                    offset, offset + n),
                        offset});
-    offset += n + (i == 3 ? 5 : 0); // 5 bytes after tensor 3 belong to no tensor
+    offset += n;
   }
   entries.push_back({fmt::format(R"("scalar":{{"dtype":"F32","shape":[],"data_offsets":[{},{}]}})", offset, offset + 4),
                      offset});
   offset += 4;
   entries.push_back({fmt::format(R"("empty":{{"dtype":"BF16","shape":[2,0],"data_offsets":[{},{}]}})", offset, offset),
                      offset});
+  entries.push_back({R"("empty_first":{"dtype":"U8","shape":[0],"data_offsets":[0,0]})", 0});
   for (auto it = entries.rbegin(); it != entries.rend(); ++it) json += "," + it->first;
   json += "}";
   json.append(7, ' '); // header padding
@@ -231,7 +233,29 @@ TEST(RoundTripSafetensors, EveryDtypeEmptyTensorsMetadataPaddingOrderAndUncovere
   expectBitExact(file, "edge cases");
   Bytes trailing = file;
   for (int i = 0; i < 11; ++i) trailing.push_back(static_cast<uint8_t>(i));
-  expectBitExact(trailing, "bytes after the last tensor");
+  SynthOutput synth = synthesizeTemplate(trailing, "edge.safetensors", "edge.bdsl.bin");
+  ASSERT_TRUE(synth.notSafetensorsReason);
+  EXPECT_EQ(*synth.notSafetensorsReason, "11 bytes after the last tensor belong to no tensor");
+  Interpreter interpreter;
+  Bytes out;
+  VectorSink sink(out);
+  ASSERT_TRUE(runCheckpoint(synth.checkpoint, Payload::fromBytes(synth.payload), interpreter, sink));
+  EXPECT_EQ(out, trailing);
+}
+
+TEST(RoundTripSafetensors, TensorsOfDtypesWithoutWordsAreKeptAsBytes) {
+  const std::string json = R"({"f4":{"dtype":"F4","shape":[4],"data_offsets":[0,2]},)"
+                           R"("w":{"dtype":"BF16","shape":[3],"data_offsets":[2,8]}})";
+  Bytes file;
+  for (int i = 0; i < 8; ++i) file.push_back(static_cast<uint8_t>(json.size() >> (8 * i)));
+  file.insert(file.end(), json.begin(), json.end());
+  for (uint8_t b : {0x12, 0x34, 0x80, 0x3f, 0x00, 0x40, 0x40, 0xc0}) file.push_back(b);
+  expectBitExact(file, "an F4 tensor");
+  SynthOutput synth = synthesizeTemplate(file, "f4.safetensors", "f4.bdsl.bin");
+  ASSERT_EQ(synth.checkpoint.regions.size(), 3u);
+  EXPECT_EQ(synth.checkpoint.regions[1].kind, RegionKind::Bytes);
+  EXPECT_EQ(synth.checkpoint.regions[2].kind, RegionKind::Tensor);
+  EXPECT_EQ(synth.checkpoint.regions[2].name, "w");
 }
 
 TEST(RoundTripLarge, TensorsSplitIntoPiecesDecodeIdenticallyOnAnyThreadCount) {

@@ -311,6 +311,66 @@ TEST(Safetensors, ParsesLayoutSortedByOffset) {
   EXPECT_EQ(layout->tensors[1].begin, layout->headerSize + 4);
 }
 
+// Each of the format's rules, on both sides: what it allows is parsed as tensors, what it
+// forbids is refused with the reason (and then compressed as bytes by the synthesizer).
+TEST(Safetensors, AcceptsWhatTheFormatAllows) {
+  // An empty tensor at the start of another (sorting [4,4] after [4,8] once made this an overlap).
+  auto empty = parseSafetensors(safetensors(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                            R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]},)"
+                                            R"("z":{"dtype":"F32","shape":[0,3],"data_offsets":[4,4]}})",
+                                            8));
+  ASSERT_TRUE(empty) << empty.error().message;
+  EXPECT_EQ(empty->tensors.size(), 3u);
+  // Any header length (no 8-byte alignment), trailing spaces, any key order, string metadata.
+  auto padded = parseSafetensors(safetensors(R"({"__metadata__":{"format":"pt","x":""},"a":{"shape":[3],)"
+                                             R"("data_offsets":[0,3],"dtype":"U8"}}   )",
+                                             3));
+  ASSERT_TRUE(padded) << padded.error().message;
+  // No tensors at all, and a scalar (shape []) of one element.
+  EXPECT_TRUE(parseSafetensors(safetensors("{}", 0)));
+  EXPECT_TRUE(parseSafetensors(safetensors(R"({"s":{"dtype":"I64","shape":[],"data_offsets":[0,8]}})", 8)));
+  // Dtypes the format defines without DSL words are valid; their bytes are kept apart.
+  auto opaque = parseSafetensors(safetensors(R"({"f4":{"dtype":"F4","shape":[2,3],"data_offsets":[0,3]},)"
+                                             R"("e":{"dtype":"F8_E8M0","shape":[2],"data_offsets":[3,5]},)"
+                                             R"("a":{"dtype":"BF16","shape":[1],"data_offsets":[5,7]}})",
+                                             7));
+  ASSERT_TRUE(opaque) << opaque.error().message;
+  ASSERT_EQ(opaque->tensors.size(), 1u);
+  EXPECT_EQ(opaque->tensors[0].name, "a");
+  ASSERT_EQ(opaque->opaque.size(), 2u);
+  EXPECT_EQ(opaque->opaque[0].name, "f4");
+}
+
+TEST(Safetensors, RefusesWhatTheFormatForbids) {
+  auto reason = [](const Bytes &file) {
+    auto layout = parseSafetensors(file);
+    return layout ? std::string("accepted") : layout.error().message;
+  };
+  Bytes tooLong(8, 0);
+  tooLong[3] = 0x10; // 2^28 > 100,000,000
+  EXPECT_EQ(reason(tooLong), "header length 268435456 is more than the format allows (100000000)");
+  EXPECT_EQ(reason(safetensors(R"( {"a":1})", 0)), "header does not start with '{'");
+  EXPECT_EQ(reason(safetensors(std::string("{\"") + char(0xff) + "\":{}}", 0)), "header is not UTF-8");
+  EXPECT_EQ(reason(safetensors(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
+                               R"("a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
+                               2)),
+            "header names \"a\" twice");
+  EXPECT_EQ(reason(safetensors(R"({"__metadata__":{"n":1}})", 0)), "__metadata__ value \"n\" is not a string");
+  EXPECT_EQ(reason(safetensors(R"({"__metadata__":[]})", 0)), "__metadata__ is not an object");
+  EXPECT_EQ(reason(safetensors(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})", 2)),
+            "1 bytes before tensor a belong to no tensor");
+  EXPECT_EQ(reason(safetensors(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})", 2)),
+            "1 bytes after the last tensor belong to no tensor");
+  EXPECT_EQ(reason(safetensors(R"({"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}})", 2)),
+            "tensor a has 2 bytes, which does not match its shape and dtype"); // 12 bits
+  EXPECT_EQ(reason(safetensors(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},)"
+                               R"("b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}})",
+                               6)),
+            "tensors a and b overlap");
+  EXPECT_EQ(reason(safetensors(R"({"a":{"dtype":"U8","shape":[-1],"data_offsets":[0,1]}})", 1)),
+            "tensor a has a shape that is not unsigned integers");
+}
+
 TEST(Safetensors, RejectsInconsistentHeaders) {
   EXPECT_FALSE(parseSafetensors(Bytes{1, 2, 3}));
   EXPECT_FALSE(parseSafetensors(safetensors("not json", 0)));
