@@ -92,7 +92,14 @@ Result<std::unique_ptr<RegionDecoder>> makeDecoder(bool jit) {
   return makeRegionDecoder(jit, printNotice);
 }
 
-void printNotice(const std::string &notice) { std::cerr << "brevisc: " << notice << "\n";
+namespace {
+std::atomic<bool> noticesSilenced{false};
+} // namespace
+
+void silenceNotices() { noticesSilenced = true; }
+
+void printNotice(const std::string &notice) {
+  if (!noticesSilenced) std::cerr << "brevisc: " << notice << "\n";
 }
 
 Result<void> runDecodeJobs(std::span<const DecodeJob> jobs, const DecodeSettings &settings) {

@@ -74,8 +74,9 @@ struct DecodeSettings {
 
 /// The interpreter, or the JIT reporting its interpreter fallbacks on stderr.
 Result<std::unique_ptr<RegionDecoder>> makeDecoder(bool jit);
-/// `brevisc: NOTICE` on stderr (the JIT's notes).
+/// `brevisc: NOTICE` on stderr (the JIT's and other notes), unless -q silenced them.
 void printNotice(const std::string &notice);
+void silenceNotices();
 
 /// Decodes jobs with the chosen executor (see decodeJobs), with a progress bar if asked.
 Result<void> runDecodeJobs(std::span<const DecodeJob> jobs, const DecodeSettings &settings);

@@ -27,7 +27,7 @@ struct RunOptions {
 };
 
 Result<void> runExpression(const Expr &e, const Payload &payload, bool jit, ByteSink &sink) {
-  if (jit) std::cerr << "brevisc: note: --jit compiles checkpoint programs; interpreting this single expression\n";
+  if (jit) printNotice("note: --jit compiles checkpoint programs; interpreting this single expression");
   return evaluateTo(e, payload, sink);
 }
 

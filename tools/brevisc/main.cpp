@@ -1,19 +1,61 @@
 // brevisc: the Brevis driver. Subcommands live in cmd_<name>.cpp.
 #include "tools/brevisc/Commands.h"
 
+#include <algorithm>
+#include <csignal>
 #include <iostream>
+#include <vector>
+
+namespace {
+
+/// Edit distance, for suggesting the command a typo meant.
+size_t editDistance(const std::string &a, const std::string &b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+/// "unknown command 'comprss'; did you mean 'compress'?"
+std::string unknownCommand(const CLI::App &app, const std::string &given) {
+  std::string best;
+  size_t bestDistance = 3; // farther than two edits is no suggestion
+  for (const CLI::App *sub : app.get_subcommands({}))
+    if (size_t d = editDistance(given, sub->get_name()); d < bestDistance) bestDistance = d, best = sub->get_name();
+  std::string message = "unknown command '" + given + "'";
+  return best.empty() ? message + "; brevisc --help lists the commands" : message + "; did you mean '" + best + "'?";
+}
+
+} // namespace
 
 int main(int argc, char **argv) {
   using namespace brevis::cli;
+  // A file-size limit (ulimit -f) then fails a write with EFBIG, reported like a full disk,
+  // instead of killing the process and leaving its temporary file.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"brevisc: lossless neural-network checkpoint compression by per-tensor program synthesis"};
   app.footer("Exit status: 0 on success, 1 when an input is invalid or corrupt or a result fails verification, "
-             "2 on a usage error.");
+             "2 on a usage error. 'brevisc COMMAND --help' describes a command.");
   app.require_subcommand(1);
   app.fallthrough(); // -q and -v work after the subcommand name too
   Context ctx;
-  app.add_flag("-q,--quiet", ctx.verbosity.quiet, "print nothing but errors");
+  app.add_flag_callback(
+      "-q,--quiet",
+      [&ctx] {
+        ctx.verbosity.quiet = true;
+        silenceNotices();
+      },
+      "print nothing but errors (no summaries, notes or progress)");
   app.add_flag("-v,--verbose", ctx.verbosity.verbose, "print more about what is done");
-  app.set_version_flag("--version", "brevisc 0.1.0 (language version 1, archive version 3)");
+  app.set_version_flag("-V,--version", "brevisc 0.1.0 (language version 1, archive format version 3)");
   registerSynth(app, ctx);
   registerCheck(app, ctx);
   registerFmt(app, ctx);
@@ -23,6 +65,30 @@ int main(int argc, char **argv) {
   registerVerify(app, ctx);
   registerInfo(app, ctx);
   registerPack(app, ctx);
+
+  // `brevisc help [COMMAND]`, and a misspelled command named as such.
+  if (argc >= 2 && argv[1][0] != '-') {
+    const std::string first = argv[1];
+    if (first == "help") {
+      if (argc >= 3) {
+        try {
+          CLI::App *sub = app.get_subcommand(argv[2]);
+          std::cout << sub->help();
+          return kExitOk;
+        } catch (const CLI::OptionNotFound &) {
+          std::cerr << "brevisc: error: " << unknownCommand(app, argv[2]) << "\n";
+          return kExitUsage;
+        }
+      }
+      std::cout << app.help();
+      return kExitOk;
+    }
+    auto subs = app.get_subcommands({});
+    if (std::none_of(subs.begin(), subs.end(), [&](const CLI::App *s) { return s->get_name() == first; })) {
+      std::cerr << "brevisc: error: " << unknownCommand(app, first) << "\n";
+      return kExitUsage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {
@@ -32,7 +98,10 @@ int main(int argc, char **argv) {
   } catch (const CLI::CallForVersion &e) {
     return app.exit(e);
   } catch (const CLI::ParseError &e) {
-    app.exit(e);
+    std::string what = e.what();
+    if (e.get_name() == "RequiredError" && what == "A subcommand is required")
+      what = "a command is required: brevisc COMMAND ... (brevisc --help lists them)";
+    std::cerr << "brevisc: error: " << what << "\n";
     return kExitUsage;
   }
   return ctx.exitCode;
