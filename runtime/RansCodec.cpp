@@ -101,7 +101,9 @@ void encodeRans(std::span<const uint64_t> words, unsigned order, Bytes &out) {
   Bytes frame, patches;
   for (uint64_t begin = 0; begin < words.size(); begin += kRansBlockWords) {
     uint64_t end = std::min<uint64_t>(words.size(), begin + kRansBlockWords);
-    padded.assign(kRansInputSlack + (end - begin) + kRansInputSlack, 0);
+    // Zero slack, so that the frame cannot depend on what the library reads there.
+    padded.resize(kRansInputSlack + (end - begin) + kRansInputSlack);
+    std::fill(padded.end() - kRansInputSlack, padded.end(), 0);
     std::span<uint8_t> block(padded.data() + kRansInputSlack, end - begin);
     std::copy(words.begin() + begin, words.begin() + end, block.begin());
     patches.clear();
