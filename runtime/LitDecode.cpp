@@ -81,6 +81,9 @@ bool isRandomAccess(const Lit &lit) {
 }
 
 void decodeLitWords(const Lit &lit, const Payload &payload, uint64_t first, size_t count, uint64_t *out) {
+  // Empty literals have no words to point at (null data) and readers may pass a null `out`:
+  // memcpy and memset are undefined on null even for zero bytes.
+  if (count == 0) return;
   if (lit.isInline()) {
     std::memcpy(out, lit.words().data() + first, count * sizeof(uint64_t));
     return;
@@ -232,6 +235,7 @@ template <typename T>
 
 template <typename T>
 void decodeLitNarrow(const Lit &lit, const Payload &payload, uint64_t first, size_t count, T *out) {
+  if (count == 0) return; // as in decodeLitWords: no null pointers to memcpy or memset
   if (lit.isInline()) {
     for (size_t i = 0; i < count; ++i) out[i] = static_cast<T>(lit.words()[first + i]);
     return;

@@ -34,13 +34,21 @@ bool collectFields(const Expr &e, std::vector<const Expr *> &out) {
   return true;
 }
 
+// Several copies of a loop, one per instruction set, chosen by the loader (BREVIS_MULTIVERSION
+// in CMakeLists.txt); without, the baseline x86-64 one.
+#if BREVIS_MULTIVERSION
+#define BREVIS_CLONES(...) [[gnu::target_clones(__VA_ARGS__)]]
+#else
+#define BREVIS_CLONES(...)
+#endif
+
 // acc = (acc << w) | part, the merge step, vectorized (AVX2 where the CPU has it).
 #define BREVIS_SHIFT_OR(T)                                                                                             \
-  [[gnu::target_clones("avx2", "default")]] void shiftOr(T *__restrict a, const T *__restrict p, size_t n,            \
+  BREVIS_CLONES("avx2", "default") void shiftOr(T *__restrict a, const T *__restrict p, size_t n,            \
                                                          unsigned w) {                                                 \
     for (size_t i = 0; i < n; ++i) a[i] = static_cast<T>((a[i] << w) | p[i]);                                         \
   }                                                                                                                    \
-  [[gnu::target_clones("avx2", "default")]] void shiftOrConst(T *__restrict a, T c, size_t n, unsigned w) {            \
+  BREVIS_CLONES("avx2", "default") void shiftOrConst(T *__restrict a, T c, size_t n, unsigned w) {            \
     for (size_t i = 0; i < n; ++i) a[i] = static_cast<T>((a[i] << w) | c);                                            \
   }
 BREVIS_SHIFT_OR(uint8_t)
@@ -109,20 +117,20 @@ Result<void> runShiftOr(std::vector<Field> &fields, const Payload &payload, uint
 // shifts are multiplications by 2^s of type T, so that the vectorizer keeps T-wide lanes
 // (a shift by a variable count would be done on 32-bit lanes after C++'s integer promotion).
 #define BREVIS_COMBINE_BYTES(T)                                                                                        \
-  [[gnu::target_clones("arch=x86-64-v4", "avx2", "default")]] void combine(T *__restrict out, T c, size_t n,        \
+  BREVIS_CLONES("arch=x86-64-v4", "avx2", "default") void combine(T *__restrict out, T c, size_t n,        \
                                                                             const uint8_t *__restrict a, T ma) {       \
     for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(c | T(a[i] * ma));                                         \
   }                                                                                                                    \
-  [[gnu::target_clones("arch=x86-64-v4", "avx2", "default")]] void combine(                                          \
+  BREVIS_CLONES("arch=x86-64-v4", "avx2", "default") void combine(                                          \
       T *__restrict out, T c, size_t n, const uint8_t *__restrict a, T ma, const uint8_t *__restrict b, T mb) {        \
     for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(c | T(a[i] * ma) | T(b[i] * mb));                          \
   }                                                                                                                    \
-  [[gnu::target_clones("arch=x86-64-v4", "avx2", "default")]] void combine(                                          \
+  BREVIS_CLONES("arch=x86-64-v4", "avx2", "default") void combine(                                          \
       T *__restrict out, T c, size_t n, const uint8_t *__restrict a, T ma, const uint8_t *__restrict b, T mb,          \
       const uint8_t *__restrict d, T md) {                                                                             \
     for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(c | T(a[i] * ma) | T(b[i] * mb) | T(d[i] * md));          \
   }                                                                                                                    \
-  [[gnu::target_clones("arch=x86-64-v4", "avx2", "default")]] void combine(                                          \
+  BREVIS_CLONES("arch=x86-64-v4", "avx2", "default") void combine(                                          \
       T *__restrict out, T c, size_t n, const uint8_t *__restrict a, T ma, const uint8_t *__restrict b, T mb,          \
       const uint8_t *__restrict d, T md, const uint8_t *__restrict e, T me) {                                          \
     for (size_t i = 0; i < n; ++i)                                                                                     \

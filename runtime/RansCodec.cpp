@@ -1,6 +1,7 @@
 #include "runtime/RansCodec.h"
 
 #include "runtime/Histogram.h"
+#include "runtime/Payload.h"
 #include "runtime/RansX32Decode.h"
 #include "runtime/Varint.h"
 
@@ -17,6 +18,21 @@ namespace brevis {
 namespace {
 
 constexpr unsigned kFrequencyBits = 12; // htscodecs' order-0 precision
+
+/// Readable bytes kept before and after every buffer handed to htscodecs' encoder (see
+/// encodeRans). Frames are decoded where they lie in the payload: after their size varint (at
+/// least one byte) and followed by at least the payload's slack.
+constexpr size_t kRansInputSlack = 16;
+constexpr size_t kRansFrameSlackBefore = 1;
+static_assert(kPayloadSlack >= kRansInputSlack);
+
+/// Reads, in our own (instrumented) code, the bytes around a buffer that htscodecs may read:
+/// the library is not built with AddressSanitizer, so a missing slack would go unseen there.
+void touchSlack(const uint8_t *p, size_t n, size_t before, size_t after) {
+  volatile uint8_t sink = 0;
+  for (size_t k = 1; k <= before; ++k) sink = sink ^ p[-static_cast<ptrdiff_t>(k)];
+  for (size_t k = 0; k < after; ++k) sink = sink ^ p[n + k];
+}
 
 /// Modeled bits of coding `counts` with frequencies quantized to 2^12 (each present symbol at
 /// least 1, the remainder given to the most frequent), plus ~2 bytes of table per symbol.
@@ -78,11 +94,18 @@ RarePlan planRarePatches(const uint64_t counts[256], uint64_t n) {
 
 void encodeRans(std::span<const uint64_t> words, unsigned order, Bytes &out) {
   putVarint(out, kRansBlockWords);
-  std::vector<uint8_t> block;
+  // The block's bytes with kRansInputSlack readable bytes on either side: htscodecs 1.3's
+  // AVX-512 order-1 encoder reads in[-1] and in[n], in[n + 1] (from about 3000 bytes on). The
+  // words are narrowed into this buffer anyway, so the slack costs no copy.
+  std::vector<uint8_t> padded;
   Bytes frame, patches;
   for (uint64_t begin = 0; begin < words.size(); begin += kRansBlockWords) {
     uint64_t end = std::min<uint64_t>(words.size(), begin + kRansBlockWords);
-    block.assign(words.begin() + begin, words.begin() + end);
+    // Zero slack, so that the frame cannot depend on what the library reads there.
+    padded.resize(kRansInputSlack + (end - begin) + kRansInputSlack);
+    std::fill(padded.end() - kRansInputSlack, padded.end(), 0);
+    std::span<uint8_t> block(padded.data() + kRansInputSlack, end - begin);
+    std::copy(words.begin() + begin, words.begin() + end, block.begin());
     patches.clear();
     uint64_t patchCount = 0;
     if (order == 0) {
@@ -102,6 +125,7 @@ void encodeRans(std::span<const uint64_t> words, unsigned order, Bytes &out) {
     unsigned bound = rans_compress_bound_4x16(static_cast<unsigned>(block.size()), static_cast<int>(order) | RANS_ORDER_X32);
     frame.resize(bound);
     unsigned size = bound;
+    touchSlack(block.data(), block.size(), kRansInputSlack, kRansInputSlack);
     if (!rans_compress_to_4x16(block.data(), static_cast<unsigned>(block.size()), frame.data(), &size,
                                static_cast<int>(order) | RANS_ORDER_X32))
       __builtin_trap(); // only fails on allocation failure or a buffer below the bound
@@ -173,6 +197,7 @@ Result<void> RansDecoder::decodeBlocks(size_t first, size_t n, uint8_t *out) con
     if (status == RansX32Frame::Status::Corrupt) return Error{fmt::format("rans block {} is corrupt", b)};
     if (status != RansX32Frame::Status::Done) {
       unsigned got = expected;
+      touchSlack(block.frame.data(), block.frame.size(), kRansFrameSlackBefore, kPayloadSlack);
       // htscodecs takes non-const input but does not modify it.
       if (!rans_uncompress_to_4x16(const_cast<uint8_t *>(block.frame.data()), static_cast<unsigned>(block.frame.size()),
                                    out, &got) ||

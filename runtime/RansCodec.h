@@ -39,6 +39,8 @@ RarePlan planRarePatches(const uint64_t counts[256], uint64_t n);
 
 class RansDecoder {
 public:
+  /// `bytes` is a literal's slice of a Payload: htscodecs may read the byte before a frame (its
+  /// size varint) and, on damaged frames, past its end into the payload's slack.
   static Result<std::unique_ptr<RansDecoder>> create(ByteSpan bytes, unsigned width, uint64_t count);
   uint64_t blockWords() const { return blockWords_; }
   size_t blockCount() const { return blocks_.size(); }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages Brevis builds, tests and benchmarks with.
+# Installs the Debian 12 packages Brevis builds, tests and benchmarks with, and any packages
+# named as arguments (the sanitizer and fuzzing scripts add clang-19 and its runtimes).
 # Idempotent: quiet and fast when everything is already present.
 set -euo pipefail
 
@@ -10,6 +11,7 @@ PACKAGES=(
   libfmt-dev libgtest-dev libgmock-dev
   libzstd-dev zstd libxxhash-dev nlohmann-json3-dev libcli11-dev libhtscodecs-dev
   zlib1g-dev liblzma-dev libbrotli-dev liblz4-dev libsnappy-dev
+  "$@"
 )
 
 missing=()

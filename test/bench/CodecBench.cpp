@@ -112,7 +112,9 @@ void report(const std::string &name, const std::vector<uint8_t> &stream, int run
       packed.clear();
       encodeRans(words, order, packed);
     });
-    auto decoder = RansDecoder::create(packed, 8, words.size());
+    // A payload's slack follows the frames, as decoders may read it (Payload.h).
+    Payload framed = Payload::fromBytes(packed);
+    auto decoder = RansDecoder::create(ByteSpan(framed.data(), framed.size()), 8, words.size());
     // As the interpreter decodes them: kBlocksTogether blocks at a time.
     const size_t together = RansDecoder::kBlocksTogether;
     std::vector<uint8_t> out((*decoder)->blockWords() * together);

@@ -122,6 +122,37 @@ TEST(Codec, EmptyStreamsUseRawOrBitpack) {
   expectRoundTrip(Encoding::Bitpack, none, 12, "empty bitpack");
 }
 
+// Empty literals have no words to point at: decoding none of them must not hand a null pointer
+// to memcpy or memset (undefined even for zero bytes; UBSan's nonnull-attribute check).
+TEST(Codec, EmptyLiteralsDecodeNothingFromNullPointers) {
+  Payload payload = Payload::fromBytes(Bytes{0}); // bitpack's bit-count byte: 0 bits per word
+  auto inlined = Lit::make(StreamType{8, 0}, std::vector<uint64_t>{});
+  auto raw = Lit::make(StreamType{16, 0}, Encoding::Raw, ByteRange{0, 0});
+  auto packed = Lit::make(StreamType{12, 0}, Encoding::Bitpack, ByteRange{0, 1});
+  for (const Lit *lit : {inlined.get(), raw.get(), packed.get()}) {
+    ASSERT_TRUE(validateLit(*lit, payload));
+    decodeLitWords(*lit, payload, 0, 0, nullptr);
+    decodeLitNarrow<uint8_t>(*lit, payload, 0, 0, nullptr);
+    decodeLitNarrow<uint16_t>(*lit, payload, 0, 0, nullptr);
+    decodeLitNarrow<uint32_t>(*lit, payload, 0, 0, nullptr);
+    auto words = decodeLit(*lit, payload);
+    ASSERT_TRUE(words);
+    EXPECT_TRUE(words->empty());
+  }
+}
+
+// htscodecs 1.3's AVX-512 order-1 encoder reads a byte before its input and two after, from
+// about 3000 bytes on; the encoder hands it a buffer with slack on both sides. Under ASan, the
+// encoder reads that slack itself (the library is not instrumented), so an unpadded buffer is
+// reported here as the overflow it is. Lengths around the 32-way frame's 4 KiB and a block.
+TEST(Codec, RansEncodersHandHtscodecsBuffersWithSlack) {
+  std::mt19937_64 rng(5000);
+  for (uint64_t n : {uint64_t{5000}, uint64_t{3000}, uint64_t{4096}, uint64_t{4097}, kRansBlockWords + 4001}) {
+    std::vector<uint64_t> words = makeWords(rng, n, 8, Shape::Skewed);
+    for (Encoding e : {Encoding::RansO1, Encoding::Rans}) expectRoundTrip(e, words, 8, fmt::format("{} bytes", n));
+  }
+}
+
 TEST(Codec, HuffmanHandlesAFull16BitAlphabetAndWideSparseWords) {
   std::vector<uint64_t> all(65536 * 2);
   for (size_t i = 0; i < all.size(); ++i) all[i] = (i * 40503) & 0xffff;

@@ -1,0 +1,35 @@
+// libFuzzer target: the compress path on arbitrary files, as `brevisc compress` runs it before it
+// writes anything: synthesize (safetensors or not), print, parse and check the printed program,
+// decode it with the interpreter. The result must be the input, byte for byte. Seeds are small
+// safetensors files of every dtype (test/fuzz/corpus/compress), whose tensor bytes mutations
+// change freely and whose headers they bend into near-misses of the format.
+#include "frontend/Parser.h"
+#include "lang/Printer.h"
+#include "lang/TypeChecker.h"
+#include "runtime/CheckpointRunner.h"
+#include "runtime/Interpreter.h"
+#include "synth/TemplateSynth.h"
+
+#include <cstring>
+
+using namespace brevis;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  const ByteSpan file(data, size);
+  // The level follows the input, so that every policy is exercised.
+  SynthOptions options;
+  options.policy = policyForLevel(1 + static_cast<int>(size % 9));
+  SynthOutput synth = synthesizeTemplate(file, "fuzz.safetensors", "fuzz.bdsl.bin", options);
+  const std::string text = printCheckpoint(synth.checkpoint);
+  Diagnostics diags("fuzz.bdsl", text);
+  auto module = parseModule(diags);
+  if (!module || !module->isCheckpoint()) __builtin_trap(); // the printer wrote what the parser refuses
+  TypeChecker checker(diags);
+  if (!checker.checkModule(*module) || checker.sawHole()) __builtin_trap();
+  Bytes out;
+  VectorSink sink(out);
+  Interpreter interpreter;
+  auto done = runCheckpoint(module->checkpoint(), Payload(std::move(synth.payload)), interpreter, sink);
+  if (!done || out.size() != size || (size && std::memcmp(out.data(), data, size) != 0)) __builtin_trap();
+  return 0;
+}
