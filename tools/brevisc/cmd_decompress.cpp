@@ -174,17 +174,19 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
   double rate = seconds > 0 ? static_cast<double>(original) / seconds : 0;
   const std::string shownOutput = destination->toStdout ? "standard output" : output;
   if (o.json) {
-    nlohmann::json j = {{"input", name},
+    nlohmann::json j = {{"command", "decompress"},
+                        {"input", name},
                         {"output", shownOutput},
                         {"archive_bytes", a.fileSize},
                         {"original_bytes", original},
+                        {"ratio", sizeRatio(a.fileSize, original)},
                         {"files", archive->memberCount()},
                         {"seconds", seconds},
                         {"threads", settings.threads},
                         {"decoder", o.jit ? "jit" : "interpreter"},
                         {"archive_checksum", !o.skipArchiveChecksum},
                         {"verified", true}};
-    std::cout << j.dump(2) << "\n";
+    printJson(j);
   } else if (!v.quiet) {
     std::cerr << fmt::format("{}: {} -> {} ({}{}), verified, {:.2f} s, {}/s\n", name, humanBytes(a.fileSize),
                              shownOutput, humanBytes(original),

@@ -1,6 +1,8 @@
 // brevisc synth MODEL [-o PROGRAM.bdsl] [-f]: one program per tensor, as editable text plus
 // a binary payload sidecar (PROGRAM.bdsl.bin).
 #include "tools/brevisc/Commands.h"
+
+#include "tools/brevisc/Progress.h"
 #include "tools/brevisc/Verify.h"
 
 #include "lang/Printer.h"
@@ -27,8 +29,15 @@ int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
   auto file = MappedFile::open(o.input);
   if (!file) return fail(file.error().message);
 
-  SynthOutput synth = synthesizeTemplate((*file)->bytes(), baseName(o.input), baseName(payloadPath),
-                                         SynthOptions{resolveThreads(o.threads), policyForLevel(o.level)});
+  std::atomic<uint64_t> done{0};
+  SynthOutput synth;
+  {
+    ProgressBar bar("synthesize " + baseName(o.input), (*file)->bytes().size(), done, !v.quiet && stderrIsTerminal());
+    synth = synthesizeTemplate((*file)->bytes(), baseName(o.input), baseName(payloadPath),
+                               SynthOptions{resolveThreads(o.threads), policyForLevel(o.level), TensorScheme::FloatFields,
+                                            &done});
+  }
+  if (auto intact = (*file)->checkIntact(); !intact) return fail(intact.error().message + "; nothing was written");
   if (synth.notSafetensorsReason && !v.quiet)
     std::cerr << "brevisc: note: " << o.input << " is not valid safetensors (" << *synth.notSafetensorsReason
               << "); keeping it as one byte stream\n";

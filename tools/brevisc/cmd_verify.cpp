@@ -19,6 +19,7 @@ struct VerifyOptions {
   std::string maxOutput = "16T";
   unsigned threads = 0;
   bool jit = false;
+  bool json = false;
 };
 
 /// Compares positional writes with a file's bytes; a difference names the region holding it.
@@ -80,12 +81,24 @@ int runVerify(const VerifyOptions &o, const Verbosity &v) {
   DecodeSettings settings;
   settings.jit = o.jit;
   settings.threads = resolveThreads(o.threads);
-  settings.progress = !v.quiet && stderrIsTerminal();
+  settings.progress = !v.quiet && !o.json && stderrIsTerminal();
   settings.progressLabel = "verify " + baseName(o.input);
   if (auto done = runDecodeJobs(jobs, settings); !done) return fail(done.error().message);
-  if (!v.quiet) {
-    size_t regions = 0;
-    for (size_t i = 0; i < archive->memberCount(); ++i) regions += archive->checkpoint(i).regions.size();
+  size_t regions = 0;
+  for (size_t i = 0; i < archive->memberCount(); ++i) regions += archive->checkpoint(i).regions.size();
+  if (o.json) {
+    printJson({{"command", "verify"},
+               {"input", o.input},
+               {"original", o.original},
+               {"archive_bytes", a.fileSize},
+               {"original_bytes", archive->originalSize()},
+               {"ratio", sizeRatio(a.fileSize, archive->originalSize())},
+               {"files", archive->memberCount()},
+               {"regions", regions},
+               {"threads", settings.threads},
+               {"decoder", o.jit ? "jit" : "interpreter"},
+               {"verified", true}});
+  } else if (!v.quiet) {
     std::cout << fmt::format("{}: ok, {} decoded{}, {} region checksums match{}\n", o.input,
                              humanBytes(archive->originalSize()),
                              a.directory ? fmt::format(" in {} files", archive->memberCount()) : "", regions,
@@ -104,6 +117,7 @@ void registerVerify(CLI::App &app, Context &ctx) {
   cmd->add_option("-T,--threads", o->threads, "decoding threads (default 0: all cores)");
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
   cmd->add_option("--max-output", o->maxOutput, kMaxOutputHelp)->check(validateSize);
+  cmd->add_flag("--json", o->json, "print the result as JSON on stdout");
   cmd->callback([o, &ctx] { ctx.exitCode = runVerify(*o, ctx.verbosity); });
 }
 
