@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Faults around brevisc: killed runs, a file-size limit, a missing output directory, an input
+changing during compression, two decompressions racing to one output, a FIFO, many tensors.
+
+Usage: fault_matrix.py WORKDIR   (brevisc on PATH). Prints one line per case; exits 1 on the
+first broken promise.
+"""
+import hashlib, json, os, random, resource, signal, struct, subprocess, sys, threading, time
+
+work = sys.argv[1]
+os.makedirs(work, exist_ok=True)
+rng = random.Random(12)
+
+
+def path(name):
+    return os.path.join(work, name)
+
+
+def check(ok, what):
+    if not ok:
+        print("BROKEN:", what)
+        sys.exit(1)
+
+
+def safetensors(tensors):
+    """tensors: list of (name, dtype, shape, bytes); written contiguously in order."""
+    header, data = {}, b""
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def bf16_weights(n):
+    # Bell-shaped exponents and noisy mantissas, as trained weights have.
+    out = bytearray()
+    for _ in range(n):
+        out += struct.pack("<H", (rng.getrandbits(1) << 15) | (rng.choice(range(115, 125)) << 7) | rng.getrandbits(7))
+    return bytes(out)
+
+
+def digest(p):
+    return hashlib.sha256(open(p, "rb").read()).hexdigest()
+
+
+def leftovers(d):
+    return [n for n in os.listdir(d) if ".brevisc-tmp-" in n]
+
+
+def run(*args, **kw):
+    return subprocess.run(["brevisc", *args], capture_output=True, text=True, **kw)
+
+
+# A checkpoint of a few MB: big enough that a run takes a noticeable time.
+model = path("model.safetensors")
+with open(model, "wb") as f:
+    f.write(safetensors([(f"layers.{i}.w", "BF16", [512, 256], bf16_weights(512 * 256)) for i in range(12)]))
+original = digest(model)
+archive = path("model.brv")
+check(run("compress", "-q", "-T", "2", model, "-o", archive).returncode == 0, "compress")
+packed = digest(archive)
+
+# 1. Killed at random points: never a file under the final name unless complete and correct;
+#    the input intact.
+for cmd, out in (("compress", path("killed.brv")), ("decompress", path("killed.safetensors"))):
+    for attempt in range(4):
+        if os.path.exists(out):
+            os.remove(out)
+        src = model if cmd == "compress" else archive
+        p = subprocess.Popen(["brevisc", cmd, "-q", "-T", "2", src, "-o", out])
+        time.sleep(rng.uniform(0.0, 0.4))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        if os.path.exists(out):
+            check(digest(out) == (packed if cmd == "compress" else original), f"{cmd} killed: a wrong {out}")
+        check(digest(model) == original and digest(archive) == packed, f"{cmd} killed: its input changed")
+    # What the kills left behind is removed by the next run writing that target.
+    check(run(cmd, "-q", "-f", src, "-o", out).returncode == 0, f"{cmd} after kills")
+    check(leftovers(work) == [], f"{cmd}: temporaries of killed runs left behind: {leftovers(work)}")
+print("killed runs: no partial output, inputs intact, temporaries cleaned")
+
+# 2. A file-size limit (a full disk without root): a clean error, nothing left behind.
+limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+r = subprocess.run(["brevisc", "decompress", "-T", "2", archive, "-o", path("full.safetensors")],
+                   capture_output=True, text=True, preexec_fn=limit)
+check(r.returncode == 1 and "brevisc: error:" in r.stderr, f"file-size limit: {r.returncode} {r.stderr!r}")
+check(not os.path.exists(path("full.safetensors")) and leftovers(work) == [], "file-size limit left files")
+r = subprocess.run(["brevisc", "compress", model, "-o", path("full.brv")], capture_output=True, text=True,
+                   preexec_fn=limit)
+check(r.returncode == 1 and "brevisc: error:" in r.stderr, f"file-size limit on compress: {r.stderr!r}")
+check(not os.path.exists(path("full.brv")) and leftovers(work) == [], "file-size limit left an archive")
+print("file-size limit: one error line, nothing written")
+
+# 3. An output directory that does not exist.
+r = run("decompress", archive, "-o", path("gone/out.safetensors"))
+check(r.returncode == 1 and "cannot create" in r.stderr, f"missing directory: {r.stderr!r}")
+print("missing output directory: one error line")
+
+# 4. An input that changes during compression: detected, nothing written.
+big = path("big.safetensors")
+with open(big, "wb") as f:
+    f.write(safetensors([(f"w{i}", "BF16", [1024, 512], bf16_weights(1024 * 512)) for i in range(40)]))
+p = subprocess.Popen(["brevisc", "compress", "-T", "1", big, "-o", path("big.brv")], stderr=subprocess.PIPE, text=True)
+time.sleep(0.3)  # past start-up (the file is open and mapped), well before the end
+fd = os.open(big, os.O_WRONLY)
+os.pwrite(fd, b"\x7f\x7f", os.path.getsize(big) - 2)
+os.close(fd)
+err = p.communicate()[1]
+if p.returncode == 0:
+    print("input changed after compression ended (machine too fast); case skipped")
+else:
+    check("changed while it was being read" in err, f"changed input: {err!r}")
+    check(not os.path.exists(path("big.brv")) and leftovers(work) == [], "changed input: something written")
+    print("input changed during compression: refused, nothing written")
+
+# 5. Two decompressions racing to one output without -f: one wins, the other leaves it alone.
+race = path("race.safetensors")
+procs = [subprocess.Popen(["brevisc", "decompress", "-q", "-T", "1", archive, "-o", race], stderr=subprocess.PIPE,
+                          text=True) for _ in range(2)]
+results = [(p.wait(), p.stderr.read()) for p in procs]
+check(sorted(code for code, _ in results) == [0, 1], f"race: {results}")
+check(digest(race) == original and leftovers(work) == [], "race: wrong output or leftovers")
+print("two decompressions racing: one wins, the other refuses")
+
+# 6. A FIFO as input.
+fifo = path("archive.fifo")
+os.mkfifo(fifo)
+writer = threading.Thread(target=lambda: open(fifo, "wb").write(open(archive, "rb").read()))
+writer.start()
+r = run("decompress", "-q", fifo, "-o", path("fifo.safetensors"))
+writer.join()
+check(r.returncode == 0 and digest(path("fifo.safetensors")) == original, f"fifo: {r.stderr!r}")
+print("archive from a FIFO: decoded")
+
+# 7. 10,000 tensors.
+many = path("many.safetensors")
+with open(many, "wb") as f:
+    f.write(safetensors([(f"blocks.{i}.bias", "F32", [4], struct.pack("<4f", i, -i, 0.5, 1e-3)) for i in range(10000)]))
+start = time.time()
+check(run("compress", "-q", many, "-o", path("many.brv")).returncode == 0, "10,000 tensors: compress")
+r = run("decompress", "-q", path("many.brv"), "-o", path("many.back"))
+check(r.returncode == 0 and digest(path("many.back")) == digest(many), f"10,000 tensors: {r.stderr!r}")
+r = run("run", path("many.brv"), "--tensor", "blocks.9999.bias", "-o", path("one.bin"))
+check(r.returncode == 0 and open(path("one.bin"), "rb").read() == struct.pack("<4f", 9999, -9999, 0.5, 1e-3),
+      "10,000 tensors: one tensor")
+print(f"10,000 tensors: round trip in {time.time() - start:.1f} s")
