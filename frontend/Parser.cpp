@@ -57,23 +57,20 @@ std::string alternatives(const std::vector<std::string_view> &names) {
   return out;
 }
 
-/// Records the first syntax error; anything after it would be an artefact of recovery.
+/// Keeps the first syntax error; anything after it would be an artefact of recovery.
 class FirstErrorListener final : public antlr4::BaseErrorListener {
 public:
-  explicit FirstErrorListener(Diagnostics &diags) : diags_(diags) {}
-
   void syntaxError(antlr4::Recognizer *, Token *, size_t line, size_t charPositionInLine, const std::string &msg,
                    std::exception_ptr) override {
-    if (failed_) return;
-    failed_ = true;
-    diags_.error({static_cast<uint32_t>(line), static_cast<uint32_t>(charPositionInLine + 1)}, msg);
+    if (error_) return;
+    error_ = Diagnostic{Severity::Error, {static_cast<uint32_t>(line), static_cast<uint32_t>(charPositionInLine + 1)},
+                        msg};
   }
 
-  bool failed() const { return failed_; }
+  const std::optional<Diagnostic> &error() const { return error_; }
 
 private:
-  Diagnostics &diags_;
-  bool failed_ = false;
+  std::optional<Diagnostic> error_;
 };
 
 // ANTLR's messages, but no recovery: resynchronizing only produces follow-on errors, and
@@ -118,22 +115,55 @@ protected:
   }
 };
 
-/// Rejects tokens the lexer made only to report them, and nesting deeper than the parser's stack
-/// allows. Reports the first problem and returns false.
-bool checkTokens(const std::vector<Token *> &tokens, Diagnostics &diags) {
+/// Where a piece of the program starts. A checkpoint is read piece by piece, each with its own
+/// tokens and parse tree: the declarations before the first region, then each region.
+struct Piece {
+  size_t begin = 0;
+  uint32_t line = 1;
+  uint32_t column = 0; ///< 0-based, as ANTLR counts
+  size_t tokens = 0;
+};
+
+bool isRegionKeyword(size_t type) { return type == G::HEADER || type == G::BYTES || type == G::TENSOR; }
+
+/// Splits the text into pieces, and rejects tokens the lexer made only to report them, nesting
+/// deeper than the parser's stack allows, and pieces of more than kMaxRegionTokens tokens, all
+/// before any parsing. Reports the first problem and returns false.
+///
+/// A checkpoint's regions start with a region keyword outside any brackets, and nowhere else
+/// may a keyword stand there: field names (which may be keywords) lie inside `merge(...)`.
+bool scanPieces(std::string_view text, Diagnostics &diags, std::vector<Piece> &pieces) {
+  Scanner scanner(text);
+  ScannedToken t;
   unsigned depth = 0;
-  for (Token *t : tokens) {
-    switch (t->getType()) {
+  bool checkpoint = false;
+  SourceLoc pieceStart;
+  pieces.assign(1, Piece{});
+  while (scanner.next(t)) {
+    const SourceLoc loc{static_cast<uint32_t>(t.line), static_cast<uint32_t>(t.column + 1)};
+    if (!pieceStart.valid()) {
+      checkpoint = t.type == G::BREVIS;
+      pieceStart = loc;
+    } else if (checkpoint && depth == 0 && isRegionKeyword(t.type)) {
+      pieces.push_back(Piece{t.start, static_cast<uint32_t>(t.line), static_cast<uint32_t>(t.column), 0});
+      pieceStart = loc;
+    }
+    if (++pieces.back().tokens > kMaxRegionTokens) {
+      const char *what = !checkpoint ? "the expression has" : pieces.size() == 1 ? "the declarations before the first region have" : "the region has";
+      diags.error(pieceStart, fmt::format("{} more than {} tokens, more than brevisc parses", what, kMaxRegionTokens));
+      return false;
+    }
+    switch (t.type) {
     case G::UNEXPECTED_CHAR:
-      diags.error(locOf(t), fmt::format("unexpected character '{}'", displayChar(t->getText()[0])));
+      diags.error(loc, fmt::format("unexpected character '{}'", displayChar(static_cast<unsigned char>(text[t.start]))));
       return false;
     case G::UNTERMINATED_STRING:
-      diags.error(locOf(t), "unterminated string");
+      diags.error(loc, "unterminated string");
       return false;
     case G::LPAREN:
     case G::LBRACKET:
       if (++depth > kMaxNestingDepth) {
-        diags.error(locOf(t), fmt::format("expressions nest deeper than {} levels", kMaxNestingDepth));
+        diags.error(loc, fmt::format("expressions nest deeper than {} levels", kMaxNestingDepth));
         return false;
       }
       break;
@@ -147,8 +177,45 @@ bool checkTokens(const std::vector<Token *> &tokens, Diagnostics &diags) {
   return true;
 }
 
+/// One ANTLR parse of a piece of the program text; its tokens and tree live as long as it does.
+class PieceParse {
+public:
+  /// `text` starts at `line`:`column` (0-based) of the program.
+  PieceParse(std::string_view text, const std::string &fileName, uint32_t line, uint32_t column)
+      : input_(text, fileName), lexer_(input_, line, column), tokens_(&lexer_), parser_(&tokens_) {
+    parser_.removeErrorListeners();
+    parser_.addErrorListener(&listener_);
+    parser_.setErrorHandler(std::make_shared<FirstErrorStrategy>());
+    // The grammar is SLL: full-context prediction (ANTLR's default) only costs time here.
+    parser_.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::SLL);
+  }
+
+  /// The tree of `rule` (a member function of the parser), or nullptr after a syntax error.
+  template <typename Context> Context *run(Context *(G::*rule)()) {
+    Context *tree = nullptr;
+    try {
+      tree = (parser_.*rule)();
+    } catch (const antlr4::ParseCancellationException &) {
+      // Thrown by FirstErrorStrategy after the listener has kept the error.
+    }
+    return listener_.error() ? nullptr : tree;
+  }
+
+  /// The syntax error that stopped the parse.
+  Diagnostic error() const {
+    return listener_.error().value_or(Diagnostic{Severity::Error, {}, "the program could not be parsed"});
+  }
+
+private:
+  ByteStream input_;
+  Lexer lexer_; // never fails: stray bytes become tokens that scanPieces reports
+  antlr4::CommonTokenStream tokens_;
+  FirstErrorListener listener_;
+  G parser_;
+};
+
 /// Builds the AST from a parse tree without syntax errors, reporting bad names, numbers and
-/// escapes. Recursion depth is bounded by checkTokens.
+/// escapes. Recursion depth is bounded by scanPieces.
 class AstBuilder {
 public:
   explicit AstBuilder(Diagnostics &diags) : diags_(diags) {}
@@ -157,24 +224,6 @@ public:
   Module program(G::ProgramContext *ctx) {
     if (auto *c = ctx->checkpoint()) return Module{checkpoint(c)};
     return Module{expr(ctx->expr())};
-  }
-
-private:
-  /// checkpoint : BREVIS NUMBER sourceDecl payloadDecl region*
-  Checkpoint checkpoint(G::CheckpointContext *ctx) {
-    Checkpoint c;
-    c.loc = locOf(ctx->getStart());
-    // The type checker rejects unsupported versions; saturate so a huge one is not mistaken for 1.
-    c.version = static_cast<unsigned>(std::min<uint64_t>(number(ctx->version), std::numeric_limits<unsigned>::max()));
-    G::SourceDeclContext *src = ctx->sourceDecl();
-    c.source.fileName = unquote(src->fileName);
-    c.source.size = number(src->size);
-    c.source.xxh64 = number(src->hash);
-    G::PayloadDeclContext *payload = ctx->payloadDecl();
-    c.payloadFile = unquote(payload->fileName);
-    c.payloadSize = number(payload->size);
-    for (G::RegionContext *r : ctx->region()) c.regions.push_back(region(r));
-    return c;
   }
 
   /// region : HEADER byteRange '=' expr | BYTES ... | TENSOR STRING IDENT '[' numberList ']' ...
@@ -203,6 +252,24 @@ private:
       r.program = expr(t->expr());
     }
     return r;
+  }
+
+private:
+  /// checkpoint : BREVIS NUMBER sourceDecl payloadDecl region*
+  Checkpoint checkpoint(G::CheckpointContext *ctx) {
+    Checkpoint c;
+    c.loc = locOf(ctx->getStart());
+    // The type checker rejects unsupported versions; saturate so a huge one is not mistaken for 1.
+    c.version = static_cast<unsigned>(std::min<uint64_t>(number(ctx->version), std::numeric_limits<unsigned>::max()));
+    G::SourceDeclContext *src = ctx->sourceDecl();
+    c.source.fileName = unquote(src->fileName);
+    c.source.size = number(src->size);
+    c.source.xxh64 = number(src->hash);
+    G::PayloadDeclContext *payload = ctx->payloadDecl();
+    c.payloadFile = unquote(payload->fileName);
+    c.payloadSize = number(payload->size);
+    for (G::RegionContext *r : ctx->region()) c.regions.push_back(region(r));
+    return c;
   }
 
   /// byteRange : '@' NUMBER '+' NUMBER
@@ -397,39 +464,53 @@ private:
 } // namespace
 
 std::optional<Module> parseModule(Diagnostics &diags) {
-  ByteStream input(diags.text(), diags.fileName());
-  FirstErrorListener listener(diags);
-  Lexer lexer(input); // never fails: stray bytes become tokens that checkTokens reports
-  lexer.setLimit(kMaxTokens);
-  antlr4::CommonTokenStream tokens(&lexer);
-  tokens.fill();
-  if (lexer.overLimit()) {
-    diags.error({}, fmt::format("the program has more than {} tokens, more than brevisc parses", kMaxTokens));
-    return std::nullopt;
-  }
-  if (listener.failed() || !checkTokens(tokens.getTokens(), diags)) return std::nullopt;
+  const std::string_view text = diags.text();
+  std::vector<Piece> pieces;
+  if (!scanPieces(text, diags, pieces)) return std::nullopt;
+  auto textOf = [&](size_t first, size_t end) {
+    size_t stop = end < pieces.size() ? pieces[end].begin : text.size();
+    return text.substr(pieces[first].begin, stop - pieces[first].begin);
+  };
 
-  G parser(&tokens);
-  parser.removeErrorListeners();
-  parser.addErrorListener(&listener);
-  parser.setErrorHandler(std::make_shared<FirstErrorStrategy>());
-  // The grammar is SLL: full-context prediction (ANTLR's default) only costs time here.
-  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::SLL);
-  G::ProgramContext *tree = nullptr;
-  try {
-    tree = parser.program();
-  } catch (const antlr4::ParseCancellationException &) {
-    // Thrown by FirstErrorStrategy after the listener has reported the error.
-  }
-  if (listener.failed() || !tree) {
-    if (!listener.failed()) diags.error({}, "the program could not be parsed");
+  // Semantic errors are reported piece by piece, but a syntax error anywhere is the only one
+  // reported, as if the whole text had been parsed at once.
+  const Diagnostics::Mark start = diags.mark();
+  auto syntaxError = [&](size_t failed, Diagnostic error) {
+    if (failed + 1 < pieces.size()) {
+      // The parse of the whole text would have met the next region's first tokens where this
+      // piece ended, and error messages quote and look ahead of the offending token: parse the
+      // piece again followed by at least two more tokens, for the message the whole would give.
+      size_t end = failed + 1, after = 0;
+      while (end < pieces.size() && after < 2) after += pieces[end++].tokens;
+      PieceParse window(textOf(failed, end), diags.fileName(), pieces[failed].line, pieces[failed].column);
+      bool failedAgain = failed == 0 ? !window.run(&G::program) : !window.run(&G::regions);
+      if (failedAgain) error = window.error();
+    }
+    diags.rollback(start);
+    diags.error(error.loc, std::move(error.message));
     return std::nullopt;
-  }
+  };
 
-  size_t errorsBefore = diags.errorCount();
-  Module m = AstBuilder(diags).program(tree);
-  if (diags.errorCount() != errorsBefore) return std::nullopt;
-  return m;
+  AstBuilder builder(diags);
+  std::optional<Module> module;
+  {
+    PieceParse parse(textOf(0, 1), diags.fileName(), pieces[0].line, pieces[0].column);
+    G::ProgramContext *tree = parse.run(&G::program);
+    if (!tree) return syntaxError(0, parse.error());
+    module = builder.program(tree);
+  }
+  if (pieces.size() > 1) {
+    std::vector<Region> &regions = module->checkpoint().regions;
+    regions.reserve(regions.size() + pieces.size() - 1);
+    for (size_t i = 1; i < pieces.size(); ++i) {
+      PieceParse parse(textOf(i, i + 1), diags.fileName(), pieces[i].line, pieces[i].column);
+      G::RegionsContext *tree = parse.run(&G::regions);
+      if (!tree) return syntaxError(i, parse.error());
+      for (G::RegionContext *r : tree->regionList()->region()) regions.push_back(builder.region(r));
+    }
+  }
+  if (diags.errorCount() != start.errors) return std::nullopt;
+  return module;
 }
 
 } // namespace brevis
