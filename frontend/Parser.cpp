@@ -177,12 +177,12 @@ bool scanPieces(std::string_view text, Diagnostics &diags, std::vector<Piece> &p
   return true;
 }
 
-/// One ANTLR parse of a piece of the program text; its tokens and tree live as long as it does.
-class PieceParse {
+/// ANTLR parses of pieces of the program text, one at a time: a piece's tokens and tree live
+/// until the next parse (one parser for all pieces: a parser per region took a tenth of a
+/// checkpoint's parse).
+class PieceParser {
 public:
-  /// `text` starts at `line`:`column` (0-based) of the program.
-  PieceParse(std::string_view text, const std::string &fileName, uint32_t line, uint32_t column)
-      : input_(text, fileName), lexer_(input_, line, column), tokens_(&lexer_), parser_(&tokens_) {
+  explicit PieceParser(std::string fileName) : fileName_(std::move(fileName)), parser_(nullptr) {
     parser_.removeErrorListeners();
     parser_.addErrorListener(&listener_);
     parser_.setErrorHandler(std::make_shared<FirstErrorStrategy>());
@@ -190,8 +190,18 @@ public:
     parser_.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::SLL);
   }
 
-  /// The tree of `rule` (a member function of the parser), or nullptr after a syntax error.
-  template <typename Context> Context *run(Context *(G::*rule)()) {
+  /// The tree of `rule` (a member function of the parser) over `text`, which starts at
+  /// `line`:`column` (0-based) of the program; nullptr after a syntax error.
+  template <typename Context>
+  Context *parse(std::string_view text, uint32_t line, uint32_t column, Context *(G::*rule)()) {
+    parser_.setTokenStream(nullptr); // frees the last piece's tree before its tokens go
+    listener_ = FirstErrorListener();
+    tokens_.reset();
+    lexer_.reset();
+    input_.emplace(text, fileName_);
+    lexer_.emplace(*input_, line, column); // never fails: stray bytes become tokens that scanPieces reports
+    tokens_.emplace(&*lexer_);
+    parser_.setTokenStream(&*tokens_);
     Context *tree = nullptr;
     try {
       tree = (parser_.*rule)();
@@ -201,15 +211,16 @@ public:
     return listener_.error() ? nullptr : tree;
   }
 
-  /// The syntax error that stopped the parse.
+  /// The syntax error that stopped the last parse.
   Diagnostic error() const {
     return listener_.error().value_or(Diagnostic{Severity::Error, {}, "the program could not be parsed"});
   }
 
 private:
-  ByteStream input_;
-  Lexer lexer_; // never fails: stray bytes become tokens that scanPieces reports
-  antlr4::CommonTokenStream tokens_;
+  std::string fileName_;
+  std::optional<ByteStream> input_;
+  std::optional<Lexer> lexer_;
+  std::optional<antlr4::CommonTokenStream> tokens_;
   FirstErrorListener listener_;
   G parser_;
 };
@@ -475,6 +486,7 @@ std::optional<Module> parseModule(Diagnostics &diags) {
   // Semantic errors are reported piece by piece, but a syntax error anywhere is the only one
   // reported, as if the whole text had been parsed at once.
   const Diagnostics::Mark start = diags.mark();
+  PieceParser parser(diags.fileName());
   auto syntaxError = [&](size_t failed, Diagnostic error) {
     if (failed + 1 < pieces.size()) {
       // The parse of the whole text would have met the next region's first tokens where this
@@ -482,9 +494,11 @@ std::optional<Module> parseModule(Diagnostics &diags) {
       // piece again followed by at least two more tokens, for the message the whole would give.
       size_t end = failed + 1, after = 0;
       while (end < pieces.size() && after < 2) after += pieces[end++].tokens;
-      PieceParse window(textOf(failed, end), diags.fileName(), pieces[failed].line, pieces[failed].column);
-      bool failedAgain = failed == 0 ? !window.run(&G::program) : !window.run(&G::regions);
-      if (failedAgain) error = window.error();
+      std::string_view window = textOf(failed, end);
+      bool failedAgain = failed == 0
+                             ? !parser.parse(window, pieces[failed].line, pieces[failed].column, &G::program)
+                             : !parser.parse(window, pieces[failed].line, pieces[failed].column, &G::regions);
+      if (failedAgain) error = parser.error();
     }
     diags.rollback(start);
     diags.error(error.loc, std::move(error.message));
@@ -492,20 +506,15 @@ std::optional<Module> parseModule(Diagnostics &diags) {
   };
 
   AstBuilder builder(diags);
-  std::optional<Module> module;
-  {
-    PieceParse parse(textOf(0, 1), diags.fileName(), pieces[0].line, pieces[0].column);
-    G::ProgramContext *tree = parse.run(&G::program);
-    if (!tree) return syntaxError(0, parse.error());
-    module = builder.program(tree);
-  }
+  G::ProgramContext *program = parser.parse(textOf(0, 1), pieces[0].line, pieces[0].column, &G::program);
+  if (!program) return syntaxError(0, parser.error());
+  std::optional<Module> module = builder.program(program);
   if (pieces.size() > 1) {
     std::vector<Region> &regions = module->checkpoint().regions;
     regions.reserve(regions.size() + pieces.size() - 1);
     for (size_t i = 1; i < pieces.size(); ++i) {
-      PieceParse parse(textOf(i, i + 1), diags.fileName(), pieces[i].line, pieces[i].column);
-      G::RegionsContext *tree = parse.run(&G::regions);
-      if (!tree) return syntaxError(i, parse.error());
+      G::RegionsContext *tree = parser.parse(textOf(i, i + 1), pieces[i].line, pieces[i].column, &G::regions);
+      if (!tree) return syntaxError(i, parser.error());
       for (G::RegionContext *r : tree->regionList()->region()) regions.push_back(builder.region(r));
     }
   }
