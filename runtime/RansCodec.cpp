@@ -79,7 +79,10 @@ RarePlan planRarePatches(const uint64_t counts[256], uint64_t n) {
 void encodeRans(std::span<const uint64_t> words, unsigned order, Bytes &out) {
   putVarint(out, kRansBlockWords);
   std::vector<uint8_t> block;
-  Bytes frame, patches;
+  Bytes patches;
+  // Kept from call to call: the bound includes order-1 tables, a few hundred KB that resize
+  // would clear for every literal (most of the synthesis time of many small tensors).
+  thread_local Bytes frame;
   for (uint64_t begin = 0; begin < words.size(); begin += kRansBlockWords) {
     uint64_t end = std::min<uint64_t>(words.size(), begin + kRansBlockWords);
     block.assign(words.begin() + begin, words.begin() + end);
@@ -100,7 +103,7 @@ void encodeRans(std::span<const uint64_t> words, unsigned order, Bytes &out) {
       }
     }
     unsigned bound = rans_compress_bound_4x16(static_cast<unsigned>(block.size()), static_cast<int>(order) | RANS_ORDER_X32);
-    frame.resize(bound);
+    if (frame.size() < bound) frame.resize(bound);
     unsigned size = bound;
     if (!rans_compress_to_4x16(block.data(), static_cast<unsigned>(block.size()), frame.data(), &size,
                                static_cast<int>(order) | RANS_ORDER_X32))
