@@ -472,6 +472,289 @@ private:
   Diagnostics &diags_;
 };
 
+/// Reads a region piece without ANTLR when it is well formed: the grammar's region rule by
+/// recursive descent over the scanner's tokens, building what AstBuilder builds. It gives up at
+/// the first token it does not expect and at any name, number or string AstBuilder would report;
+/// ANTLR then reads the piece and reports precisely. (ANTLR's parser and trees were four fifths
+/// of the time to load a program of many small regions.) Recursion is bounded by scanPieces.
+class FastRegionReader {
+public:
+  /// The region `text` holds, which starts at `line`:`column` (0-based); nullopt if ANTLR must read it.
+  std::optional<Region> read(std::string_view text, uint32_t line, uint32_t column) {
+    text_ = text;
+    tokens_.clear();
+    at_ = 0;
+    failed_ = false;
+    Scanner scanner(text, line, column);
+    ScannedToken t;
+    while (scanner.next(t)) tokens_.push_back(t);
+    Region r = region();
+    if (failed_ || at_ != tokens_.size()) return std::nullopt;
+    return r;
+  }
+
+private:
+  size_t peek(size_t ahead = 0) const { return at_ + ahead < tokens_.size() ? tokens_[at_ + ahead].type : 0; }
+  std::string_view textOf(const ScannedToken &t) const { return text_.substr(t.start, t.length); }
+  static SourceLoc locOf(const ScannedToken &t) {
+    return {static_cast<uint32_t>(t.line), static_cast<uint32_t>(t.column + 1)};
+  }
+
+  /// The next token if it has `type`; otherwise marks the read failed.
+  const ScannedToken *expect(size_t type) {
+    if (failed_ || peek() != type) {
+      failed_ = true;
+      return nullptr;
+    }
+    return &tokens_[at_++];
+  }
+
+  bool fail() {
+    failed_ = true;
+    return false;
+  }
+
+  Region region() {
+    Region r;
+    if (at_ >= tokens_.size()) {
+      fail();
+      return r;
+    }
+    const ScannedToken &first = tokens_[at_++];
+    r.loc = locOf(first);
+    if (first.type == G::HEADER) {
+      r.kind = RegionKind::Header;
+    } else if (first.type == G::BYTES) {
+      r.kind = RegionKind::Bytes;
+    } else if (first.type == G::TENSOR) {
+      r.kind = RegionKind::Tensor;
+      const ScannedToken *name = expect(G::STRING);
+      if (!name || !unquote(textOf(*name), r.name)) {
+      fail();
+      return r;
+    }
+      const ScannedToken *dtype = expect(G::IDENT);
+      auto d = dtype ? dtypeFromBdslName(textOf(*dtype)) : std::nullopt;
+      if (!d) {
+      fail();
+      return r;
+    }
+      r.dtype = *d;
+      expect(G::LBRACKET);
+      r.shape = numberList();
+      expect(G::RBRACKET);
+    } else {
+      {
+      fail();
+      return r;
+    }
+    }
+    r.bytes = byteRange();
+    expect(G::EQUALS);
+    if (!failed_) r.program = expr();
+    return r;
+  }
+
+  ByteRange byteRange() {
+    ByteRange r;
+    expect(G::AT);
+    r.offset = number();
+    expect(G::PLUS);
+    r.size = number();
+    return r;
+  }
+
+  ExprPtr expr() {
+    ExprPtr e = term();
+    if (e && peek() == G::COLON) {
+      ++at_;
+      e->annotation = streamType();
+    }
+    return failed_ ? nullptr : std::move(e);
+  }
+
+  ExprPtr term() {
+    if (failed_ || at_ >= tokens_.size()) return fail(), nullptr;
+    const ScannedToken &first = tokens_[at_++];
+    ExprPtr e;
+    switch (first.type) {
+    case G::LIT:
+      if (peek() == G::IDENT && peek(1) == G::IDENT) {
+        auto encoding = encodingFromName(textOf(tokens_[at_++]));
+        if (!encoding) return fail(), nullptr;
+        StreamType type = streamType();
+        e = Lit::make(type, *encoding, byteRange());
+      } else {
+        StreamType type = streamType();
+        expect(G::LBRACKET);
+        std::vector<uint64_t> words = numberList();
+        expect(G::RBRACKET);
+        e = Lit::make(type, std::move(words));
+      }
+      break;
+    case G::CONST: {
+      StreamType type = streamType();
+      e = Const::make(type, number());
+      break;
+    }
+    case G::CONCAT: {
+      std::vector<ExprPtr> parts;
+      expect(G::LPAREN);
+      if (peek() != G::RPAREN) {
+        parts.push_back(expr());
+        while (!failed_ && peek() == G::COMMA) {
+          ++at_;
+          parts.push_back(expr());
+        }
+      }
+      expect(G::RPAREN);
+      e = Concat::make(std::move(parts));
+      break;
+    }
+    case G::REPEAT: {
+      uint64_t count = number();
+      e = Repeat::make(count, body());
+      break;
+    }
+    case G::MAP: {
+      const ScannedToken *name = expect(G::IDENT);
+      auto fn = name ? mapFnFromName(textOf(*name)) : std::nullopt;
+      if (!fn || mapFnTakesParameter(*fn) != (peek() == G::NUMBER)) return fail(), nullptr;
+      uint64_t param = peek() == G::NUMBER ? number() : 0;
+      e = Map::make(*fn, param, body());
+      break;
+    }
+    case G::SCAN: {
+      const ScannedToken *name = expect(G::IDENT);
+      auto op = name ? scanOpFromName(textOf(*name)) : std::nullopt;
+      if (!op) return fail(), nullptr;
+      uint64_t init = number();
+      e = Scan::make(*op, init, body());
+      break;
+    }
+    case G::MERGE: {
+      std::vector<MergeField> fields;
+      expect(G::LPAREN);
+      if (peek() != G::RPAREN) {
+        do {
+          if (!fields.empty()) ++at_; // the comma
+          MergeField f;
+          if (isFieldName(peek()) && peek(1) == G::COLON) {
+            f.name = textOf(tokens_[at_]);
+            at_ += 2;
+          }
+          f.expr = expr();
+          fields.push_back(std::move(f));
+        } while (!failed_ && peek() == G::COMMA);
+      }
+      expect(G::RPAREN);
+      e = Merge::make(std::move(fields));
+      break;
+    }
+    case G::QUESTION: e = Hole::make(streamType()); break;
+    default: return fail(), nullptr;
+    }
+    if (failed_) return nullptr;
+    e->loc = locOf(first);
+    return e;
+  }
+
+  /// '(' expr ')'
+  ExprPtr body() {
+    expect(G::LPAREN);
+    ExprPtr e = failed_ ? nullptr : expr();
+    expect(G::RPAREN);
+    return e;
+  }
+
+  static bool isFieldName(size_t type) {
+    switch (type) {
+    case G::IDENT: case G::BREVIS: case G::SOURCE: case G::SIZE: case G::XXH64: case G::PAYLOAD: case G::HEADER:
+    case G::BYTES: case G::TENSOR: case G::LIT: case G::CONST: case G::CONCAT: case G::REPEAT: case G::MAP:
+    case G::SCAN: case G::MERGE: return true;
+    default: return false;
+    }
+  }
+
+  /// IDENT '[' NUMBER ']', where IDENT is u<W> (W saturated, as AstBuilder does)
+  StreamType streamType() {
+    StreamType t;
+    const ScannedToken *name = expect(G::IDENT);
+    if (!name) return t;
+    std::string_view n = textOf(*name);
+    if (n.size() < 2 || n[0] != 'u' || n.find_first_not_of("0123456789", 1) != std::string_view::npos) {
+      fail();
+      return t;
+    }
+    uint64_t width = 0;
+    for (size_t i = 1; i < n.size(); ++i)
+      width = std::min<uint64_t>(width * 10 + (n[i] - '0'), std::numeric_limits<unsigned>::max());
+    t.width = static_cast<unsigned>(width);
+    expect(G::LBRACKET);
+    t.length = number();
+    expect(G::RBRACKET);
+    return t;
+  }
+
+  /// (NUMBER (',' NUMBER)*)?
+  std::vector<uint64_t> numberList() {
+    std::vector<uint64_t> out;
+    if (peek() != G::NUMBER) return out;
+    out.push_back(number());
+    while (!failed_ && peek() == G::COMMA) {
+      ++at_;
+      out.push_back(number());
+    }
+    return out;
+  }
+
+  /// NUMBER, decimal or 0x-prefixed hex, at most 64 bits
+  uint64_t number() {
+    const ScannedToken *t = expect(G::NUMBER);
+    if (!t) return 0;
+    std::string_view text = textOf(*t);
+    bool hex = text.size() >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+    unsigned base = hex ? 16 : 10;
+    std::string_view digits = text.substr(hex ? 2 : 0);
+    uint64_t value = 0;
+    bool bad = digits.empty();
+    for (char c : digits) {
+      unsigned d = digitValue(c);
+      bad |= d >= base || __builtin_mul_overflow(value, base, &value) || __builtin_add_overflow(value, d, &value);
+    }
+    if (bad) fail();
+    return value;
+  }
+
+  /// STRING with only \" \\ and \xNN escapes, decoded into `out`
+  static bool unquote(std::string_view text, std::string &out) {
+    std::string_view body = text.substr(1, text.size() - 2);
+    out.reserve(body.size());
+    for (size_t i = 0; i < body.size(); ++i) {
+      if (body[i] != '\\') {
+        out += body[i];
+        continue;
+      }
+      char next = body[i + 1];
+      if (next == '"' || next == '\\') {
+        out += next;
+        ++i;
+      } else if (next == 'x' && i + 3 < body.size() && digitValue(body[i + 2]) < 16 && digitValue(body[i + 3]) < 16) {
+        out += static_cast<char>(digitValue(body[i + 2]) * 16 + digitValue(body[i + 3]));
+        i += 3;
+      } else {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  std::string_view text_;
+  std::vector<ScannedToken> tokens_;
+  size_t at_ = 0;
+  bool failed_ = false;
+};
+
 } // namespace
 
 std::optional<Module> parseModule(Diagnostics &diags) {
@@ -512,7 +795,12 @@ std::optional<Module> parseModule(Diagnostics &diags) {
   if (pieces.size() > 1) {
     std::vector<Region> &regions = module->checkpoint().regions;
     regions.reserve(regions.size() + pieces.size() - 1);
+    FastRegionReader fast;
     for (size_t i = 1; i < pieces.size(); ++i) {
+      if (auto r = fast.read(textOf(i, i + 1), pieces[i].line, pieces[i].column)) {
+        regions.push_back(std::move(*r));
+        continue;
+      }
       G::RegionsContext *tree = parser.parse(textOf(i, i + 1), pieces[i].line, pieces[i].column, &G::regions);
       if (!tree) return syntaxError(i, parser.error());
       for (G::RegionContext *r : tree->regionList()->region()) regions.push_back(builder.region(r));
