@@ -149,13 +149,16 @@ bool scanPieces(std::string_view text, Diagnostics &diags, std::vector<Piece> &p
       pieceStart = loc;
     }
     if (++pieces.back().tokens > kMaxRegionTokens) {
-      const char *what = !checkpoint ? "the expression has" : pieces.size() == 1 ? "the declarations before the first region have" : "the region has";
+      const char *what = !checkpoint          ? "the expression has"
+                         : pieces.size() == 1 ? "the declarations before the first region have"
+                                              : "the region has";
       diags.error(pieceStart, fmt::format("{} more than {} tokens, more than brevisc parses", what, kMaxRegionTokens));
       return false;
     }
     switch (t.type) {
     case G::UNEXPECTED_CHAR:
-      diags.error(loc, fmt::format("unexpected character '{}'", displayChar(static_cast<unsigned char>(text[t.start]))));
+      diags.error(loc,
+                  fmt::format("unexpected character '{}'", displayChar(static_cast<unsigned char>(text[t.start]))));
       return false;
     case G::UNTERMINATED_STRING:
       diags.error(loc, "unterminated string");

@@ -201,7 +201,8 @@ std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t
         for (size_t i = row; i < rowEnd;) {
           size_t j = i;
           while (j < rowEnd && pairs[j] == pairs[i]) ++j;
-          rowBits -= static_cast<double>(j - i) * std::log2(static_cast<double>(j - i) / static_cast<double>(rowEnd - row));
+          const auto count = static_cast<double>(j - i), total = static_cast<double>(rowEnd - row);
+          rowBits -= count * std::log2(count / total);
           ++used;
           i = j;
         }

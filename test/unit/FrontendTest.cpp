@@ -419,7 +419,8 @@ namespace {
 std::string manyRegions(size_t regions) {
   std::string words;
   for (int i = 0; i < 1000; ++i) words += i ? ", 7" : "7";
-  std::string text = fmt::format("brevis 1\nsource \"m\" size {} xxh64 0x0\npayload \"m.bin\" size 0\n", regions * 1000);
+  std::string text =
+      fmt::format("brevis 1\nsource \"m\" size {} xxh64 0x0\npayload \"m.bin\" size 0\n", regions * 1000);
   text.reserve(text.size() + regions * (words.size() + 64));
   for (size_t r = 0; r < regions; ++r)
     text += fmt::format("bytes @{}+1000 =\n  lit u8[1000] [{}]\n", r * 1000, words);
