@@ -13,6 +13,14 @@ program : (checkpoint | expr) EOF ;
 
 checkpoint : BREVIS version=NUMBER sourceDecl payloadDecl region* ;
 
+// Not part of the language: the parser reads a checkpoint piece by piece (the program up to
+// its first region with `program`, then each region with `regions`), so that tokens and trees
+// are freed as it goes. The loop ends a rule, as in `checkpoint`, and EOF is matched by the
+// caller, as in `program`: error messages are the same as for the whole text.
+regions : regionList EOF ;
+
+regionList : region* ;
+
 sourceDecl : SOURCE fileName=STRING SIZE size=NUMBER XXH64 hash=NUMBER ;
 
 payloadDecl : PAYLOAD fileName=STRING SIZE size=NUMBER ;

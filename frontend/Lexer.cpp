@@ -45,10 +45,7 @@ size_t punctuation(unsigned char c) {
 
 } // namespace
 
-Lexer::Lexer(ByteStream &input)
-    : input_(input), text_(input.bytes()), factory_(antlr4::CommonTokenFactory::DEFAULT.get()) {}
-
-void Lexer::advance(size_t n) {
+void Scanner::advance(size_t n) {
   for (size_t end = pos_ + n; pos_ < end; ++pos_) {
     if (text_[pos_] == '\n') {
       ++line_;
@@ -61,7 +58,7 @@ void Lexer::advance(size_t n) {
 
 // The length of the token at pos_ (longest match, as ANTLR's lexer), and its type; 0 for
 // skipped text (whitespace, comments).
-size_t Lexer::scanToken(size_t &type) const {
+size_t Scanner::scanToken(size_t &type) const {
   const size_t n = text_.size();
   const auto c = static_cast<unsigned char>(text_[pos_]);
   size_t end = pos_ + 1;
@@ -105,27 +102,30 @@ size_t Lexer::scanToken(size_t &type) const {
   return end - pos_;
 }
 
-std::unique_ptr<antlr4::Token> Lexer::nextToken() {
-  for (;;) {
-    if (pos_ < text_.size() && produced_ >= limit_) {
-      overLimit_ = true;
-      pos_ = text_.size();
-    }
-    if (pos_ >= text_.size()) {
-      // ANTLR's EOF token sits just past the end: start = size, stop = size - 1.
-      return factory_->create({this, &input_}, antlr4::Token::EOF, "", antlr4::Token::DEFAULT_CHANNEL, pos_,
-                              pos_ - 1, line_, column_);
-    }
+bool Scanner::next(ScannedToken &token) {
+  while (pos_ < text_.size()) {
     size_t type = 0;
     size_t length = scanToken(type);
-    size_t start = pos_, line = line_, column = column_;
+    token = ScannedToken{type, pos_, length, line_, column_};
     advance(length);
-    if (type != 0) {
-      ++produced_;
-      return factory_->create({this, &input_}, type, "", antlr4::Token::DEFAULT_CHANNEL, start, start + length - 1, line,
-                              column);
-    }
+    if (type != 0) return true;
   }
+  return false;
+}
+
+Lexer::Lexer(ByteStream &input, size_t line, size_t column)
+    : input_(input), scanner_(input.bytes(), line, column), factory_(antlr4::CommonTokenFactory::DEFAULT.get()) {}
+
+std::unique_ptr<antlr4::Token> Lexer::nextToken() {
+  ScannedToken t;
+  if (!scanner_.next(t)) {
+    // ANTLR's EOF token sits just past the end: start = size, stop = size - 1.
+    size_t end = scanner_.position();
+    return factory_->create({this, &input_}, antlr4::Token::EOF, "", antlr4::Token::DEFAULT_CHANNEL, end, end - 1,
+                            scanner_.line(), scanner_.column());
+  }
+  return factory_->create({this, &input_}, t.type, "", antlr4::Token::DEFAULT_CHANNEL, t.start, t.start + t.length - 1,
+                          t.line, t.column);
 }
 
 } // namespace brevis

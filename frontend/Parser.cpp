@@ -57,23 +57,20 @@ std::string alternatives(const std::vector<std::string_view> &names) {
   return out;
 }
 
-/// Records the first syntax error; anything after it would be an artefact of recovery.
+/// Keeps the first syntax error; anything after it would be an artefact of recovery.
 class FirstErrorListener final : public antlr4::BaseErrorListener {
 public:
-  explicit FirstErrorListener(Diagnostics &diags) : diags_(diags) {}
-
   void syntaxError(antlr4::Recognizer *, Token *, size_t line, size_t charPositionInLine, const std::string &msg,
                    std::exception_ptr) override {
-    if (failed_) return;
-    failed_ = true;
-    diags_.error({static_cast<uint32_t>(line), static_cast<uint32_t>(charPositionInLine + 1)}, msg);
+    if (error_) return;
+    error_ = Diagnostic{Severity::Error, {static_cast<uint32_t>(line), static_cast<uint32_t>(charPositionInLine + 1)},
+                        msg};
   }
 
-  bool failed() const { return failed_; }
+  const std::optional<Diagnostic> &error() const { return error_; }
 
 private:
-  Diagnostics &diags_;
-  bool failed_ = false;
+  std::optional<Diagnostic> error_;
 };
 
 // ANTLR's messages, but no recovery: resynchronizing only produces follow-on errors, and
@@ -118,22 +115,58 @@ protected:
   }
 };
 
-/// Rejects tokens the lexer made only to report them, and nesting deeper than the parser's stack
-/// allows. Reports the first problem and returns false.
-bool checkTokens(const std::vector<Token *> &tokens, Diagnostics &diags) {
+/// Where a piece of the program starts. A checkpoint is read piece by piece, each with its own
+/// tokens and parse tree: the declarations before the first region, then each region.
+struct Piece {
+  size_t begin = 0;
+  uint32_t line = 1;
+  uint32_t column = 0; ///< 0-based, as ANTLR counts
+  size_t tokens = 0;
+};
+
+bool isRegionKeyword(size_t type) { return type == G::HEADER || type == G::BYTES || type == G::TENSOR; }
+
+/// Splits the text into pieces, and rejects tokens the lexer made only to report them, nesting
+/// deeper than the parser's stack allows, and pieces of more than kMaxRegionTokens tokens, all
+/// before any parsing. Reports the first problem and returns false.
+///
+/// A checkpoint's regions start with a region keyword outside any brackets, and nowhere else
+/// may a keyword stand there: field names (which may be keywords) lie inside `merge(...)`.
+bool scanPieces(std::string_view text, Diagnostics &diags, std::vector<Piece> &pieces) {
+  Scanner scanner(text);
+  ScannedToken t;
   unsigned depth = 0;
-  for (Token *t : tokens) {
-    switch (t->getType()) {
+  bool checkpoint = false;
+  SourceLoc pieceStart;
+  pieces.assign(1, Piece{});
+  while (scanner.next(t)) {
+    const SourceLoc loc{static_cast<uint32_t>(t.line), static_cast<uint32_t>(t.column + 1)};
+    if (!pieceStart.valid()) {
+      checkpoint = t.type == G::BREVIS;
+      pieceStart = loc;
+    } else if (checkpoint && depth == 0 && isRegionKeyword(t.type)) {
+      pieces.push_back(Piece{t.start, static_cast<uint32_t>(t.line), static_cast<uint32_t>(t.column), 0});
+      pieceStart = loc;
+    }
+    if (++pieces.back().tokens > kMaxRegionTokens) {
+      const char *what = !checkpoint          ? "the expression has"
+                         : pieces.size() == 1 ? "the declarations before the first region have"
+                                              : "the region has";
+      diags.error(pieceStart, fmt::format("{} more than {} tokens, more than brevisc parses", what, kMaxRegionTokens));
+      return false;
+    }
+    switch (t.type) {
     case G::UNEXPECTED_CHAR:
-      diags.error(locOf(t), fmt::format("unexpected character '{}'", displayChar(t->getText()[0])));
+      diags.error(loc,
+                  fmt::format("unexpected character '{}'", displayChar(static_cast<unsigned char>(text[t.start]))));
       return false;
     case G::UNTERMINATED_STRING:
-      diags.error(locOf(t), "unterminated string");
+      diags.error(loc, "unterminated string");
       return false;
     case G::LPAREN:
     case G::LBRACKET:
       if (++depth > kMaxNestingDepth) {
-        diags.error(locOf(t), fmt::format("expressions nest deeper than {} levels", kMaxNestingDepth));
+        diags.error(loc, fmt::format("expressions nest deeper than {} levels", kMaxNestingDepth));
         return false;
       }
       break;
@@ -147,8 +180,56 @@ bool checkTokens(const std::vector<Token *> &tokens, Diagnostics &diags) {
   return true;
 }
 
+/// ANTLR parses of pieces of the program text, one at a time: a piece's tokens and tree live
+/// until the next parse (one parser for all pieces: a parser per region took a tenth of a
+/// checkpoint's parse).
+class PieceParser {
+public:
+  explicit PieceParser(std::string fileName) : fileName_(std::move(fileName)), parser_(nullptr) {
+    parser_.removeErrorListeners();
+    parser_.addErrorListener(&listener_);
+    parser_.setErrorHandler(std::make_shared<FirstErrorStrategy>());
+    // The grammar is SLL: full-context prediction (ANTLR's default) only costs time here.
+    parser_.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::SLL);
+  }
+
+  /// The tree of `rule` (a member function of the parser) over `text`, which starts at
+  /// `line`:`column` (0-based) of the program; nullptr after a syntax error.
+  template <typename Context>
+  Context *parse(std::string_view text, uint32_t line, uint32_t column, Context *(G::*rule)()) {
+    parser_.setTokenStream(nullptr); // frees the last piece's tree before its tokens go
+    listener_ = FirstErrorListener();
+    tokens_.reset();
+    lexer_.reset();
+    input_.emplace(text, fileName_);
+    lexer_.emplace(*input_, line, column); // never fails: stray bytes become tokens that scanPieces reports
+    tokens_.emplace(&*lexer_);
+    parser_.setTokenStream(&*tokens_);
+    Context *tree = nullptr;
+    try {
+      tree = (parser_.*rule)();
+    } catch (const antlr4::ParseCancellationException &) {
+      // Thrown by FirstErrorStrategy after the listener has kept the error.
+    }
+    return listener_.error() ? nullptr : tree;
+  }
+
+  /// The syntax error that stopped the last parse.
+  Diagnostic error() const {
+    return listener_.error().value_or(Diagnostic{Severity::Error, {}, "the program could not be parsed"});
+  }
+
+private:
+  std::string fileName_;
+  std::optional<ByteStream> input_;
+  std::optional<Lexer> lexer_;
+  std::optional<antlr4::CommonTokenStream> tokens_;
+  FirstErrorListener listener_;
+  G parser_;
+};
+
 /// Builds the AST from a parse tree without syntax errors, reporting bad names, numbers and
-/// escapes. Recursion depth is bounded by checkTokens.
+/// escapes. Recursion depth is bounded by scanPieces.
 class AstBuilder {
 public:
   explicit AstBuilder(Diagnostics &diags) : diags_(diags) {}
@@ -157,24 +238,6 @@ public:
   Module program(G::ProgramContext *ctx) {
     if (auto *c = ctx->checkpoint()) return Module{checkpoint(c)};
     return Module{expr(ctx->expr())};
-  }
-
-private:
-  /// checkpoint : BREVIS NUMBER sourceDecl payloadDecl region*
-  Checkpoint checkpoint(G::CheckpointContext *ctx) {
-    Checkpoint c;
-    c.loc = locOf(ctx->getStart());
-    // The type checker rejects unsupported versions; saturate so a huge one is not mistaken for 1.
-    c.version = static_cast<unsigned>(std::min<uint64_t>(number(ctx->version), std::numeric_limits<unsigned>::max()));
-    G::SourceDeclContext *src = ctx->sourceDecl();
-    c.source.fileName = unquote(src->fileName);
-    c.source.size = number(src->size);
-    c.source.xxh64 = number(src->hash);
-    G::PayloadDeclContext *payload = ctx->payloadDecl();
-    c.payloadFile = unquote(payload->fileName);
-    c.payloadSize = number(payload->size);
-    for (G::RegionContext *r : ctx->region()) c.regions.push_back(region(r));
-    return c;
   }
 
   /// region : HEADER byteRange '=' expr | BYTES ... | TENSOR STRING IDENT '[' numberList ']' ...
@@ -203,6 +266,24 @@ private:
       r.program = expr(t->expr());
     }
     return r;
+  }
+
+private:
+  /// checkpoint : BREVIS NUMBER sourceDecl payloadDecl region*
+  Checkpoint checkpoint(G::CheckpointContext *ctx) {
+    Checkpoint c;
+    c.loc = locOf(ctx->getStart());
+    // The type checker rejects unsupported versions; saturate so a huge one is not mistaken for 1.
+    c.version = static_cast<unsigned>(std::min<uint64_t>(number(ctx->version), std::numeric_limits<unsigned>::max()));
+    G::SourceDeclContext *src = ctx->sourceDecl();
+    c.source.fileName = unquote(src->fileName);
+    c.source.size = number(src->size);
+    c.source.xxh64 = number(src->hash);
+    G::PayloadDeclContext *payload = ctx->payloadDecl();
+    c.payloadFile = unquote(payload->fileName);
+    c.payloadSize = number(payload->size);
+    for (G::RegionContext *r : ctx->region()) c.regions.push_back(region(r));
+    return c;
   }
 
   /// byteRange : '@' NUMBER '+' NUMBER
@@ -394,42 +475,342 @@ private:
   Diagnostics &diags_;
 };
 
+/// Reads a region piece without ANTLR when it is well formed: the grammar's region rule by
+/// recursive descent over the scanner's tokens, building what AstBuilder builds. It gives up at
+/// the first token it does not expect and at any name, number or string AstBuilder would report;
+/// ANTLR then reads the piece and reports precisely. (ANTLR's parser and trees were four fifths
+/// of the time to load a program of many small regions.) Recursion is bounded by scanPieces.
+class FastRegionReader {
+public:
+  /// The region `text` holds, which starts at `line`:`column` (0-based); nullopt if ANTLR must read it.
+  std::optional<Region> read(std::string_view text, uint32_t line, uint32_t column) {
+    text_ = text;
+    tokens_.clear();
+    at_ = 0;
+    failed_ = false;
+    Scanner scanner(text, line, column);
+    ScannedToken t;
+    while (scanner.next(t)) tokens_.push_back(t);
+    Region r = region();
+    if (failed_ || at_ != tokens_.size()) return std::nullopt;
+    return r;
+  }
+
+private:
+  size_t peek(size_t ahead = 0) const { return at_ + ahead < tokens_.size() ? tokens_[at_ + ahead].type : 0; }
+  std::string_view textOf(const ScannedToken &t) const { return text_.substr(t.start, t.length); }
+  static SourceLoc locOf(const ScannedToken &t) {
+    return {static_cast<uint32_t>(t.line), static_cast<uint32_t>(t.column + 1)};
+  }
+
+  /// The next token if it has `type`; otherwise marks the read failed.
+  const ScannedToken *expect(size_t type) {
+    if (failed_ || peek() != type) {
+      failed_ = true;
+      return nullptr;
+    }
+    return &tokens_[at_++];
+  }
+
+  bool fail() {
+    failed_ = true;
+    return false;
+  }
+
+  Region region() {
+    Region r;
+    if (at_ >= tokens_.size()) {
+      fail();
+      return r;
+    }
+    const ScannedToken &first = tokens_[at_++];
+    r.loc = locOf(first);
+    if (first.type == G::HEADER) {
+      r.kind = RegionKind::Header;
+    } else if (first.type == G::BYTES) {
+      r.kind = RegionKind::Bytes;
+    } else if (first.type == G::TENSOR) {
+      r.kind = RegionKind::Tensor;
+      const ScannedToken *name = expect(G::STRING);
+      if (!name || !unquote(textOf(*name), r.name)) {
+      fail();
+      return r;
+    }
+      const ScannedToken *dtype = expect(G::IDENT);
+      auto d = dtype ? dtypeFromBdslName(textOf(*dtype)) : std::nullopt;
+      if (!d) {
+      fail();
+      return r;
+    }
+      r.dtype = *d;
+      expect(G::LBRACKET);
+      r.shape = numberList();
+      expect(G::RBRACKET);
+    } else {
+      {
+      fail();
+      return r;
+    }
+    }
+    r.bytes = byteRange();
+    expect(G::EQUALS);
+    if (!failed_) r.program = expr();
+    return r;
+  }
+
+  ByteRange byteRange() {
+    ByteRange r;
+    expect(G::AT);
+    r.offset = number();
+    expect(G::PLUS);
+    r.size = number();
+    return r;
+  }
+
+  ExprPtr expr() {
+    ExprPtr e = term();
+    if (e && peek() == G::COLON) {
+      ++at_;
+      e->annotation = streamType();
+    }
+    return failed_ ? nullptr : std::move(e);
+  }
+
+  ExprPtr term() {
+    if (failed_ || at_ >= tokens_.size()) return fail(), nullptr;
+    const ScannedToken &first = tokens_[at_++];
+    ExprPtr e;
+    switch (first.type) {
+    case G::LIT:
+      if (peek() == G::IDENT && peek(1) == G::IDENT) {
+        auto encoding = encodingFromName(textOf(tokens_[at_++]));
+        if (!encoding) return fail(), nullptr;
+        StreamType type = streamType();
+        e = Lit::make(type, *encoding, byteRange());
+      } else {
+        StreamType type = streamType();
+        expect(G::LBRACKET);
+        std::vector<uint64_t> words = numberList();
+        expect(G::RBRACKET);
+        e = Lit::make(type, std::move(words));
+      }
+      break;
+    case G::CONST: {
+      StreamType type = streamType();
+      e = Const::make(type, number());
+      break;
+    }
+    case G::CONCAT: {
+      std::vector<ExprPtr> parts;
+      expect(G::LPAREN);
+      if (peek() != G::RPAREN) {
+        parts.push_back(expr());
+        while (!failed_ && peek() == G::COMMA) {
+          ++at_;
+          parts.push_back(expr());
+        }
+      }
+      expect(G::RPAREN);
+      e = Concat::make(std::move(parts));
+      break;
+    }
+    case G::REPEAT: {
+      uint64_t count = number();
+      e = Repeat::make(count, body());
+      break;
+    }
+    case G::MAP: {
+      const ScannedToken *name = expect(G::IDENT);
+      auto fn = name ? mapFnFromName(textOf(*name)) : std::nullopt;
+      if (!fn || mapFnTakesParameter(*fn) != (peek() == G::NUMBER)) return fail(), nullptr;
+      uint64_t param = peek() == G::NUMBER ? number() : 0;
+      e = Map::make(*fn, param, body());
+      break;
+    }
+    case G::SCAN: {
+      const ScannedToken *name = expect(G::IDENT);
+      auto op = name ? scanOpFromName(textOf(*name)) : std::nullopt;
+      if (!op) return fail(), nullptr;
+      uint64_t init = number();
+      e = Scan::make(*op, init, body());
+      break;
+    }
+    case G::MERGE: {
+      std::vector<MergeField> fields;
+      expect(G::LPAREN);
+      if (peek() != G::RPAREN) {
+        do {
+          if (!fields.empty()) ++at_; // the comma
+          MergeField f;
+          if (isFieldName(peek()) && peek(1) == G::COLON) {
+            f.name = textOf(tokens_[at_]);
+            at_ += 2;
+          }
+          f.expr = expr();
+          fields.push_back(std::move(f));
+        } while (!failed_ && peek() == G::COMMA);
+      }
+      expect(G::RPAREN);
+      e = Merge::make(std::move(fields));
+      break;
+    }
+    case G::QUESTION: e = Hole::make(streamType()); break;
+    default: return fail(), nullptr;
+    }
+    if (failed_) return nullptr;
+    e->loc = locOf(first);
+    return e;
+  }
+
+  /// '(' expr ')'
+  ExprPtr body() {
+    expect(G::LPAREN);
+    ExprPtr e = failed_ ? nullptr : expr();
+    expect(G::RPAREN);
+    return e;
+  }
+
+  static bool isFieldName(size_t type) {
+    switch (type) {
+    case G::IDENT: case G::BREVIS: case G::SOURCE: case G::SIZE: case G::XXH64: case G::PAYLOAD: case G::HEADER:
+    case G::BYTES: case G::TENSOR: case G::LIT: case G::CONST: case G::CONCAT: case G::REPEAT: case G::MAP:
+    case G::SCAN: case G::MERGE: return true;
+    default: return false;
+    }
+  }
+
+  /// IDENT '[' NUMBER ']', where IDENT is u<W> (W saturated, as AstBuilder does)
+  StreamType streamType() {
+    StreamType t;
+    const ScannedToken *name = expect(G::IDENT);
+    if (!name) return t;
+    std::string_view n = textOf(*name);
+    if (n.size() < 2 || n[0] != 'u' || n.find_first_not_of("0123456789", 1) != std::string_view::npos) {
+      fail();
+      return t;
+    }
+    uint64_t width = 0;
+    for (size_t i = 1; i < n.size(); ++i)
+      width = std::min<uint64_t>(width * 10 + (n[i] - '0'), std::numeric_limits<unsigned>::max());
+    t.width = static_cast<unsigned>(width);
+    expect(G::LBRACKET);
+    t.length = number();
+    expect(G::RBRACKET);
+    return t;
+  }
+
+  /// (NUMBER (',' NUMBER)*)?
+  std::vector<uint64_t> numberList() {
+    std::vector<uint64_t> out;
+    if (peek() != G::NUMBER) return out;
+    out.push_back(number());
+    while (!failed_ && peek() == G::COMMA) {
+      ++at_;
+      out.push_back(number());
+    }
+    return out;
+  }
+
+  /// NUMBER, decimal or 0x-prefixed hex, at most 64 bits
+  uint64_t number() {
+    const ScannedToken *t = expect(G::NUMBER);
+    if (!t) return 0;
+    std::string_view text = textOf(*t);
+    bool hex = text.size() >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+    unsigned base = hex ? 16 : 10;
+    std::string_view digits = text.substr(hex ? 2 : 0);
+    uint64_t value = 0;
+    bool bad = digits.empty();
+    for (char c : digits) {
+      unsigned d = digitValue(c);
+      bad |= d >= base || __builtin_mul_overflow(value, base, &value) || __builtin_add_overflow(value, d, &value);
+    }
+    if (bad) fail();
+    return value;
+  }
+
+  /// STRING with only \" \\ and \xNN escapes, decoded into `out`
+  static bool unquote(std::string_view text, std::string &out) {
+    std::string_view body = text.substr(1, text.size() - 2);
+    out.reserve(body.size());
+    for (size_t i = 0; i < body.size(); ++i) {
+      if (body[i] != '\\') {
+        out += body[i];
+        continue;
+      }
+      char next = body[i + 1];
+      if (next == '"' || next == '\\') {
+        out += next;
+        ++i;
+      } else if (next == 'x' && i + 3 < body.size() && digitValue(body[i + 2]) < 16 && digitValue(body[i + 3]) < 16) {
+        out += static_cast<char>(digitValue(body[i + 2]) * 16 + digitValue(body[i + 3]));
+        i += 3;
+      } else {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  std::string_view text_;
+  std::vector<ScannedToken> tokens_;
+  size_t at_ = 0;
+  bool failed_ = false;
+};
+
 } // namespace
 
 std::optional<Module> parseModule(Diagnostics &diags) {
-  ByteStream input(diags.text(), diags.fileName());
-  FirstErrorListener listener(diags);
-  Lexer lexer(input); // never fails: stray bytes become tokens that checkTokens reports
-  lexer.setLimit(kMaxTokens);
-  antlr4::CommonTokenStream tokens(&lexer);
-  tokens.fill();
-  if (lexer.overLimit()) {
-    diags.error({}, fmt::format("the program has more than {} tokens, more than brevisc parses", kMaxTokens));
-    return std::nullopt;
-  }
-  if (listener.failed() || !checkTokens(tokens.getTokens(), diags)) return std::nullopt;
+  const std::string_view text = diags.text();
+  std::vector<Piece> pieces;
+  if (!scanPieces(text, diags, pieces)) return std::nullopt;
+  auto textOf = [&](size_t first, size_t end) {
+    size_t stop = end < pieces.size() ? pieces[end].begin : text.size();
+    return text.substr(pieces[first].begin, stop - pieces[first].begin);
+  };
 
-  G parser(&tokens);
-  parser.removeErrorListeners();
-  parser.addErrorListener(&listener);
-  parser.setErrorHandler(std::make_shared<FirstErrorStrategy>());
-  // The grammar is SLL: full-context prediction (ANTLR's default) only costs time here.
-  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::SLL);
-  G::ProgramContext *tree = nullptr;
-  try {
-    tree = parser.program();
-  } catch (const antlr4::ParseCancellationException &) {
-    // Thrown by FirstErrorStrategy after the listener has reported the error.
-  }
-  if (listener.failed() || !tree) {
-    if (!listener.failed()) diags.error({}, "the program could not be parsed");
+  // Semantic errors are reported piece by piece, but a syntax error anywhere is the only one
+  // reported, as if the whole text had been parsed at once.
+  const Diagnostics::Mark start = diags.mark();
+  PieceParser parser(diags.fileName());
+  auto syntaxError = [&](size_t failed, Diagnostic error) {
+    if (failed + 1 < pieces.size()) {
+      // The parse of the whole text would have met the next region's first tokens where this
+      // piece ended, and error messages quote and look ahead of the offending token: parse the
+      // piece again followed by at least two more tokens, for the message the whole would give.
+      size_t end = failed + 1, after = 0;
+      while (end < pieces.size() && after < 2) after += pieces[end++].tokens;
+      std::string_view window = textOf(failed, end);
+      bool failedAgain = failed == 0
+                             ? !parser.parse(window, pieces[failed].line, pieces[failed].column, &G::program)
+                             : !parser.parse(window, pieces[failed].line, pieces[failed].column, &G::regions);
+      if (failedAgain) error = parser.error();
+    }
+    diags.rollback(start);
+    diags.error(error.loc, std::move(error.message));
     return std::nullopt;
-  }
+  };
 
-  size_t errorsBefore = diags.errorCount();
-  Module m = AstBuilder(diags).program(tree);
-  if (diags.errorCount() != errorsBefore) return std::nullopt;
-  return m;
+  AstBuilder builder(diags);
+  G::ProgramContext *program = parser.parse(textOf(0, 1), pieces[0].line, pieces[0].column, &G::program);
+  if (!program) return syntaxError(0, parser.error());
+  std::optional<Module> module = builder.program(program);
+  if (pieces.size() > 1) {
+    std::vector<Region> &regions = module->checkpoint().regions;
+    regions.reserve(regions.size() + pieces.size() - 1);
+    FastRegionReader fast;
+    for (size_t i = 1; i < pieces.size(); ++i) {
+      if (auto r = fast.read(textOf(i, i + 1), pieces[i].line, pieces[i].column)) {
+        regions.push_back(std::move(*r));
+        continue;
+      }
+      G::RegionsContext *tree = parser.parse(textOf(i, i + 1), pieces[i].line, pieces[i].column, &G::regions);
+      if (!tree) return syntaxError(i, parser.error());
+      for (G::RegionContext *r : tree->regionList()->region()) regions.push_back(builder.region(r));
+    }
+  }
+  if (diags.errorCount() != start.errors) return std::nullopt;
+  return module;
 }
 
 } // namespace brevis

@@ -28,6 +28,18 @@ public:
   void error(SourceLoc loc, std::string message);
   void note(SourceLoc loc, std::string message);
 
+  /// What has been reported so far. The parser reports each region's errors as it reads the
+  /// region, and takes them back (`rollback`) when a later syntax error supersedes them.
+  struct Mark {
+    size_t errors = 0;
+    size_t stored = 0;
+  };
+  Mark mark() const { return {errorCount_, diagnostics_.size()}; }
+  void rollback(Mark m) {
+    errorCount_ = m.errors;
+    diagnostics_.resize(m.stored);
+  }
+
   bool hasErrors() const { return errorCount_ != 0; }
   size_t errorCount() const { return errorCount_; }
   const std::vector<Diagnostic> &all() const { return diagnostics_; }

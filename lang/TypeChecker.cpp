@@ -206,7 +206,7 @@ std::optional<StreamType> TypeChecker::derive(const Expr &e) {
                                     toString(*t)));
     return std::nullopt;
   }
-  types_[&e] = *t;
+  if (recordTypes_) types_[&e] = *t;
   return t;
 }
 

@@ -11,7 +11,9 @@ namespace brevis {
 
 class TypeChecker {
 public:
-  explicit TypeChecker(Diagnostics &diags) : diags_(diags) {}
+  /// Without `recordTypes`, types() stays empty: a table entry per node is most of the
+  /// checker's time and memory on programs of many regions, and only annotation needs it.
+  explicit TypeChecker(Diagnostics &diags, bool recordTypes = true) : diags_(diags), recordTypes_(recordTypes) {}
 
   /// Type of `e`, or nullopt if it (or a child) is ill-typed. `payloadSize`, when known,
   /// bounds payload references.
@@ -23,7 +25,7 @@ public:
   /// True if any checked expression contains a hole (well-typed, but not runnable).
   bool sawHole() const { return sawHole_; }
 
-  /// Derived type of every well-typed node checked so far.
+  /// Derived type of every well-typed node checked so far (if recording types).
   const std::unordered_map<const Expr *, StreamType> &types() const { return types_; }
 
 private:
@@ -34,6 +36,7 @@ private:
   Diagnostics &diags_;
   std::optional<uint64_t> payloadSize_;
   std::unordered_map<const Expr *, StreamType> types_;
+  bool recordTypes_;
   bool sawHole_ = false;
 };
 

@@ -21,9 +21,9 @@ namespace brevis {
 inline constexpr uint32_t kArchiveVersion = 3;
 inline constexpr size_t kArchiveHeaderSize = 72;
 inline constexpr size_t kArchiveIndexEntrySize = 8; ///< one region digest
-/// Program text larger than this is refused on reading: parsing costs far more memory than the
-/// text (see kMaxTokens in frontend/Parser.h), so a small archive must not be able to declare
-/// more. A program of 200,000 tensors in the synthesizer's usual form is about 50 MB.
+/// Program text larger than this is refused on reading: the parsed program costs several times
+/// the memory of its text, so a small archive must not be able to declare more. A program of
+/// 200,000 tensors in the synthesizer's usual form is about 50 MB.
 inline constexpr uint64_t kMaxProgramTextSize = uint64_t{64} << 20;
 inline constexpr uint64_t kMaxMemberTableSize = uint64_t{64} << 20;
 inline constexpr size_t kMaxMemberPath = 4096;

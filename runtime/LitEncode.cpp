@@ -53,6 +53,10 @@ double entropyBits(std::span<const uint64_t> counts, uint64_t total) {
   return bits;
 }
 
+/// Literals up to this many words estimate rans_o1 from their sorted (previous, word) pairs
+/// rather than from a table of all 65,536.
+constexpr uint64_t kSparsePairsMaxWords = 4096;
+
 uint64_t blocksOf(uint64_t n, uint64_t blockWords) { return n / blockWords + (n % blockWords != 0); }
 
 } // namespace
@@ -178,21 +182,48 @@ std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t
   }
   case Encoding::RansO1: {
     if (n == 0 || width > kRansMaxWidth) return std::nullopt;
-    std::vector<uint64_t> pairs(256 * 256, 0);
-    uint64_t contexts[256] = {};
-    uint8_t previous = 0;
-    for (uint64_t w : words) {
-      ++pairs[previous * 256 + w];
-      ++contexts[previous];
-      previous = static_cast<uint8_t>(w);
-    }
     double bits = 0;
     uint64_t used = 0;
-    for (unsigned c = 0; c < 256; ++c) {
-      if (!contexts[c]) continue;
-      std::span<const uint64_t> row(pairs.data() + c * 256, 256);
-      bits += entropyBits(row, contexts[c]);
-      for (uint64_t x : row) used += x != 0;
+    if (n <= kSparsePairsMaxWords) {
+      // The same sums from the sorted pairs: a table of every pair (512 KB to clear) per small
+      // literal was most of the synthesis time of a checkpoint of many small tensors.
+      std::vector<uint16_t> pairs(n);
+      uint8_t previous = 0;
+      for (size_t i = 0; i < n; ++i) {
+        pairs[i] = static_cast<uint16_t>(previous * 256 + words[i]);
+        previous = static_cast<uint8_t>(words[i]);
+      }
+      std::sort(pairs.begin(), pairs.end());
+      for (size_t row = 0; row < n;) {
+        size_t rowEnd = row;
+        while (rowEnd < n && pairs[rowEnd] >> 8 == pairs[row] >> 8) ++rowEnd;
+        double rowBits = 0; // summed in symbol order, as entropyBits does
+        for (size_t i = row; i < rowEnd;) {
+          size_t j = i;
+          while (j < rowEnd && pairs[j] == pairs[i]) ++j;
+          const auto count = static_cast<double>(j - i), total = static_cast<double>(rowEnd - row);
+          rowBits -= count * std::log2(count / total);
+          ++used;
+          i = j;
+        }
+        bits += rowBits;
+        row = rowEnd;
+      }
+    } else {
+      std::vector<uint64_t> pairs(256 * 256, 0);
+      uint64_t contexts[256] = {};
+      uint8_t previous = 0;
+      for (uint64_t w : words) {
+        ++pairs[previous * 256 + w];
+        ++contexts[previous];
+        previous = static_cast<uint8_t>(w);
+      }
+      for (unsigned c = 0; c < 256; ++c) {
+        if (!contexts[c]) continue;
+        std::span<const uint64_t> row(pairs.data() + c * 256, 256);
+        bits += entropyBits(row, contexts[c]);
+        for (uint64_t x : row) used += x != 0;
+      }
     }
     uint64_t blocks = blocksOf(n, kRansBlockWords);
     // Order-1 tables: about 0.55 bytes per used (context, symbol) pair (measured on real

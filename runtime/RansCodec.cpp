@@ -98,7 +98,10 @@ void encodeRans(std::span<const uint64_t> words, unsigned order, Bytes &out) {
   // AVX-512 order-1 encoder reads in[-1] and in[n], in[n + 1] (from about 3000 bytes on). The
   // words are narrowed into this buffer anyway, so the slack costs no copy.
   std::vector<uint8_t> padded;
-  Bytes frame, patches;
+  Bytes patches;
+  // Kept from call to call: the bound includes order-1 tables, a few hundred KB that resize
+  // would clear for every literal (most of the synthesis time of many small tensors).
+  thread_local Bytes frame;
   for (uint64_t begin = 0; begin < words.size(); begin += kRansBlockWords) {
     uint64_t end = std::min<uint64_t>(words.size(), begin + kRansBlockWords);
     // Zero slack, so that the frame cannot depend on what the library reads there.
@@ -123,7 +126,7 @@ void encodeRans(std::span<const uint64_t> words, unsigned order, Bytes &out) {
       }
     }
     unsigned bound = rans_compress_bound_4x16(static_cast<unsigned>(block.size()), static_cast<int>(order) | RANS_ORDER_X32);
-    frame.resize(bound);
+    if (frame.size() < bound) frame.resize(bound);
     unsigned size = bound;
     touchSlack(block.data(), block.size(), kRansInputSlack, kRansInputSlack);
     if (!rans_compress_to_4x16(block.data(), static_cast<unsigned>(block.size()), frame.data(), &size,

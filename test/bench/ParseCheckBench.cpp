@@ -78,7 +78,7 @@ int main(int argc, char **argv) {
       fmt::print(stderr, "{}", diags.render());
       return 1;
     }
-    TypeChecker checker(diags);
+    TypeChecker checker(diags, /*recordTypes=*/false);
     bool ok = checker.checkModule(*module);
     auto t2 = std::chrono::steady_clock::now();
     if (!ok) {

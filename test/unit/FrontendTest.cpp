@@ -142,6 +142,39 @@ TEST(FrontendRoundTrip, EveryExpressionForm) {
   }
 }
 
+/// Every node of `a` and `b` is placed alike, `b` `lines` lines and `columns` columns further.
+void expectPlacedAlike(const Expr &a, const Expr &b, uint32_t lines, uint32_t columns) {
+  EXPECT_EQ(a.loc.line + lines, b.loc.line);
+  EXPECT_EQ(a.loc.column + columns, b.loc.column);
+  auto ca = children(a), cb = children(b);
+  ASSERT_EQ(ca.size(), cb.size());
+  for (size_t i = 0; i < ca.size(); ++i) expectPlacedAlike(*ca[i], *cb[i], lines, columns);
+}
+
+TEST(FrontendRoundTrip, EveryExpressionFormInARegionIsReadAsAlone) {
+  // Regions are read without ANTLR when they are well formed; a bare expression never is.
+  const char *forms[] = {
+      "lit raw u8[12] @2345+12", "lit u64[2] [0, 18446744073709551615]", "lit u8[0] []", "const u16[64] 0x3f80",
+      "concat(lit u8[1] [1], const u8[2] 0, ? u8[3])", "repeat 4 (const u8[3] 0)", "map xor 0x8000 (? u16[10])",
+      "map gray (? u8[10])", "scan xor 0x1f (? u8[10])", "merge(sign: ? u1[4], exp: ? u8[4], ? u7[4])",
+      "merge(hi: ? u8[2] : u8[2], lo: ? u8[2]) : u16[2]", "merge(size: ? u8[1], lit: ? u8[1], map: ? u8[1])",
+      "? u99[3]", "concat()", "merge()", "map rotl 3 (scan add 0 (map add 5 (? u8[10] : u8[10])))",
+  };
+  for (const char *form : forms) {
+    Module alone = parseOk(std::string(form) + "\n");
+    std::string text = "brevis 1\nsource \"a\" size 1 xxh64 0x0\npayload \"b\" size 0\n"
+                       "tensor \"x\\\"\\x41\" u8[1, 2] @0+1 = " + std::string(form) + "\n";
+    Module m = parseOk(text);
+    EXPECT_EQ(reprint(printModule(m)), printModule(m));
+    ASSERT_EQ(m.checkpoint().regions.size(), 1u);
+    const Region &r = m.checkpoint().regions[0];
+    EXPECT_EQ(r.name, "x\"A");
+    EXPECT_EQ(r.shape, (std::vector<uint64_t>{1, 2}));
+    EXPECT_TRUE(structurallyEqual(alone.expr(), *r.program)) << form;
+    expectPlacedAlike(alone.expr(), *r.program, 3, 33);
+  }
+}
+
 TEST(FrontendRoundTrip, ParsedFormsHaveTheirFields) {
   Module m = parseOk("scan xor 0x1f (map rotl 3 (repeat 4 (lit u8[3] [1, 2, 3]))) : u8[12]");
   const auto &scan = as<Scan>(m.expr());
@@ -364,12 +397,103 @@ TEST(FrontendErrors, HostileBytesDoNotCrash) {
 TEST(FrontendErrors, TooManyTokensAreRefusedBeforeParsing) {
   using namespace brevis;
   std::string text = "lit u8[1] [";
-  const size_t words = kMaxTokens / 2 + 10; // each word adds a number and a comma
+  const size_t words = kMaxRegionTokens / 2 + 10; // each word adds a number and a comma
   text.reserve(words * 3);
   for (size_t i = 0; i < words; ++i) text += "1,";
   text += "1]";
   Diagnostics diags("big.bdsl", text);
   EXPECT_FALSE(parseModule(diags));
   ASSERT_EQ(diags.all().size(), 1u);
-  EXPECT_EQ(diags.all()[0].message, fmt::format("the program has more than {} tokens, more than brevisc parses", kMaxTokens));
+  EXPECT_EQ(diags.render().substr(0, diags.render().find('\n')),
+            fmt::format("big.bdsl:1:1: error: the expression has more than {} tokens, more than brevisc parses",
+                        kMaxRegionTokens));
 }
+
+// --- checkpoints of many regions -------------------------------------------------------------
+
+namespace brevis {
+namespace {
+
+/// A checkpoint of `regions` bytes regions of 1000 inline words each (2,000 tokens a region),
+/// every region on two lines: region i starts on line 4 + 2i.
+std::string manyRegions(size_t regions) {
+  std::string words;
+  for (int i = 0; i < 1000; ++i) words += i ? ", 7" : "7";
+  std::string text =
+      fmt::format("brevis 1\nsource \"m\" size {} xxh64 0x0\npayload \"m.bin\" size 0\n", regions * 1000);
+  text.reserve(text.size() + regions * (words.size() + 64));
+  for (size_t r = 0; r < regions; ++r)
+    text += fmt::format("bytes @{}+1000 =\n  lit u8[1000] [{}]\n", r * 1000, words);
+  return text;
+}
+
+// More tokens than a whole program could hold before programs were parsed region by region.
+constexpr size_t kOldWholeProgramTokens = size_t{4} << 20;
+const size_t kManyRegions = kOldWholeProgramTokens / 2000 + 10;
+
+TEST(FrontendManyRegions, ProgramsOfMoreTokensThanOneParseHeldParseWithExactLocations) {
+  std::string text = manyRegions(kManyRegions);
+  // A semantic error in the last region, reported at its place in the whole text.
+  text += "tensor \"t\" bf17[1] @0+2 = lit raw u16[1] @0+2\n";
+  const size_t last = 4 + 2 * kManyRegions;
+  Diagnostics diags("t.bdsl", text);
+  EXPECT_FALSE(parseModule(diags));
+  ASSERT_EQ(diags.errorCount(), 1u) << diags.render().substr(0, 500);
+  EXPECT_EQ(diags.render().substr(0, diags.render().find('\n')),
+            fmt::format("t.bdsl:{}:12: error: unknown dtype 'bf17'", last));
+
+  // Without it, every region is there, each placed where it lies.
+  text.resize(text.rfind("tensor"));
+  Diagnostics ok("t.bdsl", text);
+  auto m = parseModule(ok);
+  ASSERT_TRUE(m) << ok.render().substr(0, 500);
+  const Checkpoint &c = m->checkpoint();
+  ASSERT_EQ(c.regions.size(), kManyRegions);
+  const Region &r = c.regions.back();
+  EXPECT_EQ(r.bytes.offset, (kManyRegions - 1) * 1000);
+  EXPECT_EQ(r.loc.line, last - 2);
+  EXPECT_EQ(r.loc.column, 1u);
+  EXPECT_EQ(r.program->loc.line, last - 1);
+  EXPECT_EQ(r.program->loc.column, 3u);
+  EXPECT_EQ(as<Lit>(*r.program).words().size(), 1000u);
+}
+
+TEST(FrontendManyRegions, SyntaxErrorsAreTheWholeProgramsFirst) {
+  std::string text = manyRegions(kManyRegions);
+  // Region 3 unfinished: the error is at the next region's keyword, as a parse of the whole gives.
+  size_t third = 0;
+  for (int i = 0; i < 3; ++i) third = text.find("bytes @", third + 1);
+  size_t cut = text.find('\n', third) + 1;
+  std::string broken = text.substr(0, cut) + "  lit u8[1000]\n" + text.substr(text.find("bytes @", cut));
+  EXPECT_EQ(firstError(broken), "t.bdsl:10:1: error: mismatched input 'bytes' expecting '['");
+  // A semantic error before a syntax error is not reported: only the syntax error is.
+  broken = "brevis 1\nsource \"m\" size 2 xxh64 0x0\npayload \"m.bin\" size 0\n"
+           "bytes @0+1 = lit rawx u8[1] @0+1\nbytes @1+1 = lit raw u8[1] @0+1 )\n" + text.substr(text.find("bytes @"));
+  Diagnostics diags("t.bdsl", broken);
+  EXPECT_FALSE(parseModule(diags));
+  ASSERT_EQ(diags.errorCount(), 1u);
+  EXPECT_EQ(diags.render().substr(0, diags.render().find('\n')),
+            "t.bdsl:5:33: error: mismatched input ')' expecting <EOF>");
+  // In the opening declarations, followed by the first region.
+  EXPECT_EQ(firstError("brevis 1\nsource \"m\" size 2 xxh64 0x0\nbytes @0+1 = lit raw u8[1] @0+1\n" +
+                       text.substr(text.find("bytes @"))),
+            "t.bdsl:3:1: error: mismatched input 'bytes' expecting 'payload'");
+}
+
+TEST(FrontendManyRegions, OneHugeRegionIsRefusedBeforeParsing) {
+  std::string text = "brevis 1\nsource \"m\" size 1 xxh64 0x0\npayload \"m.bin\" size 0\nbytes @0+1 = const u8[1] 0\n"
+                     "  bytes @1+1 = lit u8[1] [";
+  const size_t words = kMaxRegionTokens / 2 + 10; // each word adds a number and a comma
+  text.reserve(text.size() + words * 2 + 8);
+  for (size_t i = 0; i < words; ++i) text += "1,";
+  text += "1]\n";
+  Diagnostics diags("big.bdsl", text);
+  EXPECT_FALSE(parseModule(diags));
+  ASSERT_EQ(diags.all().size(), 1u);
+  EXPECT_EQ(diags.render().substr(0, diags.render().find('\n')),
+            fmt::format("big.bdsl:5:3: error: the region has more than {} tokens, more than brevisc parses",
+                        kMaxRegionTokens));
+}
+
+} // namespace
+} // namespace brevis

@@ -24,7 +24,7 @@ std::optional<Module> parseProgram(const std::string &name, std::string text, bo
   Diagnostics diags(name, std::move(text));
   auto module = parseModule(diags);
   if (module) {
-    TypeChecker checker(diags);
+    TypeChecker checker(diags, /*recordTypes=*/false);
     checker.checkModule(*module);
     if (!diags.hasErrors() && requireRunnable && checker.sawHole())
       diags.error(SourceLoc{}, "the program has holes ('?'); fill them before running it");

@@ -26,7 +26,7 @@ int runCheck(const CheckOptions &o) {
   auto module = parseModule(diags);
   std::optional<TypeChecker> checker;
   if (module) {
-    checker.emplace(diags);
+    checker.emplace(diags, /*recordTypes=*/o.types);
     checker->checkModule(*module);
   }
   std::cerr << diags.render();
