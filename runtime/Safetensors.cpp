@@ -23,6 +23,30 @@ std::optional<unsigned> opaqueDtypeBits(const std::string &name) {
   return std::nullopt;
 }
 
+/// SAX events of a JSON text: the first name repeated in its top-level object.
+struct TopLevelKeys {
+  using json = nlohmann::json;
+  int depth = 0;
+  std::unordered_set<std::string> seen;
+  std::string repeated;
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(json::number_integer_t) { return true; }
+  bool number_unsigned(json::number_unsigned_t) { return true; }
+  bool number_float(json::number_float_t, const json::string_t &) { return true; }
+  bool string(json::string_t &) { return true; }
+  bool binary(json::binary_t &) { return true; }
+  bool start_object(std::size_t) { return ++depth, true; }
+  bool end_object() { return --depth, true; }
+  bool start_array(std::size_t) { return ++depth, true; }
+  bool end_array() { return --depth, true; }
+  bool key(json::string_t &k) {
+    if (depth == 1 && !seen.insert(k).second && repeated.empty()) repeated = k;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string &, const nlohmann::detail::exception &) { return false; }
+};
+
 bool isUtf8(const char *p, size_t n) {
   const auto *b = reinterpret_cast<const uint8_t *>(p);
   for (size_t i = 0; i < n;) {
@@ -48,18 +72,14 @@ Result<SafetensorsLayout> parseSafetensors(ByteSpan file) {
   const char *text = reinterpret_cast<const char *>(file.data() + 8);
   if (n == 0 || text[0] != '{') return Error{"header does not start with '{'"};
   if (!isUtf8(text, n)) return Error{"header is not UTF-8"};
-  // Names are checked for repeats while parsing: a JSON object keeps only the last of them.
-  std::unordered_set<std::string> names;
-  std::string repeated;
-  auto callback = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json &parsed) {
-    if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed.is_string() &&
-        !names.insert(parsed.get<std::string>()).second && repeated.empty())
-      repeated = parsed.get<std::string>();
-    return true;
-  };
-  auto json = nlohmann::json::parse(text, text + n, callback, /*allow_exceptions=*/false);
+  auto json = nlohmann::json::parse(text, text + n, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_object()) return Error{"header is not a JSON object"};
-  if (!repeated.empty()) return Error{fmt::format("header names {} twice", quoteString(repeated))};
+  // A JSON object keeps only the last of repeated names; a second pass over the events finds
+  // them. (A parse callback would do it in one pass, but nlohmann's callback parser scans each
+  // finished object's parent again: quadratic in the number of tensors.)
+  TopLevelKeys keys;
+  nlohmann::json::sax_parse(text, text + n, &keys);
+  if (!keys.repeated.empty()) return Error{fmt::format("header names {} twice", quoteString(keys.repeated))};
 
   SafetensorsLayout layout;
   layout.headerSize = 8 + n;
