@@ -17,9 +17,11 @@ namespace {
 struct CheckOptions {
   std::string input;
   bool types = false;
+  bool json = false;
 };
 
 int runCheck(const CheckOptions &o) {
+  if (o.json && o.types) return fail("--json and --types both print on standard output; choose one");
   auto text = readProgramText(o.input);
   if (!text) return fail(text.error().message);
   Diagnostics diags(o.input, std::move(*text));
@@ -30,6 +32,10 @@ int runCheck(const CheckOptions &o) {
     checker->checkModule(*module);
   }
   std::cerr << diags.render();
+  if (o.json) {
+    size_t regions = module && module->isCheckpoint() ? module->checkpoint().regions.size() : 0;
+    printJson({{"command", "check"}, {"input", o.input}, {"ok", !diags.hasErrors()}, {"regions", regions}});
+  }
   if (diags.hasErrors()) return kExitFailure;
   if (o.types) {
     annotateTypes(*module, *checker);
@@ -45,6 +51,8 @@ void registerCheck(CLI::App &app, Context &ctx) {
   auto *cmd = app.add_subcommand("check", "Parse and type-check a program; exit 1 with diagnostics on errors");
   cmd->add_option("program", o->input, ".bdsl file")->required();
   cmd->add_flag("--types", o->types, "print the program with every node annotated with its derived type");
+  cmd->add_flag("--json", o->json,
+                "print the result as JSON on stdout: {\"command\": \"check\", \"ok\": ...} (diagnostics stay on stderr)");
   cmd->callback([o, &ctx] { ctx.exitCode = runCheck(*o); });
 }
 

@@ -25,6 +25,7 @@ struct PackOptions {
   std::string output;
   std::string payload;
   bool force = false;
+  bool json = false;
 };
 
 /// `dir/name` relative paths ('/'-separated; `dir` may be empty).
@@ -70,7 +71,9 @@ int unpackDirectory(ArchiveReader &archive, const PackOptions &o, const Verbosit
     if (v.verbose) std::cerr << fmt::format("  {} -> {}\n", member, program);
   }
   if (auto committed = (*tree)->commit(); !committed) return fail(committed.error().message);
-  if (!v.quiet)
+  if (o.json)
+    printJson({{"command", "unpack"}, {"input", o.input}, {"output", output}, {"files", archive.memberCount()}});
+  else if (!v.quiet)
     std::cerr << fmt::format("{}: -> {}/ ({} programs with their payloads)\n", o.input, output, archive.memberCount());
   return kExitOk;
 }
@@ -95,7 +98,10 @@ int runUnpack(const PackOptions &o, const Verbosity &v) {
   auto written = writeProgramFiles(output, printCheckpoint(c), payloadPath, ByteSpan(payload.data(), payload.size()),
                                    o.force);
   if (!written) return fail(written.error().message);
-  if (!v.quiet) std::cerr << fmt::format("{}: -> {} + {}\n", o.input, output, payloadPath);
+  if (o.json)
+    printJson({{"command", "unpack"}, {"input", o.input}, {"output", output}, {"payload", payloadPath}, {"files", 1}});
+  else if (!v.quiet)
+    std::cerr << fmt::format("{}: -> {} + {}\n", o.input, output, payloadPath);
   return kExitOk;
 }
 
@@ -167,7 +173,16 @@ int packDirectory(const PackOptions &o, const Verbosity &v) {
   }
   auto size = (*builder)->commit(/*directory=*/true);
   if (!size) return fail(size.error().message);
-  if (!v.quiet)
+  if (o.json)
+    printJson({{"command", "pack"},
+               {"input", input},
+               {"output", output},
+               {"original_bytes", originalSize},
+               {"archive_bytes", *size},
+               {"ratio", sizeRatio(*size, originalSize)},
+               {"files", programs.size()},
+               {"verified", true}});
+  else if (!v.quiet)
     std::cerr << fmt::format("{}: -> {} ({}, {} files of {}, each verified)\n", input, output, humanBytes(*size),
                              programs.size(), humanBytes(originalSize));
   return kExitOk;
@@ -202,7 +217,16 @@ int runPack(const PackOptions &o, const Verbosity &v) {
   if (!added) return fail(o.input + ": " + added.error().message);
   auto size = (*builder)->commit(/*directory=*/false);
   if (!size) return fail(size.error().message);
-  if (!v.quiet)
+  if (o.json)
+    printJson({{"command", "pack"},
+               {"input", o.input},
+               {"output", output},
+               {"original_bytes", member.checkpoint.source.size},
+               {"archive_bytes", *size},
+               {"ratio", sizeRatio(*size, member.checkpoint.source.size)},
+               {"files", 1},
+               {"verified", true}});
+  else if (!v.quiet)
     std::cerr << fmt::format("{}: -> {} ({}, verified against {})\n", o.input, output, humanBytes(*size),
                              quoteString(member.checkpoint.source.fileName));
   return kExitOk;
@@ -220,6 +244,7 @@ void registerPack(CLI::App &app, Context &ctx) {
   cmd->add_option("-o,--output", o->output, "archive to write (default: PROGRAM or DIR with extension .brv)");
   cmd->add_option("--payload", o->payload, "payload file (default: the one the program names, beside it)");
   cmd->add_flag("-f,--force", o->force, "overwrite an existing archive");
+  cmd->add_flag("--json", o->json, "print the result as JSON on stdout (docs/cli.md)");
   cmd->callback([o, &ctx] { ctx.exitCode = runPack(*o, ctx.verbosity); });
 
   auto u = std::make_shared<PackOptions>();
@@ -228,7 +253,8 @@ void registerPack(CLI::App &app, Context &ctx) {
   unpack->add_option("-o,--output", u->output,
                      "program file to write (default: ARCHIVE without .brv, extension .bdsl); the payload goes to "
                      "OUTPUT.bin. A directory archive becomes the directory OUTPUT, one program and payload per file");
-  unpack->add_flag("-f,--force", u->force, "overwrite existing files");
+  unpack->add_flag("-f,--force", u->force, "overwrite existing files (and write into a non-empty directory)");
+  unpack->add_flag("--json", u->json, "print the result as JSON on stdout (docs/cli.md)");
   unpack->callback([u, &ctx] { ctx.exitCode = runUnpack(*u, ctx.verbosity); });
 }
 

@@ -21,6 +21,7 @@ struct SynthCommandOptions {
   unsigned threads = 0;
   int level = kDefaultLevel;
   bool force = false;
+  bool json = false;
 };
 
 int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
@@ -32,7 +33,8 @@ int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
   std::atomic<uint64_t> done{0};
   SynthOutput synth;
   {
-    ProgressBar bar("synthesize " + baseName(o.input), (*file)->bytes().size(), done, !v.quiet && stderrIsTerminal());
+    ProgressBar bar("synthesize " + baseName(o.input), (*file)->bytes().size(), done,
+                    !v.quiet && !o.json && stderrIsTerminal());
     synth = synthesizeTemplate((*file)->bytes(), baseName(o.input), baseName(payloadPath),
                                SynthOptions{resolveThreads(o.threads), policyForLevel(o.level), TensorScheme::FloatFields,
                                             &done});
@@ -46,7 +48,17 @@ int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
 
   if (auto written = writeProgramFiles(output, text, payloadPath, synth.payload, o.force); !written)
     return fail(written.error().message);
-  if (!v.quiet)
+  if (o.json)
+    printJson({{"command", "synth"},
+               {"input", o.input},
+               {"output", output},
+               {"payload", payloadPath},
+               {"original_bytes", (*file)->bytes().size()},
+               {"program_bytes", text.size()},
+               {"payload_bytes", synth.payload.size()},
+               {"regions", synth.checkpoint.regions.size()},
+               {"safetensors", !synth.notSafetensorsReason}});
+  else if (!v.quiet)
     std::cerr << fmt::format("{}: {} regions -> {} ({}) + {} ({})\n", o.input, synth.checkpoint.regions.size(), output,
                              humanBytes(text.size()), payloadPath, humanBytes(synth.payload.size()));
   return kExitOk;
@@ -64,6 +76,7 @@ void registerSynth(CLI::App &app, Context &ctx) {
   cmd->add_option("-T,--threads", o->threads, "synthesis threads (default 0: all cores)");
   cmd->add_option("-l,--level", o->level, "1-9, as for compress")->check(CLI::Range(1, 9))->capture_default_str();
   cmd->add_flag("-f,--force", o->force, "overwrite existing output files");
+  cmd->add_flag("--json", o->json, "print the result as JSON on stdout (docs/cli.md)");
   cmd->callback([o, &ctx] { ctx.exitCode = runSynth(*o, ctx.verbosity); });
 }
 
