@@ -2,12 +2,12 @@
 """Faults around brevisc: killed runs, a file-size limit, a missing output directory, an input
 changing during compression, two decompressions racing to one output, a FIFO, many tensors.
 
-Usage: fault_matrix.py WORKDIR   (brevisc on PATH). Prints one line per case; exits 1 on the
+Usage: fault_matrix.py WORKDIR DATA   (brevisc on PATH; DATA is test/data). Prints one line per case; exits 1 on the
 first broken promise.
 """
 import hashlib, json, os, random, resource, signal, struct, subprocess, sys, threading, time
 
-work = sys.argv[1]
+work, data = sys.argv[1], sys.argv[2]
 os.makedirs(work, exist_ok=True)
 rng = random.Random(12)
 
@@ -146,3 +146,12 @@ r = run("run", path("many.brv"), "--tensor", "blocks.9999.bias", "-o", path("one
 check(r.returncode == 0 and open(path("one.bin"), "rb").read() == struct.pack("<4f", 9999, -9999, 0.5, 1e-3),
       "10,000 tensors: one tensor")
 print(f"10,000 tensors: round trip in {time.time() - start:.1f} s")
+
+# 8. A tensor of 2^31 + 8 elements (decoded from a committed 431-byte archive of a sparse file):
+#    every byte decoded and checked against its digests, without writing it anywhere.
+big = os.path.join(data, "zeros-2g.u8.safetensors.brv")
+r = run("verify", big)
+check(r.returncode == 0 and "2.15 GB decoded" in r.stdout, f"2^31+ elements: {r.stdout!r} {r.stderr!r}")
+r = run("run", big, "--tensor", "big", "-o", "/dev/null")
+check(r.returncode == 0, f"2^31+ elements, one tensor: {r.stderr!r}")
+print("a tensor of 2^31 + 8 elements: decoded and verified")
