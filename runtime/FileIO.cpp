@@ -12,6 +12,7 @@
 #include <atomic>
 #include <csignal>
 #include <mutex>
+#include <random>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -20,36 +21,56 @@ namespace brevis {
 namespace {
 std::string systemError() { return std::strerror(errno); }
 
-// Temporary files being written, so that SIGINT or SIGTERM can remove them: a fixed table of
-// paths the handler may read without allocating (unlink is async-signal-safe).
-constexpr size_t kMaxLiveTemps = 16;
-std::atomic<const char *> liveTemps[kMaxLiveTemps];
+// Temporaries being written, so that SIGINT, SIGTERM or SIGHUP can remove them: fixed tables of
+// paths (copies owned by the tables) that the handler reads without allocating; unlink and
+// rmdir are async-signal-safe. Directories are removed last and in reverse order of creation,
+// so that a temporary tree goes once its files are gone.
+constexpr size_t kMaxLiveTemps = 4096, kMaxLiveDirectories = 4096;
+std::atomic<char *> liveTemps[kMaxLiveTemps];
+std::atomic<char *> liveDirectories[kMaxLiveDirectories];
+std::atomic<size_t> directoriesUsed{0};
 
 extern "C" void removeTempsAndDie(int sig) {
   for (auto &slot : liveTemps)
     if (const char *p = slot.load()) ::unlink(p);
+  for (size_t i = std::min(directoriesUsed.load(), kMaxLiveDirectories); i-- > 0;)
+    if (const char *p = liveDirectories[i].load()) ::rmdir(p);
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
 
-void trackTemp(const char *path) {
-  static std::once_flag handlers;
-  std::call_once(handlers, [] {
-    std::signal(SIGINT, removeTempsAndDie);
-    std::signal(SIGTERM, removeTempsAndDie);
-    std::signal(SIGHUP, removeTempsAndDie);
-  });
-  for (auto &slot : liveTemps) {
-    const char *expected = nullptr;
-    if (slot.compare_exchange_strong(expected, path)) return;
+void track(std::atomic<char *> &slot, const std::string &path) { slot.store(::strdup(path.c_str())); }
+
+void untrack(std::atomic<char *> *slots, size_t count, const std::string &path) {
+  for (size_t i = 0; i < count; ++i) {
+    char *p = slots[i].load();
+    if (p && path == p && slots[i].compare_exchange_strong(p, nullptr)) {
+      std::free(p);
+      return;
+    }
   }
 }
 
-void untrackTemp(const char *path) {
+void trackTemp(const std::string &path) {
+  installCleanupHandlers();
   for (auto &slot : liveTemps) {
-    const char *expected = path;
-    if (slot.compare_exchange_strong(expected, nullptr)) return;
+    char *expected = nullptr;
+    char *copy = ::strdup(path.c_str());
+    if (slot.compare_exchange_strong(expected, copy)) return;
+    std::free(copy);
   }
+}
+
+void untrackTemp(const std::string &path) { untrack(liveTemps, kMaxLiveTemps, path); }
+
+void trackDirectory(const std::string &path) {
+  installCleanupHandlers();
+  size_t i = directoriesUsed.fetch_add(1);
+  if (i < kMaxLiveDirectories) track(liveDirectories[i], path);
+}
+
+void untrackDirectory(const std::string &path) {
+  untrack(liveDirectories, std::min(directoriesUsed.load(), kMaxLiveDirectories), path);
 }
 
 mode_t currentUmask() {
@@ -147,10 +168,42 @@ std::string unreadableKind(const struct stat &st) {
   return {};
 }
 
+/// Creates `prefix` + 6 random characters with `make` (which returns a descriptor, 0, or
+/// -errno), registered with `track` before it exists, so that a signal arriving at any moment
+/// finds it; retried on a name already taken. Returns what `make` returned; `name` is set.
+template <typename Make>
+int createTracked(const std::string &prefix, Make make, void (*track)(const std::string &),
+                  void (*untrack)(const std::string &), std::string &name) {
+  static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  thread_local std::mt19937_64 random(std::random_device{}() ^ static_cast<uint64_t>(::getpid()));
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    name = prefix;
+    for (int i = 0; i < 6; ++i) name += alphabet[random() % (sizeof alphabet - 1)];
+    track(name);
+    int result = make(name);
+    if (result >= 0) return result;
+    untrack(name);
+    if (result != -EEXIST) return result;
+  }
+  return -EEXIST;
+}
+
 std::string tempPrefix(const std::string &target) {
   return target + ".brevisc-tmp-" + std::to_string(::getpid()) + "-";
 }
 } // namespace
+
+void installCleanupHandlers() {
+  static std::once_flag handlers;
+  std::call_once(handlers, [] {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+      // A signal the caller ignores (nohup, trap '' INT) stays ignored.
+      struct sigaction old = {};
+      if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+      std::signal(sig, removeTempsAndDie);
+    }
+  });
+}
 
 uint64_t streamInputLimit() {
   static const uint64_t limit = [] {
@@ -306,29 +359,33 @@ Result<std::unique_ptr<OutputFile>> OutputFile::create(const std::string &path, 
     return std::unique_ptr<OutputFile>(new OutputFile(path, "", f, overwrite));
   }
   removeStaleTemps(path);
-  std::string temp = tempPrefix(path) + "XXXXXX";
-  int fd = mkstemp(temp.data());
-  if (fd < 0) return Error{fmt::format("cannot create {}: {}", path, systemError())};
+  std::string temp;
+  int fd = createTracked(tempPrefix(path), [](const std::string &name) {
+    int made = ::open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    return made >= 0 ? made : -errno;
+  }, trackTemp, untrackTemp, temp);
+  if (fd < 0) return Error{fmt::format("cannot create {}: {}", path, std::strerror(-fd))};
   std::FILE *f = fdopen(fd, "wb");
   if (!f) {
     ::close(fd);
     ::unlink(temp.c_str());
+    untrackTemp(temp);
     return Error{fmt::format("cannot create {}: {}", path, systemError())};
   }
-  auto out = std::unique_ptr<OutputFile>(new OutputFile(path, temp, f, overwrite));
-  trackTemp(out->tempPath_.c_str());
-  return out;
+  return std::unique_ptr<OutputFile>(new OutputFile(path, temp, f, overwrite));
 }
 
 Result<std::unique_ptr<OutputFile>> OutputFile::standardOutput(std::string name) {
   auto out = std::unique_ptr<OutputFile>(new OutputFile(std::move(name), "", stdout, false));
   out->ownsFile_ = false;
-  // Positional writes only into a regular file opened at its start without O_APPEND (`> file`);
-  // a pipe, or a file the shell wrote to before us, takes the bytes in order.
+  // Positional writes only into a regular file opened at its start without O_APPEND (`> file`),
+  // or a device such as /dev/null; a pipe, or a file the shell wrote to before us or opened for
+  // appending, takes the bytes in order.
   struct stat st;
   int flags = ::fcntl(STDOUT_FILENO, F_GETFL);
-  out->positional_ = ::fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode) && flags >= 0 && !(flags & O_APPEND) &&
-                     ::lseek(STDOUT_FILENO, 0, SEEK_CUR) == 0;
+  bool ok = ::fstat(STDOUT_FILENO, &st) == 0 && flags >= 0 && !(flags & O_APPEND);
+  out->positional_ = ok && ((S_ISREG(st.st_mode) && ::lseek(STDOUT_FILENO, 0, SEEK_CUR) == 0) ||
+                            (S_ISCHR(st.st_mode) && !::isatty(STDOUT_FILENO))); // > /dev/null
   return out;
 }
 
@@ -336,7 +393,7 @@ OutputFile::~OutputFile() {
   if (file_ && ownsFile_) std::fclose(file_);
   if (!tempPath_.empty()) {
     if (!committed_) ::unlink(tempPath_.c_str());
-    untrackTemp(tempPath_.c_str());
+    untrackTemp(tempPath_);
   }
 }
 
@@ -407,15 +464,20 @@ Result<void> OutputFile::commit() {
 
 Result<TempDirectory> TempDirectory::create(const std::string &target) {
   removeStaleTemps(target);
-  std::string pattern = tempPrefix(target) + "XXXXXX";
-  if (!::mkdtemp(pattern.data()))
-    return Error{fmt::format("cannot create a directory beside {}: {}", target, std::strerror(errno))};
-  return TempDirectory(target, pattern);
+  std::string path;
+  int made = createTracked(tempPrefix(target), [](const std::string &name) {
+    return ::mkdir(name.c_str(), 0700) == 0 ? 0 : -errno;
+  }, trackDirectory, untrackDirectory, path);
+  if (made < 0)
+    return Error{fmt::format("cannot create a directory beside {}: {}", target, std::strerror(-made))};
+  return TempDirectory(target, path);
 }
 
 TempDirectory::~TempDirectory() {
   std::error_code ec;
-  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  if (path_.empty()) return;
+  std::filesystem::remove_all(path_, ec);
+  untrackDirectory(path_);
 }
 
 Result<void> TempDirectory::commit() {
@@ -426,6 +488,7 @@ Result<void> TempDirectory::commit() {
       return Error{fmt::format("{} appeared while it was being written and was left alone", target_)};
     return Error{fmt::format("cannot rename the output to {}: {}", target_, std::strerror(err))};
   }
+  untrackDirectory(path_);
   path_.clear();
   return {};
 }
@@ -451,7 +514,11 @@ Result<std::unique_ptr<DirectoryOutput>> DirectoryOutput::open(const std::string
 
 DirectoryOutput::~DirectoryOutput() {
   files_.clear(); // their temporaries first, then the directories that held them
-  for (auto it = madeDirectories_.rbegin(); it != madeDirectories_.rend(); ++it) ::rmdir(it->c_str());
+  for (auto it = madeDirectories_.rbegin(); it != madeDirectories_.rend(); ++it) {
+    ::rmdir(it->c_str());
+    untrackDirectory(*it);
+  }
+  for (const std::string &d : freshDirectories_) untrackDirectory(d);
 }
 
 Result<OutputFile *> DirectoryOutput::createFile(const std::string &relative) {
@@ -459,10 +526,14 @@ Result<OutputFile *> DirectoryOutput::createFile(const std::string &relative) {
   // Each missing directory on the way, made (and remembered) one by one.
   for (size_t slash = relative.find('/'); slash != std::string::npos; slash = relative.find('/', slash + 1)) {
     std::string dir = root + "/" + relative.substr(0, slash);
+    trackDirectory(dir); // before it exists: an interrupted run removes it (once empty)
     if (::mkdir(dir.c_str(), 0777) == 0) {
-      if (!fresh_) madeDirectories_.push_back(dir);
+      (fresh_ ? freshDirectories_ : madeDirectories_).push_back(dir);
       continue;
     }
+    int err = errno;
+    untrackDirectory(dir);
+    errno = err;
     struct stat st;
     if (errno == EEXIST && ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
     return Error{fmt::format("cannot create directory {}: {}", dir, errno == EEXIST ? "a file has its name" : systemError())};
@@ -476,7 +547,10 @@ Result<OutputFile *> DirectoryOutput::createFile(const std::string &relative) {
 Result<void> DirectoryOutput::commit() {
   for (auto &f : files_) BREVIS_TRY(f->commit());
   if (fresh_) BREVIS_TRY(fresh_->commit());
+  for (const std::string &d : madeDirectories_) untrackDirectory(d);
+  for (const std::string &d : freshDirectories_) untrackDirectory(d);
   madeDirectories_.clear();
+  freshDirectories_.clear();
   return {};
 }
 

@@ -28,6 +28,10 @@
 
 namespace brevis {
 
+/// Installs the handlers that remove temporaries on SIGINT, SIGTERM and SIGHUP (signals the
+/// caller ignores stay ignored). Done on the first temporary; a program may call it at start.
+void installCleanupHandlers();
+
 /// The most bytes read from an input that cannot be mapped (a pipe): half the physical memory.
 uint64_t streamInputLimit();
 
@@ -155,6 +159,7 @@ private:
   bool overwrite_;
   std::unique_ptr<TempDirectory> fresh_; ///< set when the target did not exist
   std::vector<std::string> madeDirectories_; ///< inside an existing target, in creation order
+  std::vector<std::string> freshDirectories_; ///< inside the new tree (removed with it)
   std::vector<std::unique_ptr<OutputFile>> files_;
 };
 

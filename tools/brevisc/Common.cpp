@@ -183,8 +183,8 @@ Result<std::unique_ptr<ArchiveBuilder>> ArchiveBuilder::create(const std::string
 
 Result<std::unique_ptr<ArchiveBuilder>> ArchiveBuilder::create(std::unique_ptr<OutputFile> out) {
   if (!out->isPositional())
-    return Error{fmt::format("cannot write an archive to {}: it is a pipe, and an archive is written with seeks (its "
-                             "header last); give a file",
+    return Error{fmt::format("cannot write an archive to {}: an archive is written with seeks (its header last), "
+                             "so it needs a file written from its start, not a pipe or a file opened for appending",
                              out->path())};
   return std::unique_ptr<ArchiveBuilder>(new ArchiveBuilder(std::move(out)));
 }
@@ -224,27 +224,32 @@ Result<void> SequentialPositionalSink::writeAt(uint64_t offset, const uint8_t *d
 }
 
 std::optional<uint64_t> parseSize(const std::string &text) {
-  size_t end = 0;
-  double value;
-  try {
-    value = std::stod(text, &end);
-  } catch (const std::exception &) {
-    return std::nullopt;
+  // DIGITS[.DIGITS][UNIT], UNIT one of K M G T P E (powers of 1024), optionally followed by
+  // "iB" or "B", or B alone; a fraction of a byte is dropped.
+  size_t at = 0;
+  auto digits = [&] {
+    size_t start = at;
+    while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at]))) ++at;
+    return at > start;
+  };
+  if (!digits()) return std::nullopt;
+  if (at < text.size() && text[at] == '.') {
+    ++at;
+    if (!digits()) return std::nullopt;
   }
-  if (!(value >= 0) || text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
-  std::string unit = text.substr(end);
-  if (unit.ends_with("iB")) unit.resize(unit.size() - 2);
-  else if (unit.size() > 1 && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+  std::string number = text.substr(0, at), unit = text.substr(at);
   static const std::string units = "KMGTPE";
-  double scale = 1;
+  int shift = 0;
   if (!unit.empty()) {
-    if (unit.size() != 1) return std::nullopt;
-    size_t at = units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
-    if (at == std::string::npos) return std::nullopt;
-    scale = std::ldexp(1.0, 10 * static_cast<int>(at + 1));
+    size_t u = units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
+    if (u != std::string::npos) {
+      shift = 10 * static_cast<int>(u + 1);
+      unit.erase(0, 1);
+    }
+    if (!(unit.empty() || unit == "B" || unit == "b" || (shift && unit == "iB"))) return std::nullopt;
   }
-  double bytes = value * scale;
-  if (bytes >= 18446744073709551616.0) return std::nullopt;
+  long double bytes = std::strtold(number.c_str(), nullptr) * std::ldexp(1.0L, shift);
+  if (bytes >= 18446744073709551616.0L) return std::nullopt;
   return static_cast<uint64_t>(bytes);
 }
 
@@ -288,6 +293,11 @@ std::string sizeChange(uint64_t original, uint64_t archive) {
                        humanBytes(archive - original));
   return fmt::format("{} -> {} ({:.2f}%, saved {})", humanBytes(original), humanBytes(archive),
                      100.0 * (original ? sizeRatio(archive, original) : 1.0), humanBytes(original - archive));
+}
+
+int usageError(const std::string &message) {
+  fail(message);
+  return kExitUsage;
 }
 
 int fail(const std::string &message) {

@@ -54,9 +54,9 @@ Result<ArchiveReader> loadArchive(std::shared_ptr<const MappedFile> file, const 
 /// words takes a few bytes to write and forever to decode).
 inline constexpr uint64_t kDefaultMaxOutput = uint64_t{16} << 40;
 inline constexpr const char *kMaxOutputHelp =
-    "refuse archives and programs that decode to more than SIZE bytes (suffixes K, M, G, T: powers of 1024; "
-    "default 16T)";
-/// "123", "4K", "1.5G", "2TiB": bytes; nullopt if malformed or too large.
+    "refuse archives and programs that decode to more than SIZE bytes, before decoding (a number with an "
+    "optional suffix K, M, G, T, P or E: powers of 1024; default 16T)";
+/// "123", "4K", "1.5G", "2TiB": bytes (rounded down); nullopt if malformed or too large.
 std::optional<uint64_t> parseSize(const std::string &text);
 /// CLI11 validator for SIZE options.
 std::string validateSize(const std::string &text);
@@ -157,6 +157,8 @@ std::string sizeChange(uint64_t original, uint64_t archive);
 
 /// `brevisc: error: message` on stderr; returns kExitFailure.
 int fail(const std::string &message);
+/// The same for a command line that cannot work (exit status 2).
+int usageError(const std::string &message);
 
 /// Replaces a path's extension (or appends one if it has none).
 std::string withExtension(const std::string &path, const std::string &extension);

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <chrono>
 #include <filesystem>
@@ -59,6 +60,17 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
         if (fromStdin) return fail("an archive of standard input needs a file name: use -o FILE");
         output += "/" + baseName(input) + ".brv";
       }
+    }
+  }
+  if (!toStdout && !fromStdin) {
+    struct stat in, out;
+    if (::stat(input.c_str(), &in) == 0 && ::stat(output.c_str(), &out) == 0 && in.st_dev == out.st_dev &&
+        in.st_ino == out.st_ino)
+      return usageError(fmt::format("{} would replace its own input; use -o PATH", output));
+    if (directory) {
+      auto inside = fs::weakly_canonical(output, ec).lexically_relative(fs::canonical(input, ec));
+      if (!ec && !inside.empty() && *inside.begin() != "..")
+        return usageError(fmt::format("the archive {} would be inside the directory it archives; use -o PATH", output));
     }
   }
   // The name recorded for the source: what decompress writes by default.
@@ -157,11 +169,11 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
 
 int runCompress(const CompressOptions &o, const Verbosity &v) {
   if (o.inputs.size() > 1 && !o.output.empty() && !std::filesystem::is_directory(o.output))
-    return fail("-o names one archive; with several inputs, give a directory or leave it out (each archive is written "
+    return usageError("-o names one archive; with several inputs, give a directory or leave it out (each archive is written "
                 "beside its input)");
-  if (o.inputs.size() > 1 && (o.toStdout || o.output == "-")) return fail("standard output takes one archive");
-  if (std::count(o.inputs.begin(), o.inputs.end(), "-") > 1) return fail("standard input (-) can be read only once");
-  if (o.json && (o.toStdout || o.output == "-")) return fail("--json and the archive cannot both go to standard output");
+  if (o.inputs.size() > 1 && (o.toStdout || o.output == "-")) return usageError("standard output takes one archive");
+  if (std::count(o.inputs.begin(), o.inputs.end(), "-") > 1) return usageError("standard input (-) can be read only once");
+  if (o.json && (o.toStdout || o.output == "-")) return usageError("--json and the archive cannot both go to standard output");
   int status = kExitOk;
   for (const std::string &input : o.inputs)
     if (int s = compressOne(o, input, v); s != kExitOk) status = s;

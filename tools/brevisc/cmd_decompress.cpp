@@ -173,6 +173,8 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
   uint64_t original = archive->originalSize();
   double rate = seconds > 0 ? static_cast<double>(original) / seconds : 0;
   const std::string shownOutput = destination->toStdout ? "standard output" : output;
+  size_t regions = 0;
+  for (size_t i = 0; i < archive->memberCount(); ++i) regions += archive->checkpoint(i).regions.size();
   if (o.json) {
     nlohmann::json j = {{"command", "decompress"},
                         {"input", name},
@@ -181,6 +183,7 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
                         {"original_bytes", original},
                         {"ratio", sizeRatio(a.fileSize, original)},
                         {"files", archive->memberCount()},
+                        {"regions", regions},
                         {"seconds", seconds},
                         {"threads", settings.threads},
                         {"decoder", o.jit ? "jit" : "interpreter"},
@@ -198,9 +201,9 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
 
 int runDecompress(const DecompressOptions &o, const Verbosity &v) {
   if (o.inputs.size() > 1 && !o.output.empty() && o.output != "-")
-    return fail("-o names one output; with several archives, leave it out (each is written beside its archive)");
-  if (std::count(o.inputs.begin(), o.inputs.end(), "-") > 1) return fail("standard input (-) can be read only once");
-  if (o.json && (o.toStdout || o.output == "-")) return fail("--json and the decompressed bytes cannot both go to standard output");
+    return usageError("-o names one output; with several archives, leave it out (each is written beside its archive)");
+  if (std::count(o.inputs.begin(), o.inputs.end(), "-") > 1) return usageError("standard input (-) can be read only once");
+  if (o.json && (o.toStdout || o.output == "-")) return usageError("--json and the decompressed bytes cannot both go to standard output");
   int status = kExitOk;
   for (const std::string &input : o.inputs)
     if (int s = decompressOne(o, input, v); s != kExitOk) status = s;
@@ -220,7 +223,9 @@ void registerDecompress(CLI::App &app, Context &ctx) {
                   "beside it; for a directory archive, ARCHIVE without .brv). A directory archive goes into an "
                   "existing directory only if it is empty, or with -f, as tar -x does: each file replaced by itself, "
                   "nothing else touched. A file archive given an existing directory (or DIR/) goes into it");
-  cmd->add_flag("-c,--stdout", o->toStdout, "write to standard output (file archives; one thread)");
+  cmd->add_flag("-c,--stdout", o->toStdout,
+                "write to standard output (file archives). As with zstd -dc, bytes go out as they are decoded: a "
+                "damaged archive fails with exit status 1 after the bytes before the damage were written");
   cmd->add_option("-T,--threads", o->threads, "decoding threads (default 0: all cores)");
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
   cmd->add_flag("-f,--force", o->force, "overwrite existing files (and write into a non-empty directory)");

@@ -6,6 +6,8 @@
 #include "runtime/FileIO.h"
 
 #include <algorithm>
+#include <chrono>
+#include <set>
 #include <cstring>
 #include <iostream>
 
@@ -58,6 +60,18 @@ int runVerify(const VerifyOptions &o, const Verbosity &v) {
   const Archive &a = archive->contents();
   if (auto limited = checkOutputLimit(o.input, archive->originalSize(), *parseSize(o.maxOutput)); !limited)
     return fail(limited.error().message);
+  const std::string name = o.input == "-" ? "standard input" : o.input;
+  auto start = std::chrono::steady_clock::now();
+  if (a.directory && !o.original.empty()) {
+    // Identical means the same files: none missing (found below), none extra.
+    auto present = listFiles(o.original);
+    if (!present) return fail(present.error().message);
+    std::set<std::string> members;
+    for (const ArchiveMember &m : a.members) members.insert(m.path);
+    for (const std::string &f : *present)
+      if (!members.count(f))
+        return fail(fmt::format("{}: {} has a file the archive does not: {}", name, o.original, f));
+  }
   std::vector<std::shared_ptr<const MappedFile>> originals;
   std::vector<std::unique_ptr<PositionalSink>> sinks;
   std::vector<DecodeJob> jobs;
@@ -88,18 +102,19 @@ int runVerify(const VerifyOptions &o, const Verbosity &v) {
   for (size_t i = 0; i < archive->memberCount(); ++i) regions += archive->checkpoint(i).regions.size();
   if (o.json) {
     printJson({{"command", "verify"},
-               {"input", o.input},
+               {"input", name},
                {"original", o.original},
                {"archive_bytes", a.fileSize},
                {"original_bytes", archive->originalSize()},
                {"ratio", sizeRatio(a.fileSize, archive->originalSize())},
                {"files", archive->memberCount()},
                {"regions", regions},
+               {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()},
                {"threads", settings.threads},
                {"decoder", o.jit ? "jit" : "interpreter"},
                {"verified", true}});
   } else if (!v.quiet) {
-    std::cout << fmt::format("{}: ok, {} decoded{}, {} region checksums match{}\n", o.input,
+    std::cout << fmt::format("{}: ok, {} decoded{}, {} region checksums match{}\n", name,
                              humanBytes(archive->originalSize()),
                              a.directory ? fmt::format(" in {} files", archive->memberCount()) : "", regions,
                              o.original.empty() ? "" : ", identical to " + o.original);

@@ -1,6 +1,8 @@
 // brevisc: the Brevis driver. Subcommands live in cmd_<name>.cpp.
 #include "tools/brevisc/Commands.h"
 
+#include "runtime/FileIO.h"
+
 #include <algorithm>
 #include <csignal>
 #include <iostream>
@@ -41,6 +43,8 @@ int main(int argc, char **argv) {
   // A file-size limit (ulimit -f) then fails a write with EFBIG, reported like a full disk,
   // instead of killing the process and leaving its temporary file.
   std::signal(SIGXFSZ, SIG_IGN);
+  brevis::installCleanupHandlers(); // from the start, so that an early SIGINT removes what it must
+
   CLI::App app{"brevisc: lossless neural-network checkpoint compression by per-tensor program synthesis"};
   app.footer("Exit status: 0 on success, 1 when an input is invalid or corrupt or a result fails verification, "
              "2 on a usage error. 'brevisc COMMAND --help' describes a command.");
@@ -103,6 +107,12 @@ int main(int argc, char **argv) {
       what = "a command is required: brevisc COMMAND ... (brevisc --help lists them)";
     std::cerr << "brevisc: error: " << what << "\n";
     return kExitUsage;
+  }
+  // A result that could not be written (stdout closed, a full disk) is not a success.
+  std::cout.flush();
+  if (!std::cout && ctx.exitCode == kExitOk) {
+    std::cerr << "brevisc: error: cannot write standard output\n";
+    return kExitFailure;
   }
   return ctx.exitCode;
 }

@@ -115,6 +115,53 @@ else:
     check(not os.path.exists(path("big.brv")) and leftovers(work) == [], "changed input: something written")
     print("input changed during compression: refused, nothing written")
 
+# 4b. Interrupted (SIGINT, SIGTERM, SIGHUP) while decoding a directory archive, into a new
+#     directory and into an existing one with -f: nothing of ours is left, nothing else touched.
+#     The signal is sent as soon as the outputs' temporaries exist (all are made before decoding).
+tree = path("tree")
+os.makedirs(os.path.join(tree, "sub"))
+os.rename(big, os.path.join(tree, "sub", "big.safetensors"))
+open(os.path.join(tree, "model.safetensors"), "wb").write(open(model, "rb").read())
+check(run("compress", "-q", tree, "-o", path("tree.brv")).returncode == 0, "compress a tree")
+
+
+def interrupt(target, sig, extra=()):
+    p = subprocess.Popen(["brevisc", "decompress", "-q", "-T", "1", *extra, path("tree.brv"), "-o", target])
+    deadline = time.time() + 20
+    while p.poll() is None and time.time() < deadline:
+        here = [os.path.join(d, n) for d, _, names in os.walk(work) for n in names + _ if ".brevisc-tmp-" in n]
+        if here:
+            p.send_signal(sig)
+            break
+        time.sleep(0.001)
+    return p.wait()
+
+
+interrupted = 0
+for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    if interrupt(path("fresh"), sig) != 0:
+        interrupted += 1
+        check(not os.path.exists(path("fresh")) and leftovers(work) == [], f"{sig!r}: new directory left {leftovers(work)}")
+    else:
+        subprocess.run(["rm", "-rf", path("fresh")])
+    existing = path("existing")
+    os.makedirs(existing, exist_ok=True)
+    open(os.path.join(existing, "mine.txt"), "w").write("mine")
+    if interrupt(existing, sig, ["-f"]) != 0:
+        interrupted += 1
+        left = sorted(os.listdir(existing))
+        check(left == ["mine.txt"], f"{sig!r}: existing directory holds {left}")
+    subprocess.run(["rm", "-rf", existing])
+check(interrupted >= 3, f"only {interrupted} of 6 runs were interrupted")
+# A signal the caller ignores (nohup, trap '' INT) stays ignored.
+p = subprocess.Popen(["brevisc", "decompress", "-q", "-T", "1", path("tree.brv"), "-o", path("ignored")],
+                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+time.sleep(0.05)
+p.send_signal(signal.SIGINT)
+check(p.wait() == 0 and os.path.isdir(path("ignored")), "an ignored SIGINT stopped decompression")
+subprocess.run(["rm", "-rf", path("ignored")])
+print("interrupted directory decompression: nothing left, nothing else touched; ignored signals stay ignored")
+
 # 5. Two decompressions racing to one output without -f: one wins, the other leaves it alone.
 race = path("race.safetensors")
 procs = [subprocess.Popen(["brevisc", "decompress", "-q", "-T", "1", archive, "-o", race], stderr=subprocess.PIPE,
