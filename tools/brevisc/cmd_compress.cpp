@@ -37,11 +37,14 @@ struct CompressOptions {
 int compressOne(const CompressOptions &o, const std::string &given, const Verbosity &v) {
   auto start = std::chrono::steady_clock::now();
   std::error_code ec;
-  const bool fromStdin = given == "-";
+  // Standard input, or a pipe given by name (`<(cat x)`, a FIFO): no name of its own to record
+  // or to name the archive after.
+  const bool fromStdin = given == "-" || (fs::exists(given, ec) && !fs::is_regular_file(given, ec) &&
+                                          !fs::is_directory(given, ec));
   const bool directory = !fromStdin && fs::is_directory(given, ec);
   std::string input = given;
   while (input.size() > 1 && input.back() == '/') input.pop_back();
-  const std::string shownInput = fromStdin ? "standard input" : given;
+  const std::string shownInput = given == "-" ? "standard input" : given;
 
   // Where the archive goes: -o (an existing directory, or DIR/, receives INPUT.brv), standard
   // output, or INPUT.brv beside the input.
@@ -49,7 +52,7 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
   std::string output;
   if (!toStdout) {
     if (o.output.empty()) {
-      if (fromStdin) return fail("an archive of standard input needs a name: use -o FILE (or -c)");
+      if (fromStdin) return usageError(fmt::format("an archive of {} needs a name: use -o FILE (or -c)", shownInput));
       output = input + ".brv";
     } else {
       output = o.output;
@@ -57,7 +60,7 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
       while (output.size() > 1 && output.back() == '/') output.pop_back(), slash = true;
       if (slash || fs::is_directory(output, ec)) {
         if (!fs::is_directory(output, ec)) return fail(o.output + " is not a directory");
-        if (fromStdin) return fail("an archive of standard input needs a file name: use -o FILE");
+        if (fromStdin) return usageError(fmt::format("an archive of {} needs a file name: use -o FILE", shownInput));
         output += "/" + baseName(input) + ".brv";
       }
     }

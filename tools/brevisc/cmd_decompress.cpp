@@ -85,10 +85,12 @@ Result<Destination> chooseDestination(const DecompressOptions &o, const std::str
         return Error{fmt::format("cannot derive a directory name from {} (it does not end in .brv); use -o DIR", input)};
       return Destination{in.substr(0, in.size() - suffix.size())};
     }
-    // The file's own name, as the archive recorded it, beside the archive.
-    std::string dir = directoryOf(input);
+    // The file's own name, as the archive recorded it, beside the archive (in the current
+    // directory when the archive is a pipe: `<(cat x.brv)` lies in /dev/fd).
+    struct stat st;
+    std::string dir = ::stat(input.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? directoryOf(input) : ".";
     std::string name = baseName(a.members[0].path);
-    return Destination{dir == "." && !input.starts_with("./") ? name : dir + "/" + name};
+    return Destination{dir == "." ? name : dir + "/" + name};
   }
   auto [out, slash] = withoutTrailingSlashes(o.output);
   if (!a.directory && (slash || isDirectory(out))) {
