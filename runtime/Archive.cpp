@@ -6,8 +6,6 @@
 #include <zstd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <set>
 
@@ -97,15 +95,6 @@ ByteSpan archiveMagic() { return ByteSpan(kMagic, sizeof kMagic); }
 
 bool looksLikeArchive(ByteSpan bytes) {
   return bytes.size() >= sizeof kMagic && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0;
-}
-
-Result<bool> fileIsArchive(const std::string &path) {
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f) return Error{fmt::format("cannot open {}: {}", path, std::strerror(errno))};
-  uint8_t head[sizeof kMagic];
-  size_t n = std::fread(head, 1, sizeof head, f);
-  std::fclose(f);
-  return looksLikeArchive(ByteSpan(head, n));
 }
 
 Result<void> ArchiveWriter::put(ByteSpan bytes) {

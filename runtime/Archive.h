@@ -89,7 +89,5 @@ bool isValidMemberPath(const std::string &path);
 ByteSpan archiveMagic();
 /// True if the bytes start with the archive magic.
 bool looksLikeArchive(ByteSpan bytes);
-/// Whether the file at `path` starts with the archive magic (reads only that much).
-Result<bool> fileIsArchive(const std::string &path);
 
 } // namespace brevis

@@ -237,24 +237,23 @@ Result<std::shared_ptr<const MappedFile>> MappedFile::open(const std::string &pa
       return Error{fmt::format("cannot read {}: it is a directory", path)};
     return Error{fmt::format("cannot open {}: {}", path, systemError())};
   }
-  auto file = openDescriptor(fd, path, prefix);
+  auto file = openDescriptor(fd, path, prefix, path);
   ::close(fd);
   return file;
 }
 
 Result<std::shared_ptr<const MappedFile>> MappedFile::openStandardInput(ByteSpan prefix, std::string name) {
   if (::isatty(STDIN_FILENO)) return Error{fmt::format("cannot read {}: it is a terminal", name)};
-  auto file = openDescriptor(STDIN_FILENO, std::move(name), prefix);
-  if (file) const_cast<MappedFile &>(**file).statPath_ = "/proc/self/fd/0";
-  return file;
+  return openDescriptor(STDIN_FILENO, std::move(name), prefix, "/proc/self/fd/0");
 }
 
-Result<std::shared_ptr<const MappedFile>> MappedFile::openDescriptor(int fd, std::string path, ByteSpan prefix) {
+Result<std::shared_ptr<const MappedFile>> MappedFile::openDescriptor(int fd, std::string path, ByteSpan prefix,
+                                                                     std::string statPath) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return Error{fmt::format("cannot read {}: {}", path, systemError())};
   if (std::string why = unreadableKind(st); !why.empty()) return Error{fmt::format("cannot read {}: {}", path, why)};
   std::shared_ptr<MappedFile> m(new MappedFile());
-  m->statPath_ = path;
+  m->statPath_ = std::move(statPath);
   m->path_ = std::move(path);
   if (S_ISREG(st.st_mode)) {
     m->mtime_ = st.st_mtim;

@@ -64,7 +64,9 @@ public:
 
 private:
   MappedFile() = default;
-  static Result<std::shared_ptr<const MappedFile>> openDescriptor(int fd, std::string path, ByteSpan prefix);
+  /// `statPath` names the file again for checkIntact().
+  static Result<std::shared_ptr<const MappedFile>> openDescriptor(int fd, std::string path, ByteSpan prefix,
+                                                                  std::string statPath);
   std::string path_;
   const uint8_t *data_ = nullptr;
   size_t size_ = 0;
@@ -88,8 +90,6 @@ public:
   Result<void> write(const uint8_t *data, size_t size) override;
   /// Whether writeAt() works: the target is a regular file or a device like /dev/null, not a pipe.
   bool isPositional() const { return positional_; }
-  /// Whether the output is a temporary file renamed into place (not a device or pipe).
-  bool isFile() const { return !tempPath_.empty(); }
   /// Writes at an absolute offset; safe to call from several threads at once. Do not mix with
   /// write() on one file.
   Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) override;
@@ -151,7 +151,6 @@ public:
   Result<OutputFile *> createFile(const std::string &relative);
   /// Renames every file into place, then the directory if it is new.
   Result<void> commit();
-  const std::string &target() const { return target_; }
 
 private:
   DirectoryOutput(std::string target, bool overwrite) : target_(std::move(target)), overwrite_(overwrite) {}

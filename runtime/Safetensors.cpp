@@ -2,6 +2,7 @@
 
 #include "lang/Ast.h"
 #include "lang/Printer.h"
+#include "runtime/Utf8.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -47,19 +48,6 @@ struct TopLevelKeys {
   bool parse_error(std::size_t, const std::string &, const nlohmann::detail::exception &) { return false; }
 };
 
-bool isUtf8(const char *p, size_t n) {
-  const auto *b = reinterpret_cast<const uint8_t *>(p);
-  for (size_t i = 0; i < n;) {
-    uint8_t c = b[i];
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (len == 0 || len > n - i) return false;
-    for (size_t k = 1; k < len; ++k)
-      if ((b[i + k] & 0xc0) != 0x80) return false;
-    i += len;
-  }
-  return true;
-}
-
 } // namespace
 
 Result<SafetensorsLayout> parseSafetensors(ByteSpan file) {
@@ -71,7 +59,7 @@ Result<SafetensorsLayout> parseSafetensors(ByteSpan file) {
   if (n > file.size() - 8) return Error{fmt::format("header length {} exceeds the file size {}", n, file.size())};
   const char *text = reinterpret_cast<const char *>(file.data() + 8);
   if (n == 0 || text[0] != '{') return Error{"header does not start with '{'"};
-  if (!isUtf8(text, n)) return Error{"header is not UTF-8"};
+  if (!isUtf8(ByteSpan(file.data() + 8, n))) return Error{"header is not UTF-8"};
   auto json = nlohmann::json::parse(text, text + n, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_object()) return Error{"header is not a JSON object"};
   // A JSON object keeps only the last of repeated names; a second pass over the events finds

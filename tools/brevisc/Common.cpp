@@ -11,6 +11,7 @@
 #include "runtime/Checksum.h"
 #include "runtime/FileIO.h"
 #include "runtime/Interpreter.h"
+#include "runtime/Utf8.h"
 
 #include <algorithm>
 #include <cctype>
@@ -21,6 +22,7 @@
 #include <filesystem>
 #include <iostream>
 #include <thread>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace brevis::cli {
@@ -37,28 +39,12 @@ Result<std::shared_ptr<const MappedFile>> openInput(const std::string &path, Byt
   return MappedFile::open(path, prefix);
 }
 
-namespace {
-/// Whether `b` is valid UTF-8 without NUL bytes: what program text can be.
-bool looksLikeText(ByteSpan b) {
-  for (size_t i = 0; i < b.size();) {
-    uint8_t c = b[i];
-    if (c == 0) return false;
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (n == 0 || n > b.size() - i) return false;
-    for (size_t k = 1; k < n; ++k)
-      if ((b[i + k] & 0xc0) != 0x80) return false;
-    i += n;
-  }
-  return true;
-}
-} // namespace
-
 Result<std::string> programText(const MappedFile &file) {
   ByteSpan b = file.bytes();
   const std::string &name = file.path() == "-" ? "standard input" : file.path();
   if (looksLikeArchive(b))
     return Error{fmt::format("{} is a brevis archive, not program text (brevisc unpack writes its programs)", name)};
-  if (!looksLikeText(b)) {
+  if (std::memchr(b.data(), 0, b.size()) || !isUtf8(b)) { // what program text cannot be
     bool safetensors = b.size() > 9 && b[8] == '{';
     return Error{fmt::format("{} is a binary file{}, not program text", name,
                              safetensors ? " (a safetensors checkpoint? brevisc synth writes its program)" : "")};
@@ -338,6 +324,20 @@ Result<std::vector<std::string>> listFiles(const std::string &dir) {
 
 std::string archivedPayloadName(const std::string &sourceFileName) {
   return withExtension(sourceFileName, ".bdsl") + ".bin";
+}
+
+std::pair<std::string, bool> withoutTrailingSlashes(std::string path) {
+  bool had = false;
+  while (path.size() > 1 && path.back() == '/') {
+    path.pop_back();
+    had = true;
+  }
+  return {std::move(path), had};
+}
+
+bool sameFile(const std::string &a, const std::string &b) {
+  struct stat x, y;
+  return ::stat(a.c_str(), &x) == 0 && ::stat(b.c_str(), &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
 std::string baseName(const std::string &path) { return std::filesystem::path(path).filename().string(); }

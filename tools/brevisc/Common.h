@@ -164,6 +164,10 @@ int usageError(const std::string &message);
 std::string withExtension(const std::string &path, const std::string &extension);
 /// The directory part of a path ("." if none).
 std::string directoryOf(const std::string &path);
+/// `path` without trailing slashes ("/" stays "/"), and whether it had any.
+std::pair<std::string, bool> withoutTrailingSlashes(std::string path);
+/// Whether two paths name the same existing file.
+bool sameFile(const std::string &a, const std::string &b);
 /// The last component of a path.
 std::string baseName(const std::string &path);
 

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <chrono>
 #include <filesystem>
@@ -42,8 +41,7 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
   const bool fromStdin = given == "-" || (fs::exists(given, ec) && !fs::is_regular_file(given, ec) &&
                                           !fs::is_directory(given, ec));
   const bool directory = !fromStdin && fs::is_directory(given, ec);
-  std::string input = given;
-  while (input.size() > 1 && input.back() == '/') input.pop_back();
+  const std::string input = withoutTrailingSlashes(given).first;
   const std::string shownInput = given == "-" ? "standard input" : given;
 
   // Where the archive goes: -o (an existing directory, or DIR/, receives INPUT.brv), standard
@@ -55,9 +53,8 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
       if (fromStdin) return usageError(fmt::format("an archive of {} needs a name: use -o FILE (or -c)", shownInput));
       output = input + ".brv";
     } else {
-      output = o.output;
-      bool slash = false;
-      while (output.size() > 1 && output.back() == '/') output.pop_back(), slash = true;
+      auto [path, slash] = withoutTrailingSlashes(o.output);
+      output = path;
       if (slash || fs::is_directory(output, ec)) {
         if (!fs::is_directory(output, ec)) return fail(o.output + " is not a directory");
         if (fromStdin) return usageError(fmt::format("an archive of {} needs a file name: use -o FILE", shownInput));
@@ -66,9 +63,7 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
     }
   }
   if (!toStdout && !fromStdin) {
-    struct stat in, out;
-    if (::stat(input.c_str(), &in) == 0 && ::stat(output.c_str(), &out) == 0 && in.st_dev == out.st_dev &&
-        in.st_ino == out.st_ino)
+    if (sameFile(input, output))
       return usageError(fmt::format("{} would replace its own input; use -o PATH", output));
     if (directory) {
       auto inside = fs::weakly_canonical(output, ec).lexically_relative(fs::canonical(input, ec));

@@ -13,7 +13,6 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace brevis::cli {
@@ -33,32 +32,6 @@ struct DecompressOptions {
   bool json = false;
   bool skipArchiveChecksum = false;
 };
-
-/// `path` without trailing slashes ("/" stays "/"); whether it had any.
-std::pair<std::string, bool> withoutTrailingSlashes(std::string path) {
-  bool had = false;
-  while (path.size() > 1 && path.back() == '/') {
-    path.pop_back();
-    had = true;
-  }
-  return {path, had};
-}
-
-bool isDirectory(const std::string &path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool isCharacterDevice(const std::string &path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode);
-}
-
-/// Whether two paths name the same existing file.
-bool sameFile(const std::string &a, const std::string &b) {
-  struct stat x, y;
-  return ::stat(a.c_str(), &x) == 0 && ::stat(b.c_str(), &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-}
 
 /// Where one archive goes: a path, or standard output (empty path).
 struct Destination {
@@ -87,14 +60,13 @@ Result<Destination> chooseDestination(const DecompressOptions &o, const std::str
     }
     // The file's own name, as the archive recorded it, beside the archive (in the current
     // directory when the archive is a pipe: `<(cat x.brv)` lies in /dev/fd).
-    struct stat st;
-    std::string dir = ::stat(input.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? directoryOf(input) : ".";
+    std::string dir = fs::is_regular_file(input) ? directoryOf(input) : ".";
     std::string name = baseName(a.members[0].path);
     return Destination{dir == "." ? name : dir + "/" + name};
   }
   auto [out, slash] = withoutTrailingSlashes(o.output);
-  if (!a.directory && (slash || isDirectory(out))) {
-    if (!isDirectory(out)) return Error{fmt::format("{} is not a directory", o.output)};
+  if (!a.directory && (slash || fs::is_directory(out))) {
+    if (!fs::is_directory(out)) return Error{fmt::format("{} is not a directory", o.output)};
     return Destination{out + "/" + baseName(a.members[0].path)};
   }
   return Destination{out};
@@ -127,7 +99,7 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
   std::vector<std::unique_ptr<OutputFile>> files; // outputs not owned by `dir`
   std::vector<OutputFile *> outputs;
   std::unique_ptr<DirectoryOutput> dir;
-  if (a.directory && !isCharacterDevice(output)) {
+  if (a.directory && !fs::is_character_file(output)) {
     auto opened = DirectoryOutput::open(output, o.force);
     if (!opened) return fail(opened.error().message);
     dir = std::move(*opened);
