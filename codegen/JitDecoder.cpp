@@ -1,7 +1,7 @@
 #include "codegen/JitDecoder.h"
 
-#include "runtime/Interpreter.h"
-#include "runtime/LitDecode.h"
+#include "runtime/execution/Interpreter.h"
+#include "runtime/codecs/LitDecode.h"
 
 #include <llvm/ExecutionEngine/Orc/Core.h>
 #include <llvm/ExecutionEngine/Orc/IRTransformLayer.h>

@@ -3,9 +3,9 @@
 // behind the pimpl: including this header does not pull in LLVM.
 #include "lang/Ast.h"
 #include "lang/Result.h"
-#include "runtime/ByteSink.h"
-#include "runtime/Payload.h"
-#include "runtime/RegionDecoder.h"
+#include "runtime/execution/ByteSink.h"
+#include "runtime/containers/Payload.h"
+#include "runtime/execution/RegionDecoder.h"
 
 #include <cstddef>
 #include <functional>

@@ -1,6 +1,6 @@
 #include "synth/BaselineSchemes.h"
 
-#include "runtime/WordOps.h"
+#include "runtime/common/WordOps.h"
 #include "synth/Literals.h"
 
 namespace brevis {

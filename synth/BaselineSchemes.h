@@ -11,7 +11,7 @@
 // Integer tensors and non-float regions are one literal, Huffman-coded or raw.
 #include "lang/Ast.h"
 #include "lang/DType.h"
-#include "runtime/Bytes.h"
+#include "runtime/common/Bytes.h"
 
 namespace brevis {
 

@@ -1,8 +1,8 @@
 #pragma once
 // Building literals from tensor bytes, shared by the synthesizers.
 #include "lang/Ast.h"
-#include "runtime/Bytes.h"
-#include "runtime/LitEncode.h"
+#include "runtime/common/Bytes.h"
+#include "runtime/codecs/LitEncode.h"
 
 #include <initializer_list>
 #include <span>

@@ -1,8 +1,8 @@
 #include "synth/TemplateSynth.h"
 
-#include "runtime/Checksum.h"
-#include "runtime/LitEncode.h"
-#include "runtime/Safetensors.h"
+#include "runtime/containers/Checksum.h"
+#include "runtime/codecs/LitEncode.h"
+#include "runtime/containers/Safetensors.h"
 #include "synth/BaselineSchemes.h"
 #include "synth/Literals.h"
 

@@ -4,8 +4,8 @@
 // literal in its smallest encoding; everything else is one literal. The search-based
 // synthesizer replaces this; the template stays as its baseline and fallback.
 #include "lang/Ast.h"
-#include "runtime/Bytes.h"
-#include "runtime/LitEncode.h"
+#include "runtime/common/Bytes.h"
+#include "runtime/codecs/LitEncode.h"
 
 #include <atomic>
 #include <optional>

@@ -7,13 +7,13 @@
 // 64), and N MiB of uniformly random bytes. Throughput is in MB/s of the stream's bytes, the
 // median of R runs (default 5).
 #include "codegen/JitDecoder.h"
-#include "runtime/FileIO.h"
-#include "runtime/HuffmanDecode.h"
-#include "runtime/HuffmanEncode.h"
-#include "runtime/LitDecode.h"
-#include "runtime/LitEncode.h"
-#include "runtime/RansCodec.h"
-#include "runtime/Safetensors.h"
+#include "runtime/containers/FileIO.h"
+#include "runtime/codecs/huffman/HuffmanDecode.h"
+#include "runtime/codecs/huffman/HuffmanEncode.h"
+#include "runtime/codecs/LitDecode.h"
+#include "runtime/codecs/LitEncode.h"
+#include "runtime/codecs/rans/RansCodec.h"
+#include "runtime/containers/Safetensors.h"
 
 #include <fmt/format.h>
 #include <zstd.h>

@@ -2,10 +2,10 @@
 // its index and decoding it with its digests, as `brevisc decompress` does, on arbitrary bytes.
 #include "frontend/Parser.h"
 #include "lang/TypeChecker.h"
-#include "runtime/Archive.h"
-#include "runtime/Checksum.h"
-#include "runtime/Interpreter.h"
-#include "runtime/ParallelDecode.h"
+#include "runtime/containers/Archive.h"
+#include "runtime/containers/Checksum.h"
+#include "runtime/execution/Interpreter.h"
+#include "runtime/execution/ParallelDecode.h"
 
 #include <cstring>
 

@@ -6,8 +6,8 @@
 #include "frontend/Parser.h"
 #include "lang/Printer.h"
 #include "lang/TypeChecker.h"
-#include "runtime/CheckpointRunner.h"
-#include "runtime/Interpreter.h"
+#include "runtime/execution/CheckpointRunner.h"
+#include "runtime/execution/Interpreter.h"
 #include "synth/TemplateSynth.h"
 
 #include <cstring>

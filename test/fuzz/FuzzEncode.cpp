@@ -4,8 +4,8 @@
 // pieces masked to the width, are the words. Every encoding that applies must decode back to
 // exactly the words, through validation and a cursor, whole and in narrow reads; and the
 // encoding encodeSmallest keeps must too.
-#include "runtime/LitDecode.h"
-#include "runtime/LitEncode.h"
+#include "runtime/codecs/LitDecode.h"
+#include "runtime/codecs/LitEncode.h"
 
 #include <cstddef>
 #include <cstdint>

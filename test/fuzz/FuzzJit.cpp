@@ -8,8 +8,8 @@
 // of compiled shapes is part of what is under test (a shape decoded again against another
 // payload must be reused or recompiled, never misdecode).
 #include "codegen/JitDecoder.h"
-#include "runtime/Interpreter.h"
-#include "runtime/LitEncode.h"
+#include "runtime/execution/Interpreter.h"
+#include "runtime/codecs/LitEncode.h"
 
 #include <algorithm>
 #include <random>

@@ -2,7 +2,7 @@
 // encoding and width, the next two the word count; the rest is the payload. Whatever the
 // input, validation and decoding must return (an error or words) without crashing, reading out
 // of bounds or allocating beyond what the payload's size justifies.
-#include "runtime/LitDecode.h"
+#include "runtime/codecs/LitDecode.h"
 
 #include <cstddef>
 #include <cstdint>

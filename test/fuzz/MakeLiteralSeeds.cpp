@@ -2,7 +2,7 @@
 // and a few widths, a small stream of skewed words encoded as the encoders write it, in the
 // target's input layout (FuzzLiteral.cpp: encoding/width byte, 16-bit count, payload). Rerun
 // after a wire-format change:  make_literal_seeds test/fuzz/corpus/literal
-#include "runtime/LitEncode.h"
+#include "runtime/codecs/LitEncode.h"
 
 #include <fmt/format.h>
 

@@ -7,8 +7,8 @@
 // The member is named after PROGRAM's base name without extension; its source checksum is 0
 // (so the program's `source` line should say xxh64 0x0); every region digest is DIGEST
 // (default 0).
-#include "runtime/Archive.h"
-#include "runtime/FileIO.h"
+#include "runtime/containers/Archive.h"
+#include "runtime/containers/FileIO.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,10 +1,10 @@
 // The library interface: open an archive, list tensors, decode one tensor alone (interpreter
 // and JIT, any thread count), with clear errors for missing, ambiguous and damaged tensors.
 #include "lang/Printer.h"
-#include "runtime/Archive.h"
-#include "runtime/Checksum.h"
-#include "runtime/FileIO.h"
-#include "runtime/Safetensors.h"
+#include "runtime/containers/Archive.h"
+#include "runtime/containers/Checksum.h"
+#include "runtime/containers/FileIO.h"
+#include "runtime/containers/Safetensors.h"
 #include "synth/TemplateSynth.h"
 #include "tools/api/ArchiveReader.h"
 

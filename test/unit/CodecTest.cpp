@@ -1,12 +1,12 @@
 // Literal codecs: round trips of every encoding over widths, sizes and distributions (empty,
 // one symbol, uniform, skewed, full 16-bit alphabets, block boundaries), rejection of
 // truncated and corrupt payloads, Huffman code construction, and the size estimators' bound.
-#include "runtime/FileIO.h"
-#include "runtime/HuffmanEncode.h"
-#include "runtime/LitDecode.h"
-#include "runtime/LitEncode.h"
-#include "runtime/RansCodec.h"
-#include "runtime/RansX32Decode.h"
+#include "runtime/containers/FileIO.h"
+#include "runtime/codecs/huffman/HuffmanEncode.h"
+#include "runtime/codecs/LitDecode.h"
+#include "runtime/codecs/LitEncode.h"
+#include "runtime/codecs/rans/RansCodec.h"
+#include "runtime/codecs/rans/RansX32Decode.h"
 
 #include <htscodecs/rANS_static4x16.h>
 

@@ -1,7 +1,7 @@
 // Inputs and outputs under change and failure: truncated mapped files, targets that appear
 // during a write, directories written into, streams and devices.
-#include "runtime/Archive.h"
-#include "runtime/FileIO.h"
+#include "runtime/containers/Archive.h"
+#include "runtime/containers/FileIO.h"
 
 #include <gtest/gtest.h>
 

@@ -2,8 +2,8 @@
 // literal encoding and width, nested merges, chunk boundaries, the interpreter fallback and its
 // notice, and payload specialization.
 #include "codegen/JitDecoder.h"
-#include "runtime/Interpreter.h"
-#include "runtime/LitEncode.h"
+#include "runtime/execution/Interpreter.h"
+#include "runtime/codecs/LitEncode.h"
 
 #include <gtest/gtest.h>
 

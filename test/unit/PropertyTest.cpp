@@ -6,8 +6,8 @@
 #include "lang/Diagnostics.h"
 #include "lang/Printer.h"
 #include "lang/TypeChecker.h"
-#include "runtime/Interpreter.h"
-#include "runtime/LitEncode.h"
+#include "runtime/execution/Interpreter.h"
+#include "runtime/codecs/LitEncode.h"
 #include "ReferenceEval.h"
 
 #include <gtest/gtest.h>

@@ -2,9 +2,9 @@
 // The tests' reference evaluator: the semantics of docs/language.md, directly, with no
 // streaming or chunking, for comparing against the interpreter and the JIT.
 #include "lang/TypeChecker.h"
-#include "runtime/LitDecode.h"
-#include "runtime/Payload.h"
-#include "runtime/WordOps.h"
+#include "runtime/codecs/LitDecode.h"
+#include "runtime/containers/Payload.h"
+#include "runtime/common/WordOps.h"
 
 #include <gtest/gtest.h>
 

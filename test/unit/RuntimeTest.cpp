@@ -1,13 +1,13 @@
 // Unit tests for runtime/: literal codecs, the interpreter against a direct reference
 // evaluation, safetensors layout parsing, and the archive's corruption checks.
-#include "runtime/Archive.h"
-#include "runtime/Checksum.h"
-#include "runtime/Interpreter.h"
-#include "runtime/LitDecode.h"
-#include "runtime/LitEncode.h"
-#include "runtime/Safetensors.h"
-#include "runtime/WordOps.h"
-#include "runtime/Xxh3Variants.h"
+#include "runtime/containers/Archive.h"
+#include "runtime/containers/Checksum.h"
+#include "runtime/execution/Interpreter.h"
+#include "runtime/codecs/LitDecode.h"
+#include "runtime/codecs/LitEncode.h"
+#include "runtime/containers/Safetensors.h"
+#include "runtime/common/WordOps.h"
+#include "runtime/containers/Xxh3Variants.h"
 
 #include <xxhash.h>
 

@@ -5,8 +5,8 @@
 #include "frontend/Parser.h"
 #include "lang/Diagnostics.h"
 #include "lang/TypeChecker.h"
-#include "runtime/Interpreter.h"
-#include "runtime/ParallelDecode.h"
+#include "runtime/execution/Interpreter.h"
+#include "runtime/execution/ParallelDecode.h"
 
 #include <fmt/format.h>
 

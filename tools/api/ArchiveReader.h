@@ -11,9 +11,9 @@
 // maps the payload; reading a tensor touches only that tensor's payload bytes.
 #include "lang/Ast.h"
 #include "lang/Result.h"
-#include "runtime/Archive.h"
-#include "runtime/ByteSink.h"
-#include "runtime/RegionDecoder.h"
+#include "runtime/containers/Archive.h"
+#include "runtime/execution/ByteSink.h"
+#include "runtime/execution/RegionDecoder.h"
 
 #include <atomic>
 #include <functional>

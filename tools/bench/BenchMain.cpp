@@ -8,12 +8,12 @@
 #include "tools/bench/PeerCodecs.h"
 
 #include "lang/Printer.h"
-#include "runtime/Archive.h"
-#include "runtime/Checksum.h"
-#include "runtime/FileIO.h"
-#include "runtime/LitEncode.h"
-#include "runtime/ParallelDecode.h"
-#include "runtime/Safetensors.h"
+#include "runtime/containers/Archive.h"
+#include "runtime/containers/Checksum.h"
+#include "runtime/containers/FileIO.h"
+#include "runtime/codecs/LitEncode.h"
+#include "runtime/execution/ParallelDecode.h"
+#include "runtime/containers/Safetensors.h"
 #include "synth/TemplateSynth.h"
 
 #include <CLI/CLI.hpp>

@@ -3,7 +3,7 @@
 // zstd (levels, long mode, worker threads), zlib, xz (single and multi-threaded), brotli, lz4
 // (fast and HC) and snappy. Each compresses a whole buffer and decompresses it back.
 #include "lang/Result.h"
-#include "runtime/Bytes.h"
+#include "runtime/common/Bytes.h"
 
 #include <memory>
 #include <string>

@@ -7,11 +7,11 @@
 #include "lang/Diagnostics.h"
 #include "lang/Printer.h"
 #include "lang/TypeChecker.h"
-#include "runtime/CheckpointRunner.h"
-#include "runtime/Checksum.h"
-#include "runtime/FileIO.h"
-#include "runtime/Interpreter.h"
-#include "runtime/Utf8.h"
+#include "runtime/execution/CheckpointRunner.h"
+#include "runtime/containers/Checksum.h"
+#include "runtime/containers/FileIO.h"
+#include "runtime/execution/Interpreter.h"
+#include "runtime/common/Utf8.h"
 
 #include <algorithm>
 #include <cctype>

@@ -3,10 +3,10 @@
 // decoding with the chosen executor on several threads, building archives, and reporting.
 #include "lang/Ast.h"
 #include "lang/Result.h"
-#include "runtime/Archive.h"
-#include "runtime/ByteSink.h"
-#include "runtime/ParallelDecode.h"
-#include "runtime/Payload.h"
+#include "runtime/containers/Archive.h"
+#include "runtime/execution/ByteSink.h"
+#include "runtime/execution/ParallelDecode.h"
+#include "runtime/containers/Payload.h"
 #include "tools/api/ArchiveReader.h"
 
 #include <fmt/format.h>

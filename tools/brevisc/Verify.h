@@ -2,7 +2,7 @@
 // The round trip every compression is held to before anything is written: the printed
 // program is parsed back, type-checked and executed, and must reproduce the input exactly.
 #include "lang/Result.h"
-#include "runtime/Bytes.h"
+#include "runtime/common/Bytes.h"
 
 #include <string>
 

@@ -6,7 +6,7 @@
 #include "lang/Diagnostics.h"
 #include "lang/Printer.h"
 #include "lang/TypeChecker.h"
-#include "runtime/FileIO.h"
+#include "runtime/containers/FileIO.h"
 
 #include <iostream>
 

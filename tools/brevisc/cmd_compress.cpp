@@ -4,8 +4,8 @@
 
 #include "tools/brevisc/Progress.h"
 
-#include "runtime/Checksum.h"
-#include "runtime/FileIO.h"
+#include "runtime/containers/Checksum.h"
+#include "runtime/containers/FileIO.h"
 #include "synth/TemplateSynth.h"
 
 #include <nlohmann/json.hpp>

@@ -3,8 +3,8 @@
 // checksum before the output is renamed into place.
 #include "tools/brevisc/Commands.h"
 
-#include "runtime/Archive.h"
-#include "runtime/FileIO.h"
+#include "runtime/containers/Archive.h"
+#include "runtime/containers/FileIO.h"
 
 #include <nlohmann/json.hpp>
 

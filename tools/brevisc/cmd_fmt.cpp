@@ -5,7 +5,7 @@
 #include "frontend/Parser.h"
 #include "lang/Diagnostics.h"
 #include "lang/Printer.h"
-#include "runtime/FileIO.h"
+#include "runtime/containers/FileIO.h"
 
 #include <iostream>
 

@@ -6,7 +6,7 @@
 #include "tools/brevisc/Commands.h"
 
 #include "lang/Printer.h"
-#include "runtime/FileIO.h"
+#include "runtime/containers/FileIO.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -5,9 +5,9 @@
 
 #include "codegen/JitDecoder.h"
 #include "lang/Printer.h"
-#include "runtime/Archive.h"
-#include "runtime/FileIO.h"
-#include "runtime/Interpreter.h"
+#include "runtime/containers/Archive.h"
+#include "runtime/containers/FileIO.h"
+#include "runtime/execution/Interpreter.h"
 
 #include <iostream>
 

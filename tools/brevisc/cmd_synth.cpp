@@ -6,7 +6,7 @@
 #include "tools/brevisc/Verify.h"
 
 #include "lang/Printer.h"
-#include "runtime/FileIO.h"
+#include "runtime/containers/FileIO.h"
 #include "synth/TemplateSynth.h"
 
 #include <iostream>

@@ -3,7 +3,7 @@
 // original file or directory.
 #include "tools/brevisc/Commands.h"
 
-#include "runtime/FileIO.h"
+#include "runtime/containers/FileIO.h"
 
 #include <algorithm>
 #include <chrono>

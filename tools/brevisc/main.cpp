@@ -1,7 +1,7 @@
 // brevisc: the Brevis driver. Subcommands live in cmd_<name>.cpp.
 #include "tools/brevisc/Commands.h"
 
-#include "runtime/FileIO.h"
+#include "runtime/containers/FileIO.h"
 
 #include <algorithm>
 #include <csignal>

@@ -1,6 +1,6 @@
 #include "tools/gen/SyntheticCheckpoint.h"
 
-#include "runtime/FileIO.h"
+#include "runtime/containers/FileIO.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -1,3 +1,0 @@
-// XXH3 with AVX-512 (compiled with -mavx512f; called only where the CPU has it).
-#define BREVIS_XXH3_VARIANT Avx512
-#include "runtime/Xxh3Variant.inc"

@@ -1,0 +1,30 @@
+#pragma once
+// Encoding of `huffman` literals: count -> build lengths (Huffman, then limited with the JPEG
+// method, keeping the code complete) -> write the table -> encode each block's words
+// as four runs of consecutive words, each an LSB-first bit stream.
+#include "runtime/common/Bytes.h"
+#include "runtime/codecs/huffman/HuffmanCode.h"
+
+#include <optional>
+#include <span>
+
+namespace brevis {
+
+/// Code lengths (1..limit) for symbols with these counts (at least two, all non-zero), complete.
+std::vector<uint8_t> huffmanLengths(std::span<const uint64_t> counts, unsigned limit);
+
+/// Appends the `huffman` encoding of `words` (each < 2^width); false (and nothing appended)
+/// if they have more distinct values than a huffman literal allows.
+bool encodeHuffman(std::span<const uint64_t> words, unsigned width, Bytes &out);
+
+/// The distinct words and how often each occurs (ascending), or nullopt beyond `maxSymbols`.
+struct WordHistogram {
+  std::vector<uint64_t> words;
+  std::vector<uint64_t> counts;
+};
+std::optional<WordHistogram> histogram(std::span<const uint64_t> words, unsigned width, uint64_t maxSymbols);
+
+/// Adds how often each value occurs to `counts` (2^width entries), for width <= 16.
+void countWords(std::span<const uint64_t> words, unsigned width, uint64_t *counts);
+
+} // namespace brevis

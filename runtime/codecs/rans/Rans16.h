@@ -1,0 +1,51 @@
+#pragma once
+// Static order-0 rANS for `rans` literals of 9 to 16-bit words, whose alphabets are too large
+// for htscodecs' byte coder (wire format in docs/format/literals.md):
+//
+//   varint K                        distinct words (1..65536)
+//   K varints                       the words, ascending (first as is, then gaps minus 1)
+//   K varints (K >= 2)              frequencies f_i >= 1 summing to 2^16 exactly
+//   varint B (K >= 2)               words per block
+//   per block (K >= 2): varint size, then 4 little-endian u32 final states, then the
+//                       little-endian 16-bit renormalization words in decoding order
+//
+// Four states interleave: word i of a block is coded by state i % 4. States live in
+// [2^16, 2^32); a decoder reads a 16-bit word whenever a state drops below 2^16, and every state
+// must end at exactly 2^16, having read exactly the block's words.
+#include "lang/Result.h"
+#include "runtime/common/Bytes.h"
+
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace brevis {
+
+inline constexpr unsigned kRans16ScaleBits = 16;
+inline constexpr uint64_t kRans16BlockWords = uint64_t{1} << 20;
+
+/// Appends the encoding of `words` (each < 2^width, at most 65,536 distinct); false if there
+/// are more distinct words than that.
+bool encodeRans16(std::span<const uint64_t> words, unsigned width, Bytes &out);
+
+class Rans16Decoder {
+public:
+  /// Without `buildTables`, only the table and the layout are checked (validation).
+  static Result<std::unique_ptr<Rans16Decoder>> create(ByteSpan bytes, unsigned width, uint64_t count,
+                                                       bool buildTables = true);
+  const std::vector<uint64_t> &alphabet() const { return words_; }
+  uint64_t blockWords() const { return blockWords_; }
+  size_t blockCount() const { return blocks_.size(); }
+  uint64_t blockLength(size_t b) const;
+  /// Decodes block b into alphabet indices.
+  Result<void> decodeBlock(size_t b, uint16_t *out) const;
+
+private:
+  std::vector<uint64_t> words_;
+  std::vector<uint32_t> freq_, start_;
+  std::vector<uint16_t> slotSymbol_; ///< 2^16 slots: the symbol whose range holds the slot
+  uint64_t count_ = 0, blockWords_ = 1;
+  std::vector<ByteSpan> blocks_;
+};
+
+} // namespace brevis

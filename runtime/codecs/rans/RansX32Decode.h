@@ -1,0 +1,34 @@
+#pragma once
+// Decoding of htscodecs' order-0, 32-way rANS frames (the frames `rans` literals hold) with
+// AVX-512, several frames at once.
+//
+// htscodecs' own AVX-512 decoder is bound by latency, not throughput: each round of 32 symbols
+// waits for a table gather (~30 cycles), then a multiply, then the renormalization, before the
+// next round's gather can start, and its two 16-lane halves share one chain through the word
+// pointer. Frames are independent, so decoding two in one loop gives the core two chains to
+// overlap. The wire format is htscodecs' (docs/format/literals.md): frames written by its
+// encoder decode here to the same bytes, and anything else (other flags, no AVX-512) is left
+// to htscodecs.
+#include "runtime/common/Bytes.h"
+
+#include <cstdint>
+#include <span>
+
+namespace brevis {
+
+struct RansX32Frame {
+  ByteSpan frame;    ///< one whole htscodecs 4x16 frame
+  uint8_t *out;      ///< `length` bytes
+  uint32_t length;   ///< the bytes it must decode to
+  enum class Status { Pending, Done, NotHandled, Corrupt } status = Status::Pending;
+};
+
+/// Whether this CPU runs decodeRansX32Frames() (AVX-512 F and BW).
+bool ransX32DecoderAvailable();
+
+/// Decodes every frame that is order 0 with the 32-way flag alone (and no other), setting its
+/// status: Done, Corrupt (a malformed table, bad states, or words running out), or NotHandled
+/// (another kind of frame, for htscodecs). Requires ransX32DecoderAvailable().
+void decodeRansX32Frames(std::span<RansX32Frame> frames);
+
+} // namespace brevis

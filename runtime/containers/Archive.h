@@ -1,0 +1,93 @@
+#pragma once
+// The `.brv` archive, version 3 (docs/format/archive.md): member files, each with its program
+// text, one index entry per region (where its bytes and its payload lie, and a digest), and the
+// literal payloads; a checksum of the front part (everything but the payload) and one of the
+// whole file.
+#include "lang/Ast.h"
+#include "lang/Result.h"
+#include "runtime/execution/ByteSink.h"
+#include "runtime/common/Bytes.h"
+#include "runtime/containers/Checksum.h"
+#include "runtime/containers/FileIO.h"
+#include "runtime/containers/Payload.h"
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace brevis {
+
+inline constexpr uint32_t kArchiveVersion = 3;
+inline constexpr size_t kArchiveHeaderSize = 72;
+inline constexpr size_t kArchiveIndexEntrySize = 8; ///< one region digest
+/// Program text larger than this is refused on reading: the parsed program costs several times
+/// the memory of its text, so a small archive must not be able to declare more. A program of
+/// 200,000 tensors in the synthesizer's usual form is about 50 MB.
+inline constexpr uint64_t kMaxProgramTextSize = uint64_t{64} << 20;
+inline constexpr uint64_t kMaxMemberTableSize = uint64_t{64} << 20;
+inline constexpr size_t kMaxMemberPath = 4096;
+
+struct ArchiveMember {
+  std::string path; ///< relative, '/'-separated
+  uint64_t sourceSize = 0;
+  uint64_t sourceXxh64 = 0;
+  std::string programText;
+  std::vector<uint64_t> digests; ///< the index: regionDigest() of each region's original bytes
+  ByteRange payloadRange; ///< within the payload section
+  Payload payload;        ///< read: a view into the archive (unused by the writer)
+};
+
+struct Archive {
+  bool directory = false;
+  std::vector<ArchiveMember> members;
+  uint64_t fileSize = 0;
+};
+
+/// Writes an archive in one pass: payloads stream out as members are ready; the metadata goes at
+/// the end and the header is written in place last (the output must take positional writes).
+class ArchiveWriter {
+public:
+  explicit ArchiveWriter(PositionalSink &out) : out_(out) {}
+  /// Appends a member's payload; returns its range in the payload section.
+  Result<ByteRange> appendPayload(ByteSpan payload);
+  /// Writes the padding, the metadata of `members` (their payloadRange from appendPayload) and
+  /// the header. Returns the archive's size.
+  Result<uint64_t> finish(const std::vector<ArchiveMember> &members, bool directory);
+
+private:
+  Result<void> put(ByteSpan bytes);
+  PositionalSink &out_;
+  uint64_t at_ = 0;
+  uint64_t payloadSize_ = 0;
+  bool started_ = false;
+  std::unique_ptr<Xxh3Stream> payloadHash_;
+};
+
+struct ArchiveReadOptions {
+  /// Also verify the trailing checksum, which reads every byte of the file.
+  bool verifyWholeFile = false;
+};
+
+/// Reads and checks an archive's framing, member table, index and metadata checksum (steps 1–5
+/// of docs/format/archive.md); payloads are views into `file`. `name` is used in messages.
+Result<Archive> readArchive(std::shared_ptr<const MappedFile> file, const std::string &name,
+                            ArchiveReadOptions options = {});
+
+/// The trailing checksum over the whole archive (the header's and index's checksum and the
+/// payload's): reads every payload byte. `a` must be an archive readArchive accepted.
+Result<void> checkArchiveChecksum(ByteSpan a, const std::string &name);
+
+/// Step 6 of docs/format/archive.md: the parsed program of `m` agrees with its member entry and
+/// index. `name` is used in messages.
+Result<void> checkMemberProgram(const Checkpoint &c, const ArchiveMember &m, const std::string &name);
+
+/// Whether a member path is acceptable: relative, '/'-separated, no empty, "." or ".." parts.
+bool isValidMemberPath(const std::string &path);
+
+/// The 8 bytes every archive starts with.
+ByteSpan archiveMagic();
+/// True if the bytes start with the archive magic.
+bool looksLikeArchive(ByteSpan bytes);
+
+} // namespace brevis

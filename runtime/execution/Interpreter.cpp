@@ -1,0 +1,366 @@
+#include "runtime/execution/Interpreter.h"
+
+#include "runtime/codecs/LitDecode.h"
+#include "runtime/execution/MergeKernel.h"
+#include "runtime/common/WordOps.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <optional>
+#include <cstring>
+
+namespace brevis {
+
+namespace {
+
+// Pull-based streaming: every node is a Reader that produces its words in order, at most
+// Interpreter::kChunkWords per call. reset() rewinds it (repeat replays its body).
+/// The first decoding error of a run; readers stop producing meaningful words after it, and
+/// the driver checks it after every chunk.
+struct RunState {
+  std::optional<Error> error;
+};
+
+class Reader {
+public:
+  explicit Reader(StreamType t) : type(t) {}
+  virtual ~Reader() = default;
+  /// Produces the next n words (n <= kChunkWords, and no more than remain).
+  virtual void read(uint64_t *out, size_t n) = 0;
+  virtual void reset() = 0;
+  /// Moves past the next n words (no more than remain). Nodes whose words can be located
+  /// without producing the ones before them override this; the default produces and drops them.
+  virtual void skip(uint64_t n) {
+    uint64_t scratch[256];
+    while (n) {
+      size_t take = static_cast<size_t>(std::min<uint64_t>(n, std::size(scratch)));
+      read(scratch, take);
+      n -= take;
+    }
+  }
+  const StreamType type;
+};
+using ReaderPtr = std::unique_ptr<Reader>;
+
+Result<ReaderPtr> makeReader(const Expr &e, const Payload &payload, RunState &state);
+
+class LitReader final : public Reader {
+public:
+  LitReader(StreamType t, std::unique_ptr<LitCursor> cursor, RunState &state)
+      : Reader(t), cursor_(std::move(cursor)), state_(state) {}
+  void read(uint64_t *out, size_t n) override {
+    auto r = cursor_->read(out, n);
+    if (!r && !state_.error) state_.error = r.error();
+  }
+  void reset() override { cursor_->reset(); }
+  void skip(uint64_t n) override {
+    auto r = cursor_->skip(n);
+    if (!r && !state_.error) state_.error = r.error();
+  }
+
+private:
+  std::unique_ptr<LitCursor> cursor_;
+  RunState &state_;
+};
+
+class ConstReader final : public Reader {
+public:
+  explicit ConstReader(const Const &c) : Reader(c.type), value_(c.value) {}
+  void read(uint64_t *out, size_t n) override { std::fill_n(out, n, value_); }
+  void reset() override {}
+  void skip(uint64_t) override {}
+
+private:
+  uint64_t value_;
+};
+
+class ConcatReader final : public Reader {
+public:
+  ConcatReader(StreamType t, std::vector<ReaderPtr> parts) : Reader(t), parts_(std::move(parts)) {}
+  void read(uint64_t *out, size_t n) override {
+    advance(n, [&](Reader &part, uint64_t take) {
+      part.read(out, static_cast<size_t>(take));
+      out += take;
+    });
+  }
+  void reset() override {
+    for (auto &p : parts_) p->reset();
+    index_ = 0;
+    pos_ = 0;
+  }
+  void skip(uint64_t n) override {
+    advance(n, [](Reader &part, uint64_t take) { part.skip(take); });
+  }
+
+private:
+  /// Walks n words forward across parts, handing each part its share to `step`.
+  template <typename Step> void advance(uint64_t n, Step step) {
+    while (n) {
+      Reader &part = *parts_[index_];
+      uint64_t left = part.type.length - pos_;
+      if (left == 0) {
+        ++index_;
+        pos_ = 0;
+        continue;
+      }
+      uint64_t take = std::min(left, n);
+      step(part, take);
+      n -= take;
+      pos_ += take;
+    }
+  }
+
+  std::vector<ReaderPtr> parts_;
+  size_t index_ = 0;
+  uint64_t pos_ = 0;
+};
+
+class RepeatReader final : public Reader {
+public:
+  RepeatReader(StreamType t, ReaderPtr body) : Reader(t), body_(std::move(body)) {}
+  void read(uint64_t *out, size_t n) override {
+    while (n) {
+      if (pos_ == body_->type.length) {
+        body_->reset();
+        pos_ = 0;
+      }
+      size_t take = static_cast<size_t>(std::min<uint64_t>(body_->type.length - pos_, n));
+      body_->read(out, take);
+      out += take;
+      n -= take;
+      pos_ += take;
+    }
+  }
+  void reset() override {
+    body_->reset();
+    pos_ = 0;
+  }
+  void skip(uint64_t n) override {
+    const uint64_t period = body_->type.length; // > 0 when there is anything to skip
+    if (n == 0) return;
+    if (n >= period - pos_) { // to the end of this pass, then whole passes, then into the next
+      n -= period - pos_;
+      n %= period;
+      body_->reset();
+      pos_ = 0;
+    }
+    body_->skip(n);
+    pos_ += n;
+  }
+
+private:
+  ReaderPtr body_;
+  uint64_t pos_ = 0;
+};
+
+class MapReader final : public Reader {
+public:
+  MapReader(StreamType t, const Map &m, ReaderPtr body) : Reader(t), fn_(m.fn), param_(m.param), body_(std::move(body)) {}
+  void read(uint64_t *out, size_t n) override {
+    body_->read(out, n);
+    for (size_t i = 0; i < n; ++i) out[i] = applyMap(fn_, param_, type.width, out[i]);
+  }
+  void reset() override { body_->reset(); }
+  void skip(uint64_t n) override { body_->skip(n); }
+
+private:
+  MapFn fn_;
+  uint64_t param_;
+  ReaderPtr body_;
+};
+
+class ScanReader final : public Reader {
+public:
+  ScanReader(StreamType t, const Scan &s, ReaderPtr body) : Reader(t), op_(s.op), init_(s.init), body_(std::move(body)) {}
+  void read(uint64_t *out, size_t n) override {
+    if (n == 0) return;
+    size_t i = 0;
+    if (!started_) {
+      out[0] = acc_ = init_;
+      started_ = true;
+      i = 1;
+    }
+    body_->read(out + i, n - i);
+    for (; i < n; ++i) out[i] = acc_ = scanStep(op_, type.width, acc_, out[i]);
+  }
+  void reset() override {
+    body_->reset();
+    started_ = false;
+  }
+
+private:
+  ScanOp op_;
+  uint64_t init_;
+  ReaderPtr body_;
+  uint64_t acc_ = 0;
+  bool started_ = false;
+};
+
+class MergeReader final : public Reader {
+public:
+  MergeReader(StreamType t, std::vector<ReaderPtr> fields)
+      : Reader(t), fields_(std::move(fields)),
+        scratch_(static_cast<size_t>(std::min<uint64_t>(Interpreter::kChunkWords, t.length))) {}
+  void read(uint64_t *out, size_t n) override {
+    fields_[0]->read(out, n);
+    for (size_t f = 1; f < fields_.size(); ++f) {
+      unsigned w = fields_[f]->type.width; // < 64: widths sum to at most 64 and field 0 has >= 1
+      fields_[f]->read(scratch_.data(), n);
+      for (size_t i = 0; i < n; ++i) out[i] = (out[i] << w) | scratch_[i];
+    }
+  }
+  void reset() override {
+    for (auto &f : fields_) f->reset();
+  }
+  void skip(uint64_t n) override {
+    for (auto &f : fields_) f->skip(n);
+  }
+
+private:
+  std::vector<ReaderPtr> fields_;
+  std::vector<uint64_t> scratch_;
+};
+
+StreamType typeOf(const std::vector<ReaderPtr> &rs, bool merge) {
+  StreamType t{rs[0]->type.width, merge ? rs[0]->type.length : 0};
+  if (merge) {
+    t.width = 0;
+    for (const auto &r : rs) t.width += r->type.width;
+  } else {
+    for (const auto &r : rs) t.length += r->type.length;
+  }
+  return t;
+}
+
+Result<ReaderPtr> makeReader(const Expr &e, const Payload &payload, RunState &state) {
+  auto children = [&](const std::vector<const Expr *> &kids) -> Result<std::vector<ReaderPtr>> {
+    std::vector<ReaderPtr> out;
+    for (const Expr *k : kids) {
+      auto r = makeReader(*k, payload, state);
+      if (!r) return r.error();
+      out.push_back(std::move(*r));
+    }
+    return out;
+  };
+  switch (e.kind) {
+  case NodeKind::Lit: {
+    auto cursor = LitCursor::open(as<Lit>(e), payload);
+    if (!cursor) return cursor.error();
+    return ReaderPtr(std::make_unique<LitReader>(as<Lit>(e).type, std::move(*cursor), state));
+  }
+  case NodeKind::Const: return ReaderPtr(std::make_unique<ConstReader>(as<Const>(e)));
+  case NodeKind::Hole: break;
+  default: {
+    auto kids = children(brevis::children(e));
+    if (!kids) return kids.error();
+    std::vector<ReaderPtr> &rs = *kids;
+    switch (e.kind) {
+    case NodeKind::Concat: {
+      StreamType t = typeOf(rs, false);
+      return ReaderPtr(std::make_unique<ConcatReader>(t, std::move(rs)));
+    }
+    case NodeKind::Repeat: {
+      StreamType t{rs[0]->type.width, rs[0]->type.length * as<Repeat>(e).count};
+      return ReaderPtr(std::make_unique<RepeatReader>(t, std::move(rs[0])));
+    }
+    case NodeKind::Map: {
+      StreamType t = rs[0]->type;
+      return ReaderPtr(std::make_unique<MapReader>(t, as<Map>(e), std::move(rs[0])));
+    }
+    case NodeKind::Scan: {
+      StreamType t{rs[0]->type.width, rs[0]->type.length + 1};
+      return ReaderPtr(std::make_unique<ScanReader>(t, as<Scan>(e), std::move(rs[0])));
+    }
+    case NodeKind::Merge: {
+      StreamType t = typeOf(rs, true);
+      return ReaderPtr(std::make_unique<MergeReader>(t, std::move(rs)));
+    }
+    default: break;
+    }
+  }
+  }
+  __builtin_trap(); // callers reject holes before execution
+}
+
+} // namespace
+
+Result<void> validateForExecution(const Expr &e, const Payload &payload) {
+  if (e.kind == NodeKind::Hole)
+    return Error{fmt::format("the program has a hole at line {}, column {}; fill it before running", e.loc.line,
+                             e.loc.column)};
+  if (e.kind == NodeKind::Lit) return validateLit(as<Lit>(e), payload);
+  for (const Expr *c : children(e)) BREVIS_TRY(validateForExecution(*c, payload));
+  return {};
+}
+
+namespace {
+
+/// Streams words [first, first + count) of `e` to `consume(rootType, words, n)` chunk by chunk;
+/// stops at the first decoding error or at the first error `consume` returns.
+template <typename Consume>
+Result<void> stream(const Expr &e, const Payload &payload, uint64_t first, uint64_t count, Consume consume) {
+  RunState state;
+  auto root = makeReader(e, payload, state);
+  if (!root) return root.error();
+  Reader &r = **root;
+  r.skip(first);
+  if (state.error) return *state.error;
+  std::vector<uint64_t> words(Interpreter::kChunkWords);
+  for (uint64_t done = 0; done < count;) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(Interpreter::kChunkWords, count - done));
+    r.read(words.data(), n);
+    if (state.error) return *state.error;
+    BREVIS_TRY(consume(r.type, words.data(), n));
+    done += n;
+  }
+  return {};
+}
+
+void storeLE(const uint64_t *words, size_t n, unsigned cb, uint8_t *out) {
+  for (size_t i = 0; i < n; ++i) std::memcpy(out + i * cb, &words[i], cb); // little-endian host
+}
+
+} // namespace
+
+Result<void> Interpreter::decodeWords(const Region &region, const Payload &payload, uint64_t first, uint64_t count,
+                                      ByteSink &sink) {
+  // The caller validated the program (RegionDecoder's contract); see validatePayload().
+  if (fusedKernelApplies(*region.program)) return decodeFused(*region.program, payload, first, count, sink);
+  std::vector<uint8_t> bytes(Interpreter::kChunkWords * 8);
+  return stream(*region.program, payload, first, count, [&](StreamType t, const uint64_t *words, size_t n) {
+    unsigned cb = containerBytes(t.width);
+    storeLE(words, n, cb, bytes.data());
+    return sink.write(bytes.data(), n * cb);
+  });
+}
+
+Result<std::vector<uint64_t>> evaluateWords(const Expr &e, const Payload &payload) {
+  BREVIS_TRY(validateForExecution(e, payload));
+  std::vector<uint64_t> out;
+  BREVIS_TRY(stream(e, payload, 0, streamTypeOf(e).length, [&](StreamType, const uint64_t *words, size_t n) -> Result<void> {
+    out.insert(out.end(), words, words + n);
+    return {};
+  }));
+  return out;
+}
+
+Result<void> evaluateTo(const Expr &e, const Payload &payload, ByteSink &sink) {
+  BREVIS_TRY(validateForExecution(e, payload));
+  std::vector<uint8_t> bytes(Interpreter::kChunkWords * 8);
+  return stream(e, payload, 0, streamTypeOf(e).length, [&](StreamType t, const uint64_t *words, size_t n) {
+    unsigned cb = containerBytes(t.width);
+    storeLE(words, n, cb, bytes.data());
+    return sink.write(bytes.data(), n * cb);
+  });
+}
+
+Result<Bytes> evaluate(const Expr &e, const Payload &payload) {
+  Bytes out;
+  VectorSink sink(out);
+  BREVIS_TRY(evaluateTo(e, payload, sink));
+  return out;
+}
+
+} // namespace brevis

@@ -1,0 +1,345 @@
+#include "runtime/execution/ParallelDecode.h"
+
+#include "runtime/containers/Checksum.h"
+#include "runtime/execution/Interpreter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace brevis {
+
+std::string regionLabel(const Region &r) {
+  switch (r.kind) {
+  case RegionKind::Header: return "the header";
+  case RegionKind::Bytes: return fmt::format("the bytes at @{}+{}", r.bytes.offset, r.bytes.size);
+  case RegionKind::Tensor: return fmt::format("tensor {}", r.name);
+  }
+  return {};
+}
+
+namespace {
+
+struct Piece {
+  size_t job, region;
+  uint64_t firstByte, size; ///< within the region
+  size_t hashSlot;          ///< where its hash goes
+};
+
+/// Performs positional writes on a thread of its own, so that the kernel's copying into the
+/// page cache overlaps decoding (as zstd's asynchronous I/O does). Memory is bounded: submit()
+/// waits while `maxQueued` buffers are pending. Buffers are written in submission order.
+class WriteQueue {
+public:
+  explicit WriteQueue(size_t maxQueued) : maxQueued_(maxQueued), thread_([this] { loop(); }) {}
+  ~WriteQueue() {
+    {
+      std::lock_guard lock(mutex_);
+      closing_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  /// Queues `buffer` for writing at `offset`; returns a spare buffer (any size, any contents) to
+  /// fill next.
+  Bytes submit(PositionalSink &out, uint64_t offset, Bytes buffer) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return pending_.size() < maxQueued_; });
+    pending_.push_back(Task{&out, offset, std::move(buffer)});
+    Bytes reuse;
+    if (!spare_.empty()) {
+      reuse = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    changed_.notify_all();
+    return reuse;
+  }
+  /// Waits until everything queued is written; the first write error, if any.
+  Result<void> drain() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return pending_.empty() && !busy_; });
+    if (error_) return *error_;
+    return {};
+  }
+
+private:
+  struct Task {
+    PositionalSink *out;
+    uint64_t offset;
+    Bytes data;
+  };
+  void loop() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      changed_.wait(lock, [&] { return !pending_.empty() || closing_; });
+      if (pending_.empty()) return;
+      Task t = std::move(pending_.front());
+      pending_.pop_front();
+      busy_ = true;
+      lock.unlock();
+      Result<void> r = error_ ? Result<void>{} : t.out->writeAt(t.offset, t.data.data(), t.data.size());
+      lock.lock();
+      busy_ = false;
+      if (!r && !error_) error_ = r.error();
+      spare_.push_back(std::move(t.data)); // kept at its size: the next user's resize clears nothing
+      changed_.notify_all();
+    }
+  }
+  const size_t maxQueued_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Task> pending_;
+  std::vector<Bytes> spare_;
+  std::optional<Error> error_;
+  bool busy_ = false, closing_ = false;
+  std::thread thread_;
+};
+
+/// Writes a run of consecutive output bytes at their place (one task: a large piece, or several
+/// small ones), counting progress. Decoders write small chunks, or decode straight into the
+/// buffer (reserve/commit); they are gathered into writes of kWriteBytes, which the kernel
+/// copies into the page cache far more cheaply than many small ones.
+class OutputBuffer {
+public:
+  static constexpr size_t kWriteBytes = size_t{1} << 20;
+  OutputBuffer(PositionalSink &out, uint64_t offset, uint64_t size, std::atomic<uint64_t> *progress, WriteQueue *queue)
+      : out_(out), offset_(offset), bufferBytes_(static_cast<size_t>(std::min<uint64_t>(size, kWriteBytes))),
+        progress_(progress), queue_(queue) {}
+  Result<void> write(const uint8_t *data, size_t size) {
+    while (size) {
+      if (!queue_ && used_ == 0 && size >= bufferBytes_) return emit(data, size); // large writes go straight through
+      size_t take = std::min(size, bufferBytes_ - used_);
+      std::memcpy(reserve(take), data, take);
+      BREVIS_TRY(commit(take));
+      data += take;
+      size -= take;
+    }
+    return {};
+  }
+  /// Room for `size` bytes in the buffer, or null if it is larger than the buffer.
+  uint8_t *reserve(size_t size) {
+    if (size > bufferBytes_) return nullptr;
+    if (used_ + size > bufferBytes_) {
+      auto flushed = flush();
+      if (!flushed && !error_) error_ = flushed.error();
+      used_ = 0; // after a failed write the bytes are dropped; commit() reports the failure
+    }
+    if (buffer_.size() < bufferBytes_) buffer_.resize(bufferBytes_);
+    return buffer_.data() + used_;
+  }
+  Result<void> commit(size_t size) {
+    if (error_) return *error_;
+    used_ += size;
+    if (used_ == bufferBytes_) return flush();
+    return {};
+  }
+  /// Whether a write failed (its error names no region: the bytes may be any piece's).
+  bool writeFailed() const { return writeFailed_; }
+  Result<void> flush() {
+    if (used_ == 0) return {};
+    const size_t size = used_;
+    used_ = 0;
+    if (queue_) {
+      buffer_.resize(size);
+      buffer_ = queue_->submit(out_, offset_ + written_, std::move(buffer_));
+      written_ += size;
+      if (progress_) progress_->fetch_add(size, std::memory_order_relaxed);
+      return {};
+    }
+    return emit(buffer_.data(), size);
+  }
+
+private:
+  Result<void> emit(const uint8_t *data, size_t size) {
+    auto wrote = out_.writeAt(offset_ + written_, data, size);
+    if (!wrote) {
+      writeFailed_ = true;
+      return wrote;
+    }
+    written_ += size;
+    if (progress_) progress_->fetch_add(size, std::memory_order_relaxed);
+    return {};
+  }
+  PositionalSink &out_;
+  uint64_t offset_;
+  size_t bufferBytes_; ///< kWriteBytes, or the whole task if smaller
+  std::atomic<uint64_t> *progress_;
+  WriteQueue *queue_;
+  Bytes buffer_;    ///< bytes [0, used_) wait to be written; it only grows (but for the buffers
+  size_t used_ = 0; ///< handed to the queue), so that no byte is cleared twice
+  std::optional<Error> error_;
+  uint64_t written_ = 0;
+  bool writeFailed_ = false;
+};
+
+/// One piece's bytes, hashed as they pass into its task's OutputBuffer.
+class PieceSink final : public ByteSink {
+public:
+  explicit PieceSink(OutputBuffer &buffer) : buffer_(buffer) {}
+  Result<void> write(const uint8_t *data, size_t size) override {
+    hash_.update(data, size);
+    written_ += size;
+    return buffer_.write(data, size);
+  }
+  uint8_t *reserve(size_t size) override {
+    reserved_ = buffer_.reserve(size);
+    return reserved_ ? reserved_ : ByteSink::reserve(size);
+  }
+  Result<void> commit(size_t size) override {
+    if (!reserved_) return ByteSink::commit(size); // through write()
+    hash_.update(reserved_, size);
+    written_ += size;
+    return buffer_.commit(size);
+  }
+  uint64_t written() const { return written_; }
+  uint64_t digest() const { return hash_.digest(); }
+
+private:
+  OutputBuffer &buffer_;
+  Xxh3Stream hash_;
+  uint8_t *reserved_ = nullptr;
+  uint64_t written_ = 0;
+};
+
+/// Runs work(i) for i in [0, n) on `threads` threads, in increasing order of i per thread and
+/// handed out in order; stops handing out work after the first failure. Returns the failure
+/// with the smallest i.
+template <typename Work> Result<void> runInOrder(size_t n, unsigned threads, Work work) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::optional<Error>> errors(n);
+  auto loop = [&] {
+    for (size_t i; !failed.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < n;) {
+      auto r = work(i);
+      if (!r) {
+        errors[i] = r.error();
+        failed = true;
+      }
+    }
+  };
+  threads = static_cast<unsigned>(std::clamp<size_t>(threads, 1, std::max<size_t>(n, 1)));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(loop);
+  loop();
+  for (auto &t : pool) t.join();
+  for (auto &e : errors)
+    if (e) return *e;
+  return {};
+}
+
+} // namespace
+
+Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder, const DecodeOptions &options) {
+  struct RegionRef {
+    size_t job, region;
+  };
+  std::vector<RegionRef> regions;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const Checkpoint &c = *jobs[j].checkpoint;
+    if (jobs[j].payload->size() != c.payloadSize)
+      return Error{fmt::format("{}: the payload has {} bytes, but the program expects {}", jobs[j].label,
+                               jobs[j].payload->size(), c.payloadSize)};
+    if (jobs[j].digests.size() != c.regions.size())
+      return Error{fmt::format("{}: {} region checksums for {} regions", jobs[j].label, jobs[j].digests.size(),
+                               c.regions.size())};
+    if (jobs[j].onlyRegions.empty())
+      for (size_t r = 0; r < c.regions.size(); ++r) regions.push_back({j, r});
+    else
+      for (size_t r : jobs[j].onlyRegions) regions.push_back({j, r});
+  }
+  auto describe = [&](const RegionRef &ref) {
+    return fmt::format("{}: {}", jobs[ref.job].label, regionLabel(jobs[ref.job].checkpoint->regions[ref.region]));
+  };
+
+  // 1. Every literal is validated before any decoder sees it.
+  BREVIS_TRY(runInOrder(regions.size(), options.threads, [&](size_t i) -> Result<void> {
+    const DecodeJob &job = jobs[regions[i].job];
+    auto valid = validateForExecution(*job.checkpoint->regions[regions[i].region].program, *job.payload);
+    if (!valid) return Error{fmt::format("{}: {}", describe(regions[i]), valid.error().message)};
+    return {};
+  }));
+  // 2. Per-checkpoint preparation (the JIT compiles every program here, on its own threads);
+  // a job for a few regions leaves them to be compiled on demand.
+  for (const DecodeJob &job : jobs)
+    if (job.onlyRegions.empty()) BREVIS_TRY(decoder.prepare(*job.checkpoint, *job.payload));
+
+  // 3. Pieces, in file order.
+  std::vector<Piece> pieces;
+  std::vector<size_t> firstSlot(regions.size());
+  for (size_t i = 0; i < regions.size(); ++i) {
+    const Region &r = jobs[regions[i].job].checkpoint->regions[regions[i].region];
+    firstSlot[i] = pieces.size();
+    for (uint64_t at = 0; at < r.bytes.size; at += kDigestPieceBytes)
+      pieces.push_back(Piece{regions[i].job, regions[i].region, at, std::min(kDigestPieceBytes, r.bytes.size - at),
+                             pieces.size()});
+  }
+  // Tasks: a large piece alone, or a run of small consecutive ones (many small tensors) that
+  // one thread decodes into one buffer, so that they make one write, not one each.
+  struct Task {
+    size_t firstPiece, pieces;
+    uint64_t offset, size; ///< in the job's output
+  };
+  std::vector<Task> tasks;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const Piece &p = pieces[i];
+    const uint64_t offset = jobs[p.job].checkpoint->regions[p.region].bytes.offset + p.firstByte;
+    if (!tasks.empty()) {
+      Task &t = tasks.back();
+      const Piece &last = pieces[t.firstPiece + t.pieces - 1];
+      if (last.job == p.job && t.offset + t.size == offset && t.size + p.size <= OutputBuffer::kWriteBytes) {
+        ++t.pieces;
+        t.size += p.size;
+        continue;
+      }
+    }
+    tasks.push_back(Task{i, 1, offset, p.size});
+  }
+
+  std::vector<uint64_t> hashes(pieces.size());
+  std::optional<WriteQueue> queue;
+  if (options.asyncWrites) queue.emplace(4 + 2 * size_t{std::max(options.threads, 1u)});
+  auto decoded = runInOrder(tasks.size(), options.threads, [&](size_t t) -> Result<void> {
+    const Task &task = tasks[t];
+    const DecodeJob &job = jobs[pieces[task.firstPiece].job];
+    OutputBuffer buffer(*job.output, task.offset, task.size, options.progress, queue ? &*queue : nullptr);
+    for (size_t i = task.firstPiece; i < task.firstPiece + task.pieces; ++i) {
+      const Piece &p = pieces[i];
+      const Region &r = job.checkpoint->regions[p.region];
+      const unsigned wordBytes = containerBytes(streamTypeOf(*r.program).width);
+      PieceSink sink(buffer);
+      auto done = decoder.decodeWords(r, *job.payload, p.firstByte / wordBytes, p.size / wordBytes, sink);
+      if (!done && buffer.writeFailed()) return Error{fmt::format("{}: {}", job.label, done.error().message)};
+      if (!done) return Error{fmt::format("{}: {}: {}", job.label, regionLabel(r), done.error().message)};
+      if (sink.written() != p.size)
+        return Error{fmt::format("{}: {} produced {} bytes instead of {} at byte {}", job.label, regionLabel(r),
+                                 sink.written(), p.size, p.firstByte)};
+      hashes[p.hashSlot] = sink.digest();
+    }
+    auto flushed = buffer.flush();
+    if (!flushed) return Error{fmt::format("{}: {}", job.label, flushed.error().message)};
+    return {};
+  });
+  if (queue) {
+    auto written = queue->drain();
+    if (decoded && !written) decoded = written;
+  }
+  BREVIS_TRY(decoded);
+
+  // 4. Digests.
+  for (size_t i = 0; i < regions.size(); ++i) {
+    const Region &r = jobs[regions[i].job].checkpoint->regions[regions[i].region];
+    size_t count = (r.bytes.size + kDigestPieceBytes - 1) / kDigestPieceBytes;
+    uint64_t digest = combinePieceHashes(std::span<const uint64_t>(hashes).subspan(firstSlot[i], count));
+    if (digest != jobs[regions[i].job].digests[regions[i].region])
+      return Error{fmt::format("{}: the decoded bytes do not match their checksum", describe(regions[i]))};
+  }
+  return {};
+}
+
+} // namespace brevis

@@ -1,0 +1,50 @@
+#pragma once
+// Decoding whole checkpoints on several threads. The work is split into pieces: every region,
+// cut at multiples of kDigestPieceBytes of its output, so that many small tensors and one huge
+// one both spread over the threads. Each piece is decoded straight to its place in the output
+// (positional writes, memory bounded by one chunk per thread) and hashed where it is produced;
+// runs of small consecutive pieces are one thread's task and one write, not one each;
+// the pieces' hashes make each region's digest, compared with the archive index. The output is
+// the same for any thread count; with one thread pieces are produced in file order, so the
+// output may be a pipe.
+#include "lang/Ast.h"
+#include "lang/Result.h"
+#include "runtime/execution/ByteSink.h"
+#include "runtime/containers/Payload.h"
+#include "runtime/execution/RegionDecoder.h"
+
+#include <atomic>
+#include <span>
+#include <string>
+
+namespace brevis {
+
+/// One file to rebuild: its program, payload, expected region digests and destination.
+struct DecodeJob {
+  const Checkpoint *checkpoint = nullptr;
+  const Payload *payload = nullptr;
+  std::span<const uint64_t> digests; ///< one per region (regionDigest of the original bytes)
+  PositionalSink *output = nullptr;
+  std::string label; ///< names the file in messages
+  /// Only these regions (indices into checkpoint->regions); all when empty.
+  std::vector<size_t> onlyRegions;
+};
+
+struct DecodeOptions {
+  unsigned threads = 1;
+  /// Bytes decoded so far, for progress displays (may be null).
+  std::atomic<uint64_t> *progress = nullptr;
+  /// Hand output writes to a thread of their own (worth it for files: the kernel's copy into the
+  /// page cache then overlaps decoding).
+  bool asyncWrites = false;
+};
+
+/// Validates every literal the jobs' regions read (on the threads), prepares the decoder for each
+/// job, decodes every piece and checks every region's digest. The first failure in file order
+/// is reported, naming the file and region.
+Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder, const DecodeOptions &options);
+
+/// A label for a region in messages: "tensor NAME", "the header", "the bytes at @O+S".
+std::string regionLabel(const Region &r);
+
+} // namespace brevis
