@@ -3,13 +3,13 @@
 #include "runtime/containers/Checksum.h"
 #include "runtime/codecs/LitEncode.h"
 #include "runtime/containers/Safetensors.h"
+#include "runtime/execution/ThreadPool.h"
 #include "synth/BaselineSchemes.h"
 #include "synth/Literals.h"
 
 #include <atomic>
 #include <cstring>
 #include <optional>
-#include <thread>
 
 namespace brevis {
 
@@ -113,9 +113,8 @@ SynthOutput synthesizeTemplate(ByteSpan file, const std::string &sourceName, con
   }
 
   std::vector<Bytes> payloads(c.regions.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < c.regions.size();) {
+  parallelFor(c.regions.size(), options.threads, [&](size_t i) {
+    {
       Region &r = c.regions[i];
       ByteSpan bytes = file.subspan(r.bytes.offset, r.bytes.size);
       struct Done {
@@ -129,7 +128,7 @@ SynthOutput synthesizeTemplate(ByteSpan file, const std::string &sourceName, con
         r.program = options.scheme == TensorScheme::FloatFields
                         ? bytesProgram(bytes, payloads[i], options.policy)
                         : makeLitFrom(readWords(bytes, 1), 8, payloads[i], {Encoding::Raw, Encoding::Huffman});
-        continue;
+        return;
       }
       switch (options.scheme) {
       case TensorScheme::FloatFields: r.program = synthesizeTensor(r.dtype, bytes, payloads[i], options.policy); break;
@@ -137,11 +136,7 @@ SynthOutput synthesizeTemplate(ByteSpan file, const std::string &sourceName, con
       case TensorScheme::DFloat11: r.program = dfloat11Tensor(r.dtype, bytes, payloads[i]); break;
       }
     }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < std::min<size_t>(std::max(options.threads, 1u), c.regions.size()); ++t) pool.emplace_back(work);
-  work();
-  for (auto &t : pool) t.join();
+  });
 
   size_t total = 0;
   for (const Bytes &p : payloads) total += p.size();

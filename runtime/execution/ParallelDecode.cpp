@@ -2,6 +2,7 @@
 
 #include "runtime/containers/Checksum.h"
 #include "runtime/execution/Interpreter.h"
+#include "runtime/execution/ThreadPool.h"
 
 #include <fmt/format.h>
 
@@ -207,32 +208,6 @@ private:
   uint64_t written_ = 0;
 };
 
-/// Runs work(i) for i in [0, n) on `threads` threads, in increasing order of i per thread and
-/// handed out in order; stops handing out work after the first failure. Returns the failure
-/// with the smallest i.
-template <typename Work> Result<void> runInOrder(size_t n, unsigned threads, Work work) {
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  std::vector<std::optional<Error>> errors(n);
-  auto loop = [&] {
-    for (size_t i; !failed.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < n;) {
-      auto r = work(i);
-      if (!r) {
-        errors[i] = r.error();
-        failed = true;
-      }
-    }
-  };
-  threads = static_cast<unsigned>(std::clamp<size_t>(threads, 1, std::max<size_t>(n, 1)));
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(loop);
-  loop();
-  for (auto &t : pool) t.join();
-  for (auto &e : errors)
-    if (e) return *e;
-  return {};
-}
-
 } // namespace
 
 Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder, const DecodeOptions &options) {
@@ -258,7 +233,7 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
   };
 
   // 1. Every literal is validated before any decoder sees it.
-  BREVIS_TRY(runInOrder(regions.size(), options.threads, [&](size_t i) -> Result<void> {
+  BREVIS_TRY(parallelForEach(regions.size(), options.threads, [&](size_t i) -> Result<void> {
     const DecodeJob &job = jobs[regions[i].job];
     auto valid = validateForExecution(*job.checkpoint->regions[regions[i].region].program, *job.payload);
     if (!valid) return Error{fmt::format("{}: {}", describe(regions[i]), valid.error().message)};
@@ -304,7 +279,7 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
   std::vector<uint64_t> hashes(pieces.size());
   std::optional<WriteQueue> queue;
   if (options.asyncWrites) queue.emplace(4 + 2 * size_t{std::max(options.threads, 1u)});
-  auto decoded = runInOrder(tasks.size(), options.threads, [&](size_t t) -> Result<void> {
+  auto decoded = parallelForEach(tasks.size(), options.threads, [&](size_t t) -> Result<void> {
     const Task &task = tasks[t];
     const DecodeJob &job = jobs[pieces[task.firstPiece].job];
     OutputBuffer buffer(*job.output, task.offset, task.size, options.progress, queue ? &*queue : nullptr);
