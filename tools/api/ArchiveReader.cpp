@@ -1,38 +1,13 @@
 #include "tools/api/ArchiveReader.h"
 
-#include "codegen/JitDecoder.h"
 #include "lang/Printer.h"
-#include "frontend/Parser.h"
-#include "lang/Diagnostics.h"
-#include "lang/TypeChecker.h"
-#include "runtime/execution/Interpreter.h"
 #include "runtime/execution/ParallelDecode.h"
+#include "tools/api/DecoderFactory.h"
+#include "tools/api/ProgramText.h"
 
 #include <fmt/format.h>
 
 namespace brevis {
-
-Result<std::unique_ptr<RegionDecoder>> makeRegionDecoder(bool jit, std::function<void(const std::string &)> notice) {
-  if (!jit) return std::unique_ptr<RegionDecoder>(std::make_unique<Interpreter>());
-  auto decoder = JitDecoder::create(std::move(notice));
-  if (!decoder) return decoder.error();
-  return std::unique_ptr<RegionDecoder>(std::move(*decoder));
-}
-
-std::optional<Module> parseProgram(const std::string &name, std::string text, bool requireRunnable,
-                                   std::string &diagnostics) {
-  Diagnostics diags(name, std::move(text));
-  auto module = parseModule(diags);
-  if (module) {
-    TypeChecker checker(diags, /*recordTypes=*/false);
-    checker.checkModule(*module);
-    if (!diags.hasErrors() && requireRunnable && checker.sawHole())
-      diags.error(SourceLoc{}, "the program has holes ('?'); fill them before running it");
-  }
-  diagnostics += diags.render();
-  if (diags.hasErrors()) return std::nullopt;
-  return module;
-}
 
 Result<ArchiveReader> ArchiveReader::open(const std::string &path, ArchiveReadOptions options,
                                           std::string *diagnostics) {

@@ -42,14 +42,6 @@ struct ReadOptions {
   bool asyncWrites = false;                      ///< write on a thread of its own (file outputs)
 };
 
-/// The interpreter, or the JIT reporting notices through `notice`.
-Result<std::unique_ptr<RegionDecoder>> makeRegionDecoder(bool jit, std::function<void(const std::string &)> notice);
-
-/// Parses and type-checks program text; diagnostics (file:line:col, source line, caret) are
-/// appended to `diagnostics`. With `requireRunnable`, a program with holes is refused.
-std::optional<Module> parseProgram(const std::string &name, std::string text, bool requireRunnable,
-                                   std::string &diagnostics);
-
 class ArchiveReader {
 public:
   /// Reads and checks an archive as far as can be done without decoding. Diagnostics of a

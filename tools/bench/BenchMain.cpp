@@ -5,6 +5,8 @@
 // machine drift hits every compressor alike. Sizes are exact; speeds are medians in GB/s of
 // original bytes; peak memory is measured in a forked child per compressor.
 #include "tools/api/ArchiveReader.h"
+#include "tools/api/DecoderFactory.h"
+#include "tools/api/ProgramText.h"
 #include "tools/bench/PeerCodecs.h"
 
 #include "lang/Printer.h"

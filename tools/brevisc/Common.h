@@ -8,6 +8,8 @@
 #include "runtime/execution/ParallelDecode.h"
 #include "runtime/containers/Payload.h"
 #include "tools/api/ArchiveReader.h"
+#include "tools/api/DecoderFactory.h"
+#include "tools/api/ProgramText.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

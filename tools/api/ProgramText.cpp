@@ -1,0 +1,24 @@
+#include "tools/api/ProgramText.h"
+
+#include "frontend/Parser.h"
+#include "lang/Diagnostics.h"
+#include "lang/TypeChecker.h"
+
+namespace brevis {
+
+std::optional<Module> parseProgram(const std::string &name, std::string text, bool requireRunnable,
+                                   std::string &diagnostics) {
+  Diagnostics diags(name, std::move(text));
+  auto module = parseModule(diags);
+  if (module) {
+    TypeChecker checker(diags, /*recordTypes=*/false);
+    checker.checkModule(*module);
+    if (!diags.hasErrors() && requireRunnable && checker.sawHole())
+      diags.error(SourceLoc{}, "the program has holes ('?'); fill them before running it");
+  }
+  diagnostics += diags.render();
+  if (diags.hasErrors()) return std::nullopt;
+  return module;
+}
+
+} // namespace brevis
