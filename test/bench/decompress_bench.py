@@ -17,9 +17,11 @@ to round: no tool always follows the same one.
 Reports the median wall time, GB/s of original bytes, and each speed as a ratio to zstd -d
 (every sample goes to stderr).
 
-Usage: decompress_bench.py [--brevisc PATH] [--gen PATH] [--rounds N] [--synthetic SIZE]
-                           [--workdir DIR] [--markdown] [FILE ...]
+Usage: decompress_bench.py [--brevisc PATH] [--baseline PATH] [--gen PATH] [--rounds N]
+                           [--synthetic SIZE] [--workdir DIR] [--markdown] [FILE ...]
 With --synthetic SIZE (e.g. 1GiB), a deterministic checkpoint from brevis-gen is added.
+With --baseline PATH, another brevisc build (before a change) decodes the same archive in the
+same rounds ("baseline -T1" ...), so that a change's effect is measured in one run.
 """
 import argparse
 import os
@@ -49,6 +51,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("files", nargs="*")
     p.add_argument("--brevisc", default=os.path.join(root, "build/tools/brevisc/brevisc"))
+    p.add_argument("--baseline", help="another brevisc binary to time on the same archives")
     p.add_argument("--gen", default=os.path.join(root, "build/tools/gen/brevis-gen"))
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--synthetic", help="add a synthetic BF16 checkpoint of this size (e.g. 1GiB)")
@@ -83,6 +86,9 @@ def main():
             "brevisc -T2": [a.brevisc, "decompress", "-q", "-f", "-T", "2", brv, "-o", out],
             "brevisc -T1 --jit": [a.brevisc, "decompress", "-q", "-f", "-T", "1", "--jit", brv, "-o", out],
         }
+        if a.baseline:
+            for t in ["-T1", "-T2", "-T1 --jit"]:
+                tools["baseline " + t] = [a.baseline] + tools["brevisc " + t][1:]
         if shutil.which("taskset"):
             tools["zstd -d, 1 CPU"] = ["taskset", "-c", "0"] + tools["zstd -d"]
             tools["brevisc -T1, 1 CPU"] = ["taskset", "-c", "0"] + tools["brevisc -T1"]
