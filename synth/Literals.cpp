@@ -14,30 +14,29 @@ std::vector<uint64_t> readWords(ByteSpan bytes, unsigned wordBytes) {
   return words;
 }
 
+namespace {
+
+/// A Lit node for what `encode` appends to `payload`.
+template <typename Encode>
+ExprPtr litOf(std::span<const uint64_t> words, unsigned width, Bytes &payload, Encode encode) {
+  const uint64_t offset = payload.size();
+  const Encoding encoding = encode();
+  return Lit::make(StreamType{width, words.size()}, encoding, ByteRange{offset, payload.size() - offset});
+}
+
+} // namespace
+
 ExprPtr makeLit(std::span<const uint64_t> words, unsigned width, Bytes &payload, EncodePolicy policy) {
-  uint64_t offset = payload.size();
-  Encoding enc = encodeSmallest(words, width, payload, policy);
-  return Lit::make(StreamType{width, words.size()}, enc, ByteRange{offset, payload.size() - offset});
+  return litOf(words, width, payload, [&] { return encodeSmallest(words, width, payload, policy); });
 }
 
 ExprPtr makeLitFrom(std::span<const uint64_t> words, unsigned width, Bytes &payload,
                     std::initializer_list<Encoding> encodings) {
-  Bytes best, candidate;
-  Encoding chosen = Encoding::Raw;
-  bool have = false;
-  for (Encoding e : encodings) {
-    candidate.clear();
-    if (!encodeLit(e, words, width, candidate)) continue;
-    if (!have || candidate.size() < best.size()) {
-      std::swap(best, candidate);
-      chosen = e;
-      have = true;
-    }
-  }
-  if (!have) encodeLit(chosen = Encoding::Raw, words, width, best);
-  uint64_t offset = payload.size();
-  payload.insert(payload.end(), best.begin(), best.end());
-  return Lit::make(StreamType{width, words.size()}, chosen, ByteRange{offset, best.size()});
+  return litOf(words, width, payload, [&] { return encodeSmallestOf(words, width, payload, encodings); });
+}
+
+ExprPtr makeHuffmanOrRawLit(std::span<const uint64_t> words, unsigned width, Bytes &payload) {
+  return makeLitFrom(words, width, payload, {Encoding::Raw, Encoding::Huffman});
 }
 
 } // namespace brevis

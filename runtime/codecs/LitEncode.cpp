@@ -1,13 +1,10 @@
 #include "runtime/codecs/LitEncode.h"
 
-#include <algorithm>
-
 #include "runtime/codecs/huffman/HuffmanEncode.h"
 #include "runtime/codecs/rans/Rans16.h"
 #include "runtime/codecs/rans/RansCodec.h"
 
 #include <bit>
-#include <cmath>
 
 namespace brevis {
 
@@ -46,19 +43,6 @@ void encodeRaw(std::span<const uint64_t> words, unsigned width, Bytes &out) {
     for (unsigned k = 0; k < cb; ++k, ++at) out[at] = static_cast<uint8_t>(w >> (8 * k));
 }
 
-double entropyBits(std::span<const uint64_t> counts, uint64_t total) {
-  double bits = 0;
-  for (uint64_t c : counts)
-    if (c) bits -= static_cast<double>(c) * std::log2(static_cast<double>(c) / static_cast<double>(total));
-  return bits;
-}
-
-/// Literals up to this many words estimate rans_o1 from their sorted (previous, word) pairs
-/// rather than from a table of all 65,536.
-constexpr uint64_t kSparsePairsMaxWords = 4096;
-
-uint64_t blocksOf(uint64_t n, uint64_t blockWords) { return n / blockWords + (n % blockWords != 0); }
-
 } // namespace
 
 bool encodingApplies(Encoding encoding, std::span<const uint64_t> words, unsigned width) {
@@ -90,149 +74,6 @@ bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned widt
 uint64_t encodedSize(Encoding encoding, std::span<const uint64_t> words, unsigned width) {
   if (encoding == Encoding::Raw) return words.size() * containerBytes(width);
   return bitpackPayloadSize(words.size(), usedBits(words));
-}
-
-EncodePolicy policyForLevel(int level) {
-  static constexpr double kMinGain[] = {0.05, 0.04, 0.03, 0.02, 0.01, 0.005, 0.002, 0.001, 0.0};
-  return EncodePolicy{kMinGain[std::clamp(level, 1, 9) - 1]};
-}
-
-namespace {
-/// From this size of the best encoding so far, estimates decide which slower candidates to try.
-constexpr uint64_t kPromiseMinBytes = uint64_t{1} << 16;
-} // namespace
-
-Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &out, EncodePolicy policy) {
-  Encoding best = encodedSize(Encoding::Bitpack, words, width) < encodedSize(Encoding::Raw, words, width)
-                      ? Encoding::Bitpack
-                      : Encoding::Raw;
-  uint64_t bestSize = encodedSize(best, words, width);
-  Bytes bestBytes, candidate;
-  for (Encoding e : {Encoding::Huffman, Encoding::Rans, Encoding::RansO1}) {
-    // Only encode a candidate whose estimate comes near the best so far.
-    auto estimate = estimateSize(e, words, width);
-    if (!estimate || static_cast<double>(*estimate) > static_cast<double>(bestSize) * (1 + kEstimateRelative) + kEstimateAbsolute)
-      continue;
-    // On large literals, a policy asking for a gain encodes only candidates whose estimate
-    // promises it: near-uniform mantissa bytes come within a fraction of a percent of bitpack
-    // in every coder, and trying all three took half of the compression time for nothing kept.
-    // (There the estimates are within ~0.1%: tables and framing, which they model least well,
-    // are a small part. Small literals are cheap to try and are always tried.)
-    if (policy.minGain > 0 && bestSize >= kPromiseMinBytes &&
-        static_cast<double>(*estimate) >= static_cast<double>(bestSize) * (1 - policy.minGain))
-      continue;
-    candidate.clear();
-    // Candidates come in decreasing decoding speed: a slower one must win by the policy's margin.
-    if (!encodeLit(e, words, width, candidate) ||
-        static_cast<double>(candidate.size()) >= static_cast<double>(bestSize) * (1 - policy.minGain) ||
-        candidate.size() >= bestSize)
-      continue;
-    best = e;
-    bestSize = candidate.size();
-    std::swap(bestBytes, candidate);
-  }
-  if (best == Encoding::Raw || best == Encoding::Bitpack)
-    encodeLit(best, words, width, out);
-  else
-    out.insert(out.end(), bestBytes.begin(), bestBytes.end());
-  return best;
-}
-
-std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t> words, unsigned width) {
-  const uint64_t n = words.size();
-  switch (encoding) {
-  case Encoding::Raw:
-  case Encoding::Bitpack: return encodedSize(encoding, words, width);
-  case Encoding::Huffman: {
-    if (n == 0) return std::nullopt;
-    auto h = histogram(words, width, kHuffmanMaxSymbols);
-    if (!h) return std::nullopt;
-    const size_t k = h->words.size();
-    HuffmanCode code;
-    code.words = h->words;
-    uint64_t bits = 0;
-    if (k >= 2) {
-      unsigned limit = std::max(14u, k <= 1 ? 0u : 64 - static_cast<unsigned>(__builtin_clzll(k - 1)));
-      code.lengths = huffmanLengths(h->counts, limit);
-      for (size_t i = 0; i < k; ++i) bits += h->counts[i] * code.lengths[i];
-    }
-    uint64_t blocks = k >= 2 ? blocksOf(n, kHuffmanBlockWords) : 0;
-    // Per block: three word counts and four stream sizes (about 3 bytes each) and half a byte
-    // of padding per stream.
-    return huffmanCodeSize(code) + (k >= 2 ? 4 : 0) + bits / 8 + blocks * ((2 * kHuffmanStreams - 1) * 3 + 2);
-  }
-  case Encoding::Rans: {
-    if (n == 0 || width > maxEncodingWidth(encoding)) return std::nullopt;
-    if (width > kRansMaxWidth) {
-      auto h = histogram(words, width, uint64_t{1} << 16);
-      // The table: each word's gap and frequency as varints (about 2 + 2 bytes); per block, four
-      // final states; the coded bits at the entropy.
-      uint64_t blocks = blocksOf(n, kRans16BlockWords);
-      return static_cast<uint64_t>(entropyBits(h->counts, n) / 8) + h->words.size() * 4 + blocks * 20 + 8;
-    }
-    uint64_t counts[256] = {};
-    countWords(words, width, counts);
-    unsigned distinct = 0;
-    for (uint64_t c : counts) distinct += c != 0;
-    uint64_t blocks = blocksOf(n, kRansBlockWords);
-    // htscodecs: a frequency table of about 2 bytes per symbol, 32 final states of 4 bytes; it
-    // stores a block as is when coding would not make it smaller.
-    uint64_t coded = static_cast<uint64_t>(entropyBits(counts, n) / 8) + blocks * (distinct * 2 + 140);
-    return std::min(coded, n + blocks * 16) + 4;
-  }
-  case Encoding::RansO1: {
-    if (n == 0 || width > kRansMaxWidth) return std::nullopt;
-    double bits = 0;
-    uint64_t used = 0;
-    if (n <= kSparsePairsMaxWords) {
-      // The same sums from the sorted pairs: a table of every pair (512 KB to clear) per small
-      // literal was most of the synthesis time of a checkpoint of many small tensors.
-      std::vector<uint16_t> pairs(n);
-      uint8_t previous = 0;
-      for (size_t i = 0; i < n; ++i) {
-        pairs[i] = static_cast<uint16_t>(previous * 256 + words[i]);
-        previous = static_cast<uint8_t>(words[i]);
-      }
-      std::sort(pairs.begin(), pairs.end());
-      for (size_t row = 0; row < n;) {
-        size_t rowEnd = row;
-        while (rowEnd < n && pairs[rowEnd] >> 8 == pairs[row] >> 8) ++rowEnd;
-        double rowBits = 0; // summed in symbol order, as entropyBits does
-        for (size_t i = row; i < rowEnd;) {
-          size_t j = i;
-          while (j < rowEnd && pairs[j] == pairs[i]) ++j;
-          const auto count = static_cast<double>(j - i), total = static_cast<double>(rowEnd - row);
-          rowBits -= count * std::log2(count / total);
-          ++used;
-          i = j;
-        }
-        bits += rowBits;
-        row = rowEnd;
-      }
-    } else {
-      std::vector<uint64_t> pairs(256 * 256, 0);
-      uint64_t contexts[256] = {};
-      uint8_t previous = 0;
-      for (uint64_t w : words) {
-        ++pairs[previous * 256 + w];
-        ++contexts[previous];
-        previous = static_cast<uint8_t>(w);
-      }
-      for (unsigned c = 0; c < 256; ++c) {
-        if (!contexts[c]) continue;
-        std::span<const uint64_t> row(pairs.data() + c * 256, 256);
-        bits += entropyBits(row, contexts[c]);
-        for (uint64_t x : row) used += x != 0;
-      }
-    }
-    uint64_t blocks = blocksOf(n, kRansBlockWords);
-    // Order-1 tables: about 0.55 bytes per used (context, symbol) pair (measured on real
-    // exponent and mantissa streams); stored as is when coding would not help.
-    uint64_t coded = static_cast<uint64_t>(bits / 8) + blocks * (used * 55 / 100 + 300);
-    return std::min(coded, n + blocks * 16) + 4;
-  }
-  }
-  return std::nullopt;
 }
 
 } // namespace brevis

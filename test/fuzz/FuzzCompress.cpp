@@ -8,7 +8,7 @@
 #include "lang/TypeChecker.h"
 #include "runtime/execution/CheckpointRunner.h"
 #include "runtime/execution/Interpreter.h"
-#include "synth/TemplateSynth.h"
+#include "synth/Driver.h"
 
 #include <cstring>
 
@@ -17,9 +17,9 @@ using namespace brevis;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const ByteSpan file(data, size);
   // The level follows the input, so that every policy is exercised.
-  SynthOptions options;
-  options.policy = policyForLevel(1 + static_cast<int>(size % 9));
-  SynthOutput synth = synthesizeTemplate(file, "fuzz.safetensors", "fuzz.bdsl.bin", options);
+  auto strategy = makeStrategy(kDefaultStrategy, StrategyOptions{policyForLevel(1 + static_cast<int>(size % 9))});
+  if (!strategy) __builtin_trap();
+  SynthOutput synth = synthesizeCheckpoint(file, "fuzz.safetensors", "fuzz.bdsl.bin", **strategy);
   const std::string text = printCheckpoint(synth.checkpoint);
   Diagnostics diags("fuzz.bdsl", text);
   auto module = parseModule(diags);

@@ -6,6 +6,7 @@
 // encoding encodeSmallest keeps must too.
 #include "runtime/codecs/LitDecode.h"
 #include "runtime/codecs/LitEncode.h"
+#include "synth/CostModel.h"
 
 #include <cstddef>
 #include <cstdint>

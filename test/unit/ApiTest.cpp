@@ -5,7 +5,7 @@
 #include "runtime/containers/Checksum.h"
 #include "runtime/containers/FileIO.h"
 #include "runtime/containers/Safetensors.h"
-#include "synth/TemplateSynth.h"
+#include "synth/Driver.h"
 #include "tools/api/ArchiveBuilder.h"
 #include "tools/api/ArchiveReader.h"
 #include "tools/api/Decoding.h"
@@ -34,7 +34,9 @@ void writeArchiveFile(const std::string &out, const std::vector<std::pair<std::s
   ArchiveWriter writer(**file);
   std::vector<ArchiveMember> members;
   for (const auto &[path, bytes] : files) {
-    SynthOutput synth = synthesizeTemplate(bytes, path, path + ".bin");
+    auto strategy = makeStrategy(kDefaultStrategy);
+    ASSERT_TRUE(strategy);
+    SynthOutput synth = synthesizeCheckpoint(bytes, path, path + ".bin", **strategy);
     ArchiveMember m;
     m.path = path;
     m.sourceSize = bytes.size();
@@ -118,7 +120,9 @@ TEST(ArchiveReader, RefusesForeignFilesAndBrokenPrograms) {
 
 namespace {
 MemberSource memberOf(const std::string &path, const Bytes &bytes) {
-  SynthOutput synth = synthesizeTemplate(bytes, path, path + ".bin");
+  auto strategy = makeStrategy(kDefaultStrategy);
+  EXPECT_TRUE(strategy);
+  SynthOutput synth = synthesizeCheckpoint(bytes, path, path + ".bin", **strategy);
   MemberSource m{path, std::move(synth.checkpoint), Payload(std::move(synth.payload)), {}};
   m.digests = regionDigests(m.checkpoint, bytes);
   return m;

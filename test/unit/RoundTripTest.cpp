@@ -12,7 +12,7 @@
 #include "runtime/execution/Interpreter.h"
 #include "runtime/containers/Checksum.h"
 #include "runtime/execution/ParallelDecode.h"
-#include "synth/TemplateSynth.h"
+#include "synth/Driver.h"
 #include "tools/gen/SyntheticCheckpoint.h"
 
 #include <fmt/format.h>
@@ -25,6 +25,13 @@
 using namespace brevis;
 
 namespace {
+
+/// The default strategy, keeping the exact smallest encodings (level 9).
+SynthOutput synthesize(ByteSpan file, const std::string &name, const std::string &payloadName, unsigned threads = 1) {
+  auto strategy = makeStrategy(kDefaultStrategy);
+  EXPECT_TRUE(strategy);
+  return synthesizeCheckpoint(file, name, payloadName, **strategy, SynthOptions{threads});
+}
 
 class RoundTrip : public ::testing::TestWithParam<std::string> {
 protected:
@@ -60,7 +67,7 @@ protected:
 TEST_P(RoundTrip, SynthPrintParseRunIsBitExact) {
   Bytes file = original();
   ASSERT_FALSE(file.empty());
-  SynthOutput synth = synthesizeTemplate(file, GetParam(), "synth.bdsl.bin");
+  SynthOutput synth = synthesize(file, GetParam(), "synth.bdsl.bin");
   ASSERT_FALSE(synth.notSafetensorsReason) << *synth.notSafetensorsReason;
   std::string text = printCheckpoint(synth.checkpoint);
   auto module = reparse(text);
@@ -81,9 +88,9 @@ TEST_P(RoundTrip, SynthPrintParseRunIsBitExact) {
 
 TEST_P(RoundTrip, ArchiveRoundTripIsBitExactOnAnyThreadCount) {
   Bytes file = original();
-  SynthOutput synth = synthesizeTemplate(file, GetParam(), "synth.bdsl.bin", SynthOptions{.threads = 3});
+  SynthOutput synth = synthesize(file, GetParam(), "synth.bdsl.bin", 3);
   // Synthesis does not depend on the thread count.
-  SynthOutput serial = synthesizeTemplate(file, GetParam(), "synth.bdsl.bin", SynthOptions{.threads = 1});
+  SynthOutput serial = synthesize(file, GetParam(), "synth.bdsl.bin", 1);
   EXPECT_EQ(printCheckpoint(synth.checkpoint), printCheckpoint(serial.checkpoint));
   EXPECT_EQ(synth.payload, serial.payload);
 
@@ -141,9 +148,33 @@ TEST_P(RoundTrip, ArchiveRoundTripIsBitExactOnAnyThreadCount) {
   EXPECT_NE(wrong.error().message.find("do not match their checksum"), std::string::npos) << wrong.error().message;
 }
 
+TEST_P(RoundTrip, EveryStrategyIsBitExactOnAnyThreadCount) {
+  Bytes file = original();
+  for (std::string_view name : strategyNames()) {
+    auto strategy = makeStrategy(name, StrategyOptions{policyForLevel(kDefaultLevel)});
+    ASSERT_TRUE(strategy) << name;
+    SynthOutput serial = synthesizeCheckpoint(file, GetParam(), "synth.bdsl.bin", **strategy, SynthOptions{1});
+    SynthOutput parallel = synthesizeCheckpoint(file, GetParam(), "synth.bdsl.bin", **strategy, SynthOptions{3});
+    const std::string text = printCheckpoint(serial.checkpoint);
+    EXPECT_EQ(printCheckpoint(parallel.checkpoint), text) << name;
+    EXPECT_EQ(parallel.payload, serial.payload) << name;
+    auto module = reparse(text);
+    ASSERT_TRUE(module) << name;
+    Interpreter interpreter;
+    EXPECT_EQ(decodeWith(interpreter, module->checkpoint(), Payload::fromBytes(serial.payload)), file) << name;
+  }
+}
+
+TEST(Strategy, AnUnknownNameIsAnErrorListingTheKnownOnes) {
+  EXPECT_EQ(strategyNames().front(), kDefaultStrategy);
+  auto none = makeStrategy("lzma");
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().message, "unknown synthesis strategy 'lzma' (known: floatfields, zipnn, dfloat11)");
+}
+
 TEST_P(RoundTrip, CorruptPayloadIsCaughtNotMisdecoded) {
   Bytes file = original();
-  SynthOutput synth = synthesizeTemplate(file, GetParam(), "synth.bdsl.bin");
+  SynthOutput synth = synthesize(file, GetParam(), "synth.bdsl.bin");
   // Flip a bit in the last literal's payload (a mantissa field): decoding must fail the checksum.
   synth.payload[synth.payload.size() - 3] ^= 0x01;
   Interpreter interpreter;
@@ -161,7 +192,7 @@ INSTANTIATE_TEST_SUITE_P(CommittedCheckpoints, RoundTrip,
 TEST(RoundTripNonSafetensors, ArbitraryBytesAreKeptAsOneStream) {
   Bytes file(5000);
   for (size_t i = 0; i < file.size(); ++i) file[i] = static_cast<uint8_t>(i * i);
-  SynthOutput synth = synthesizeTemplate(file, "blob.bin", "blob.bdsl.bin");
+  SynthOutput synth = synthesize(file, "blob.bin", "blob.bdsl.bin");
   ASSERT_TRUE(synth.notSafetensorsReason);
   ASSERT_EQ(synth.checkpoint.regions.size(), 1u);
   EXPECT_EQ(synth.checkpoint.regions[0].kind, RegionKind::Bytes);
@@ -176,7 +207,7 @@ namespace {
 
 /// Reparses printed text (the archive's path) and decodes it with both executors.
 void expectBitExact(const Bytes &file, const std::string &what) {
-  SynthOutput synth = synthesizeTemplate(file, "edge.safetensors", "edge.bdsl.bin");
+  SynthOutput synth = synthesize(file, "edge.safetensors", "edge.bdsl.bin");
   ASSERT_FALSE(synth.notSafetensorsReason) << what << ": " << *synth.notSafetensorsReason;
   std::string text = printCheckpoint(synth.checkpoint);
   Diagnostics diags("edge.bdsl", text);
@@ -233,7 +264,7 @@ TEST(RoundTripSafetensors, EveryDtypeEmptyTensorsMetadataPaddingOrderAndUncovere
   expectBitExact(file, "edge cases");
   Bytes trailing = file;
   for (int i = 0; i < 11; ++i) trailing.push_back(static_cast<uint8_t>(i));
-  SynthOutput synth = synthesizeTemplate(trailing, "edge.safetensors", "edge.bdsl.bin");
+  SynthOutput synth = synthesize(trailing, "edge.safetensors", "edge.bdsl.bin");
   ASSERT_TRUE(synth.notSafetensorsReason);
   EXPECT_EQ(*synth.notSafetensorsReason, "11 bytes after the last tensor belong to no tensor");
   Interpreter interpreter;
@@ -251,7 +282,7 @@ TEST(RoundTripSafetensors, TensorsOfDtypesWithoutWordsAreKeptAsBytes) {
   file.insert(file.end(), json.begin(), json.end());
   for (uint8_t b : {0x12, 0x34, 0x80, 0x3f, 0x00, 0x40, 0x40, 0xc0}) file.push_back(b);
   expectBitExact(file, "an F4 tensor");
-  SynthOutput synth = synthesizeTemplate(file, "f4.safetensors", "f4.bdsl.bin");
+  SynthOutput synth = synthesize(file, "f4.safetensors", "f4.bdsl.bin");
   ASSERT_EQ(synth.checkpoint.regions.size(), 3u);
   EXPECT_EQ(synth.checkpoint.regions[1].kind, RegionKind::Bytes);
   EXPECT_EQ(synth.checkpoint.regions[2].kind, RegionKind::Tensor);
@@ -271,7 +302,7 @@ TEST(RoundTripLarge, TensorsSplitIntoPiecesDecodeIdenticallyOnAnyThreadCount) {
   auto file = readFile(path);
   ASSERT_TRUE(file);
   std::remove(path.c_str());
-  SynthOutput synth = synthesizeTemplate(*file, "large.safetensors", "large.bdsl.bin", SynthOptions{.threads = 2});
+  SynthOutput synth = synthesize(*file, "large.safetensors", "large.bdsl.bin", 2);
   const Checkpoint &c = synth.checkpoint;
   ASSERT_GT(c.regions[1].bytes.size, kDigestPieceBytes);
   std::vector<uint64_t> digests;
@@ -355,7 +386,7 @@ TEST(RoundTripLarge, OutputInUnevenPiecesIsExactAndAnyFailedWriteIsReported) {
   auto file = readFile(path);
   ASSERT_TRUE(file);
   std::remove(path.c_str());
-  SynthOutput synth = synthesizeTemplate(*file, "w.safetensors", "w.bdsl.bin");
+  SynthOutput synth = synthesize(*file, "w.safetensors", "w.bdsl.bin");
   std::vector<uint64_t> digests;
   uint64_t largest = 0;
   for (const Region &r : synth.checkpoint.regions) {

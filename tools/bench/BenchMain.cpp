@@ -12,10 +12,10 @@
 #include "runtime/containers/Archive.h"
 #include "runtime/containers/Checksum.h"
 #include "runtime/containers/FileIO.h"
-#include "runtime/codecs/LitEncode.h"
 #include "runtime/execution/ParallelDecode.h"
 #include "runtime/containers/Safetensors.h"
-#include "synth/TemplateSynth.h"
+#include "synth/CostModel.h"
+#include "synth/Driver.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -71,16 +71,17 @@ private:
 /// threads, verify digests).
 class Brevis final : public Compressor {
 public:
-  Brevis(std::string name, int level, TensorScheme scheme, bool jit)
-      : name_(std::move(name)), level_(level), scheme_(scheme), jit_(jit) {}
+  Brevis(std::string name, int level, std::string strategy, bool jit)
+      : name_(std::move(name)), level_(level), strategy_(std::move(strategy)), jit_(jit) {}
   std::string name() const override { return name_; }
   bool threadedCompress() const override { return true; }
   bool threadedDecompress() const override { return true; }
   bool repeatsPreviousCompression() const override { return jit_; }
 
   Result<Bytes> compress(ByteSpan in, unsigned threads) const override {
-    SynthOutput synth = synthesizeTemplate(in, "input.safetensors", "input.bdsl.bin",
-                                           SynthOptions{threads, policyForLevel(level_), scheme_});
+    auto strategy = makeStrategy(strategy_, StrategyOptions{policyForLevel(level_)});
+    if (!strategy) return strategy.error();
+    SynthOutput synth = synthesizeCheckpoint(in, "input.safetensors", "input.bdsl.bin", **strategy, SynthOptions{threads});
     MemberSource member{"input.safetensors", std::move(synth.checkpoint), Payload(std::move(synth.payload)), {}};
     member.digests = regionDigests(member.checkpoint, in);
     Bytes archive;
@@ -106,7 +107,7 @@ public:
 private:
   std::string name_;
   int level_;
-  TensorScheme scheme_;
+  std::string strategy_; ///< synth/Strategy.h
   bool jit_;
 };
 
@@ -392,12 +393,12 @@ int main(int argc, char **argv) {
 
   std::vector<std::unique_ptr<Compressor>> compressors;
   for (unsigned level : levels) {
-    compressors.push_back(std::make_unique<Brevis>(fmt::format("brevis -l{}", level), level, TensorScheme::FloatFields, false));
+    compressors.push_back(std::make_unique<Brevis>(fmt::format("brevis -l{}", level), level, std::string(kDefaultStrategy), false));
     if (!noJit)
-      compressors.push_back(std::make_unique<Brevis>(fmt::format("brevis -l{} --jit", level), level, TensorScheme::FloatFields, true));
+      compressors.push_back(std::make_unique<Brevis>(fmt::format("brevis -l{} --jit", level), level, std::string(kDefaultStrategy), true));
   }
-  compressors.push_back(std::make_unique<Brevis>("brevis zipnn scheme", 9, TensorScheme::ZipNN, false));
-  compressors.push_back(std::make_unique<Brevis>("brevis dfloat11 scheme", 9, TensorScheme::DFloat11, false));
+  compressors.push_back(std::make_unique<Brevis>("brevis zipnn scheme", 9, "zipnn", false));
+  compressors.push_back(std::make_unique<Brevis>("brevis dfloat11 scheme", 9, "dfloat11", false));
   for (auto &p : allPeers(peersOnly)) compressors.push_back(std::make_unique<Peer>(std::move(p)));
 
   std::map<std::string, std::map<std::string, std::string>> elsewhere; // file -> column -> pct

@@ -6,7 +6,7 @@
 
 #include "runtime/containers/Checksum.h"
 #include "runtime/containers/FileIO.h"
-#include "synth/TemplateSynth.h"
+#include "synth/Driver.h"
 
 #include <nlohmann/json.hpp>
 
@@ -105,14 +105,15 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
     std::string name = baseName(file);
     const std::string shown = directory ? path : shownInput;
     std::atomic<uint64_t> synthesized{0};
+    auto strategy = makeStrategy(kDefaultStrategy, StrategyOptions{policyForLevel(o.level)});
+    if (!strategy) return fail(strategy.error().message);
     SynthOutput synth;
     {
       ProgressBar bar("synthesize " + (directory ? file : baseName(shownInput)), bytes.size(), synthesized,
                       showProgress);
       // The names `synth` and `unpack` use, so that unpack and pack give back this very archive.
-      synth = synthesizeTemplate(bytes, name, archivedPayloadName(name),
-                                 SynthOptions{options.threads, policyForLevel(o.level), TensorScheme::FloatFields,
-                                              &synthesized});
+      synth = synthesizeCheckpoint(bytes, name, archivedPayloadName(name), **strategy,
+                                   SynthOptions{options.threads, &synthesized});
     }
     if (synth.notSafetensorsReason && !v.quiet && (!directory || name.ends_with(".safetensors")))
       std::cerr << "brevisc: note: " << shown << " is not valid safetensors (" << *synth.notSafetensorsReason

@@ -7,7 +7,7 @@
 
 #include "lang/Printer.h"
 #include "runtime/containers/FileIO.h"
-#include "synth/TemplateSynth.h"
+#include "synth/Driver.h"
 
 #include <iostream>
 
@@ -30,14 +30,15 @@ int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
   auto file = MappedFile::open(o.input);
   if (!file) return fail(file.error().message);
 
+  auto strategy = makeStrategy(kDefaultStrategy, StrategyOptions{policyForLevel(o.level)});
+  if (!strategy) return fail(strategy.error().message);
   std::atomic<uint64_t> done{0};
   SynthOutput synth;
   {
     ProgressBar bar("synthesize " + baseName(o.input), (*file)->bytes().size(), done,
                     !v.quiet && !o.json && stderrIsTerminal());
-    synth = synthesizeTemplate((*file)->bytes(), baseName(o.input), baseName(payloadPath),
-                               SynthOptions{resolveThreads(o.threads), policyForLevel(o.level), TensorScheme::FloatFields,
-                                            &done});
+    synth = synthesizeCheckpoint((*file)->bytes(), baseName(o.input), baseName(payloadPath), **strategy,
+                                 SynthOptions{resolveThreads(o.threads), &done});
   }
   if (auto intact = (*file)->checkIntact(); !intact) return fail(intact.error().message + "; nothing was written");
   if (synth.notSafetensorsReason && !v.quiet)

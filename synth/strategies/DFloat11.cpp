@@ -1,4 +1,4 @@
-#include "synth/BaselineSchemes.h"
+#include "synth/strategies/DFloat11.h"
 
 #include "runtime/common/WordOps.h"
 #include "synth/Literals.h"
@@ -6,24 +6,6 @@
 namespace brevis {
 
 namespace {
-ExprPtr huffmanOrRaw(std::span<const uint64_t> words, unsigned width, Bytes &payload) {
-  return makeLitFrom(words, width, payload, {Encoding::Raw, Encoding::Huffman});
-}
-} // namespace
-
-ExprPtr zipnnTensor(DType dtype, ByteSpan bytes, Bytes &payload) {
-  const DTypeInfo &info = dtypeInfo(dtype);
-  const unsigned wordBytes = info.wordBits / 8;
-  std::vector<uint64_t> words = readWords(bytes, wordBytes);
-  if (!info.isFloat() || wordBytes < 2 || words.empty()) return huffmanOrRaw(words, info.wordBits, payload);
-  std::vector<MergeField> planes;
-  std::vector<uint64_t> plane(words.size());
-  for (unsigned b = wordBytes; b-- > 0;) { // most significant byte first, as merge lists fields
-    for (size_t i = 0; i < words.size(); ++i) plane[i] = (words[i] >> (8 * b)) & 0xff;
-    planes.push_back(MergeField{"byte" + std::to_string(b), huffmanOrRaw(plane, 8, payload)});
-  }
-  return Merge::make(std::move(planes));
-}
 
 ExprPtr dfloat11Tensor(DType dtype, ByteSpan bytes, Bytes &payload) {
   const DTypeInfo &info = dtypeInfo(dtype);
@@ -40,6 +22,18 @@ ExprPtr dfloat11Tensor(DType dtype, ByteSpan bytes, Bytes &payload) {
   add("exp", 8, 7, {Encoding::Raw, Encoding::Huffman});
   add("mant", 7, 0, {Encoding::Bitpack});
   return Merge::make(std::move(fields));
+}
+
+} // namespace
+
+RegionProgram DFloat11Strategy::synthesize(const RegionInput &region) const {
+  RegionProgram out;
+  switch (region.kind) {
+  case RegionKind::Tensor: out.program = dfloat11Tensor(region.dtype, region.bytes, out.payload); break;
+  case RegionKind::Header:
+  case RegionKind::Bytes: out.program = makeHuffmanOrRawLit(readWords(region.bytes, 1), 8, out.payload); break;
+  }
+  return out;
 }
 
 } // namespace brevis

@@ -1,0 +1,49 @@
+#pragma once
+// What a literal costs and which encoding it gets. The synthesizer compares programs by size
+// before encoding any of them, so size estimates from histograms live here, beside the choice
+// of encoding and the compression levels that bias that choice towards faster decoding.
+// Decoders never need any of it: runtime/codecs keeps encoding, decoding and exact sizes.
+#include "lang/Ast.h"
+#include "runtime/common/Bytes.h"
+
+#include <initializer_list>
+#include <optional>
+#include <span>
+
+namespace brevis {
+
+/// How much smaller a slower-decoding encoding must be to be chosen over a faster one. Decoding
+/// speed ranks raw and bitpack first, then huffman, rans, rans_o1: an entropy coder that saves
+/// 0.3% of a mantissa stream would halve that tensor's decoding speed for nothing a user sees.
+struct EncodePolicy {
+  double minGain = 0.0; ///< relative size reduction required; 0 keeps the exact smallest
+};
+
+/// Compression levels (brevisc --level): 9 keeps the exact smallest encoding; lower levels ask
+/// slower encodings for a larger gain (level 5, the default: 1%; level 1: 5%).
+inline constexpr int kDefaultLevel = 5;
+EncodePolicy policyForLevel(int level);
+
+/// Estimated encoded size from the words' statistics, without encoding; nullopt where the
+/// encoding does not apply. Raw and bitpack are exact; the entropy coders' estimates are the
+/// empirical entropy (order 0, or order 1 for rans_o1) plus modelled table and framing costs,
+/// within kEstimateRelative and kEstimateAbsolute of the exact size (tested on real and
+/// synthetic streams).
+std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t> words, unsigned width);
+
+/// |estimate - exact| <= kEstimateRelative * exact + kEstimateAbsolute bytes.
+inline constexpr double kEstimateRelative = 0.03;
+inline constexpr uint64_t kEstimateAbsolute = 600;
+
+/// Appends the chosen encoding of `words` to `out` and returns which one it is: the smallest by
+/// exact size (tables and framing included), except that a slower encoding must beat the best
+/// faster one by policy.minGain. Estimates decide which entropy coders are worth encoding.
+Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &out, EncodePolicy policy = {});
+
+/// Appends the encoding of `words` that is smallest by exact size among `encodings` (of equal
+/// sizes, the earlier) and returns which one it is; raw where none of them applies. For fixed
+/// pipelines that allow only some encodings (synth/strategies/ZipNN, DFloat11).
+Encoding encodeSmallestOf(std::span<const uint64_t> words, unsigned width, Bytes &out,
+                          std::initializer_list<Encoding> encodings);
+
+} // namespace brevis

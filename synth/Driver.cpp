@@ -1,0 +1,95 @@
+#include "synth/Driver.h"
+
+#include "runtime/containers/Checksum.h"
+#include "runtime/containers/Safetensors.h"
+#include "runtime/execution/ThreadPool.h"
+
+#include <vector>
+
+namespace brevis {
+
+namespace {
+
+/// The regions of `file`, in file order, with no programs yet: the header, each tensor and
+/// the bytes no tensor covers; or, if `file` is not safetensors, one region of bytes.
+std::vector<Region> tile(ByteSpan file, std::optional<std::string> &notSafetensorsReason) {
+  std::vector<Region> regions;
+  auto addBytes = [&](RegionKind kind, uint64_t begin, uint64_t end) {
+    Region r;
+    r.kind = kind;
+    r.bytes = ByteRange{begin, end - begin};
+    regions.push_back(std::move(r));
+  };
+  auto layout = parseSafetensors(file);
+  if (!layout) {
+    notSafetensorsReason = layout.error().message;
+    addBytes(RegionKind::Bytes, 0, file.size());
+    return regions;
+  }
+  addBytes(RegionKind::Header, 0, layout->headerSize);
+  uint64_t at = layout->headerSize;
+  for (const auto &t : layout->tensors) {
+    if (t.begin > at) addBytes(RegionKind::Bytes, at, t.begin);
+    Region r;
+    r.kind = RegionKind::Tensor;
+    r.name = t.name;
+    r.dtype = t.dtype;
+    r.shape = t.shape;
+    r.bytes = ByteRange{t.begin, t.end - t.begin};
+    regions.push_back(std::move(r));
+    at = t.end;
+  }
+  if (file.size() > at) addBytes(RegionKind::Bytes, at, file.size());
+  return regions;
+}
+
+/// Adds `base` to the payload offset of every literal of `e`.
+void rebase(Expr &e, uint64_t base) {
+  if (e.kind == NodeKind::Lit) {
+    Lit &l = as<Lit>(e);
+    if (!l.isInline()) l.data = ByteRange{l.payload().offset + base, l.payload().size};
+    return;
+  }
+  for (Expr *c : children(e)) rebase(*c, base);
+}
+
+} // namespace
+
+SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, const std::string &payloadName,
+                                 Strategy &strategy, const SynthOptions &options) {
+  SynthOutput out;
+  Checkpoint &c = out.checkpoint;
+  c.version = kLanguageVersion;
+  c.source = SourceInfo{sourceName, file.size(), xxh64(file)};
+  c.payloadFile = payloadName;
+  c.regions = tile(file, out.notSafetensorsReason);
+
+  std::vector<RegionInput> inputs;
+  inputs.reserve(c.regions.size());
+  for (const Region &r : c.regions)
+    inputs.push_back(RegionInput{r.kind, r.name, r.dtype, r.shape, file.subspan(r.bytes.offset, r.bytes.size)});
+  strategy.prepare(inputs, options.threads);
+
+  // Each region's program into a payload of its own, so that the regions run on any threads in
+  // any order and the joined payload is still the same.
+  std::vector<Bytes> payloads(c.regions.size());
+  parallelFor(c.regions.size(), options.threads, [&](size_t i) {
+    RegionProgram p = strategy.synthesize(inputs[i]);
+    c.regions[i].program = std::move(p.program);
+    payloads[i] = std::move(p.payload);
+    if (options.progress) options.progress->fetch_add(inputs[i].bytes.size(), std::memory_order_relaxed);
+  });
+
+  size_t total = 0;
+  for (const Bytes &p : payloads) total += p.size();
+  out.payload.reserve(total);
+  for (size_t i = 0; i < c.regions.size(); ++i) {
+    rebase(*c.regions[i].program, out.payload.size());
+    out.payload.insert(out.payload.end(), payloads[i].begin(), payloads[i].end());
+    Bytes().swap(payloads[i]);
+  }
+  c.payloadSize = out.payload.size();
+  return out;
+}
+
+} // namespace brevis

@@ -1,0 +1,33 @@
+#pragma once
+// The checkpoint-level driver: from a file's bytes to a checkpoint program and its payload.
+// It tiles the file into regions (the safetensors header, each tensor, the bytes between and
+// after them), hands each region to a strategy (synth/Strategy.h) on the thread pool, and joins
+// the regions' payloads into one in file order. It knows nothing of how a region is coded.
+#include "lang/Ast.h"
+#include "runtime/common/Bytes.h"
+#include "synth/Strategy.h"
+
+#include <atomic>
+#include <optional>
+#include <string>
+
+namespace brevis {
+
+struct SynthOutput {
+  Checkpoint checkpoint;
+  Bytes payload;
+  /// Set when the input is not valid safetensors and was kept as one byte stream.
+  std::optional<std::string> notSafetensorsReason;
+};
+
+struct SynthOptions {
+  unsigned threads = 1; ///< regions are independent; the result does not depend on the count
+  std::atomic<uint64_t> *progress = nullptr; ///< input bytes whose program is done, for progress bars
+};
+
+/// The program of `file`, named `sourceName`, whose literals point into a payload file named
+/// `payloadName`; every region synthesized by `strategy`.
+SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, const std::string &payloadName,
+                                 Strategy &strategy, const SynthOptions &options = {});
+
+} // namespace brevis

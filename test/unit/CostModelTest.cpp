@@ -1,0 +1,157 @@
+// The cost model: the size estimators' bound against exact encoded sizes, and the choice of
+// encoding (the exact smallest; the levels' policies; a fixed set of encodings).
+#include "runtime/codecs/LitEncode.h"
+#include "runtime/containers/FileIO.h"
+#include "synth/CostModel.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "WordShapes.h"
+
+using namespace brevis;
+
+TEST(CostModel, EmptyStreamsAreRaw) {
+  std::vector<uint64_t> none;
+  Bytes out;
+  EXPECT_EQ(encodeSmallest(none, 8, out), Encoding::Raw);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(encodeSmallestOf(none, 8, out, {Encoding::Huffman}), Encoding::Raw);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(CostModel, BitpackOrRawWhicheverIsSmaller) {
+  std::vector<uint64_t> words = {1, 5, 3, 0}; // 3 bits each
+  Bytes out;
+  EXPECT_EQ(encodeSmallest(words, 16, out), Encoding::Bitpack);
+  std::vector<uint64_t> full = {0xff, 0x80};
+  out.clear();
+  EXPECT_EQ(encodeSmallest(full, 8, out), Encoding::Raw); // raw is smaller by the header byte
+}
+
+TEST(CostModel, AFixedSetOfEncodingsKeepsItsSmallest) {
+  std::mt19937_64 rng(7);
+  auto skewed = makeWords(rng, 10000, 8, Shape::Skewed);
+  Bytes out, huffman;
+  ASSERT_TRUE(encodeLit(Encoding::Huffman, skewed, 8, huffman));
+  EXPECT_EQ(encodeSmallestOf(skewed, 8, out, {Encoding::Raw, Encoding::Huffman}), Encoding::Huffman);
+  EXPECT_EQ(out, huffman);
+  // Uniform bytes: bitpack needs all 8 bits and a header byte, so raw is smaller.
+  auto uniform = makeWords(rng, 1000, 8, Shape::Uniform);
+  out.clear();
+  EXPECT_EQ(encodeSmallestOf(uniform, 8, out, {Encoding::Bitpack, Encoding::Raw}), Encoding::Raw);
+  EXPECT_EQ(out.size(), uniform.size());
+  // Where none of the set applies (rans holds at most 16 bits), raw.
+  std::vector<uint64_t> wide = {uint64_t{1} << 40, 3};
+  out.clear();
+  EXPECT_EQ(encodeSmallestOf(wide, 64, out, {Encoding::Rans}), Encoding::Raw);
+  EXPECT_EQ(out.size(), 16u);
+}
+
+TEST(CostModel, SmallestEncodingIsKeptAndEstimatesStayWithinTheirBound) {
+  std::mt19937_64 rng(5);
+  std::vector<std::pair<std::string, std::vector<uint64_t>>> streams;
+  // Real BF16 exponents and mantissas from the committed checkpoint.
+  auto model = readFile(std::string(BREVIS_TEST_DATA) + "/stories260K.bf16.safetensors");
+  ASSERT_TRUE(model);
+  uint64_t headerLength;
+  std::memcpy(&headerLength, model->data(), 8);
+  std::vector<uint64_t> exponents, mantissas;
+  for (size_t at = 8 + headerLength; at + 1 < model->size(); at += 2) {
+    uint16_t w = static_cast<uint16_t>((*model)[at] | ((*model)[at + 1] << 8));
+    exponents.push_back((w >> 7) & 0xff);
+    mantissas.push_back(w & 0x7f);
+  }
+  streams.push_back({"bf16 exponents", exponents});
+  streams.push_back({"bf16 mantissas", mantissas});
+  streams.push_back({"skewed u8", makeWords(rng, 300000, 8, Shape::Skewed)});
+  streams.push_back({"uniform u8", makeWords(rng, 100000, 8, Shape::Uniform)});
+  streams.push_back({"few u5", makeWords(rng, 50000, 5, Shape::FewSymbols)});
+  for (const auto &[name, words] : streams) {
+    unsigned width = 8;
+    uint64_t smallest = ~uint64_t{0};
+    for (Encoding enc : kAllEncodings) {
+      Bytes bytes;
+      if (!encodeLit(enc, words, width, bytes)) continue;
+      smallest = std::min<uint64_t>(smallest, bytes.size());
+      auto estimate = estimateSize(enc, words, width);
+      ASSERT_TRUE(estimate) << name;
+      double error = std::abs(static_cast<double>(*estimate) - static_cast<double>(bytes.size()));
+      EXPECT_LE(error, kEstimateRelative * static_cast<double>(bytes.size()) + kEstimateAbsolute)
+          << name << " " << encodingName(enc) << ": estimate " << *estimate << ", exact " << bytes.size();
+    }
+    Bytes chosen;
+    encodeSmallest(words, width, chosen);
+    EXPECT_EQ(chosen.size(), smallest) << name;
+  }
+}
+
+TEST(CostModel, Rans16EstimatesStayWithinTheirBound) {
+  // Coding cost close to the entropy: a skewed 9- to 16-bit stream codes within 1% + the table.
+  std::mt19937_64 rng(12);
+  for (unsigned width : {9u, 12u, 16u}) {
+    auto words = makeWords(rng, 20000, width, Shape::Skewed);
+    Bytes good;
+    ASSERT_TRUE(encodeLit(Encoding::Rans, words, width, good));
+    auto estimate = estimateSize(Encoding::Rans, words, width);
+    ASSERT_TRUE(estimate);
+    EXPECT_LE(std::abs(static_cast<double>(*estimate) - static_cast<double>(good.size())),
+              kEstimateRelative * static_cast<double>(good.size()) + kEstimateAbsolute)
+        << "u" << width << ": estimate " << *estimate << ", exact " << good.size();
+  }
+}
+
+TEST(CostModel, LevelPoliciesOnLargeLiteralsChooseWhatTryingEveryEncodingWould) {
+  // Below level 9, large literals try a slower encoding only where its estimate promises the
+  // level's gain. On these streams that must pick what encoding every candidate and applying
+  // the policy (each slower encoding must beat the best faster one by minGain) picks: here
+  // bitpack, huffman, rans and rans_o1 each win somewhere.
+  std::mt19937_64 rng(43);
+  std::vector<std::pair<std::string, std::vector<uint64_t>>> streams;
+  std::vector<uint64_t> mantissa(1 << 20), exponent(1 << 20), markov(1 << 20), twoLevel(1 << 20);
+  std::normal_distribution<double> normal(0, 0.02);
+  for (size_t i = 0; i < mantissa.size(); ++i) {
+    float f = static_cast<float>(normal(rng));
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    mantissa[i] = (bits >> 16) & 0x7f;
+    exponent[i] = (bits >> 23) & 0xff;
+    // Order-1 structure: the next byte is usually the previous one or its neighbour.
+    markov[i] = i == 0 ? 100 : (markov[i - 1] + (rng() % 8 == 0 ? rng() % 5 : 0) + 254) % 256 % 16 + 96;
+    // A gain just under 1% (level 5's threshold): the top of 7 bits set a third of the time.
+    twoLevel[i] = (rng() & 0x3f) | (rng() % 100 < 34 ? 0x40 : 0);
+  }
+  streams.push_back({"bf16-like mantissas", mantissa});
+  streams.push_back({"bf16-like exponents", exponent});
+  streams.push_back({"order-1 structured", markov});
+  streams.push_back({"gain just under 1%", twoLevel});
+  const unsigned width = 8;
+  for (int level : {1, 5, 8}) {
+    const EncodePolicy policy = policyForLevel(level);
+    for (const auto &[name, words] : streams) {
+      // The reference: every candidate encoded, in decreasing decoding speed.
+      Encoding best = encodedSize(Encoding::Bitpack, words, width) < encodedSize(Encoding::Raw, words, width)
+                          ? Encoding::Bitpack
+                          : Encoding::Raw;
+      uint64_t bestSize = encodedSize(best, words, width);
+      for (Encoding e : {Encoding::Huffman, Encoding::Rans, Encoding::RansO1}) {
+        Bytes bytes;
+        if (!encodeLit(e, words, width, bytes)) continue;
+        if (static_cast<double>(bytes.size()) < static_cast<double>(bestSize) * (1 - policy.minGain)) {
+          best = e;
+          bestSize = bytes.size();
+        }
+      }
+      Bytes chosen;
+      EXPECT_EQ(encodeSmallest(words, width, chosen, policy), best) << name << ", level " << level;
+      EXPECT_EQ(chosen.size(), bestSize) << name << ", level " << level;
+    }
+  }
+}
+
