@@ -1,15 +1,94 @@
 #include "tools/api/DecoderFactory.h"
 
-#include "codegen/JitDecoder.h"
+#include "codegen/JitModule.h"
 #include "runtime/execution/Interpreter.h"
+
+#include <fmt/format.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string_view>
+#include <system_error>
+#include <vector>
 
 namespace brevis {
 
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Where the JIT module may be, in the order searched (DecoderFactory.h).
+std::vector<fs::path> moduleCandidates() {
+  if (const char *set = std::getenv("BREVIS_JIT_MODULE"); set && *set) return {fs::path(set)};
+  std::vector<fs::path> candidates;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return candidates;
+  const fs::path dir = exe.parent_path();
+  candidates.push_back(dir / kJitModuleFileName);
+  candidates.push_back((dir / ".." / "lib" / "brevis" / kJitModuleFileName).lexically_normal());
+  // Executables in the build tree are rebuilt together with its module (an installed one, or a
+  // copy elsewhere, never picks up a build tree's module that may have moved on since).
+  const fs::path build = fs::weakly_canonical(BREVIS_JIT_BUILD_DIR, ec);
+  if (!ec) {
+    const auto [b, e] = std::mismatch(build.begin(), build.end(), exe.begin(), exe.end());
+    if (b == build.end()) candidates.push_back(BREVIS_JIT_BUILD_MODULE);
+  }
+  return candidates;
+}
+
+std::string joined(const std::vector<fs::path> &paths) {
+  std::string s;
+  for (const fs::path &p : paths) s += (s.empty() ? "" : ", ") + p.string();
+  return s;
+}
+
+/// Finds and loads the module once per process; never unloaded, since decoders, LLVM's threads
+/// and its static state live until exit.
+Result<JitModuleFactory> loadModule() {
+  const std::vector<fs::path> candidates = moduleCandidates();
+  const auto found = std::find_if(candidates.begin(), candidates.end(), [](const fs::path &p) {
+    std::error_code ec;
+    return fs::exists(p, ec);
+  });
+  if (found == candidates.end()) {
+    const std::string where =
+        candidates.empty() ? "nowhere: the executable's path is unknown" : "for " + joined(candidates);
+    return Error{fmt::format("--jit needs the JIT module {}, which was not found (looked {}); set BREVIS_JIT_MODULE "
+                             "to its path, or decode without --jit",
+                             kJitModuleFileName, where)};
+  }
+  const std::string path = found->string();
+  // RTLD_NOW: a module that lacks a symbol fails here, with a message, not at its first call.
+  // RTLD_LOCAL: its symbols stay out of the process's global scope.
+  void *module = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!module)
+    return Error{fmt::format("cannot load the JIT module {}: {}; decode without --jit", path, ::dlerror())};
+  const auto *id = static_cast<const char *>(::dlsym(module, kJitModuleBuildIdSymbol));
+  if (!id || std::strcmp(id, kJitBuildId) != 0)
+    return Error{fmt::format("{} is not the JIT module of this build (it was built as '{}', this program as '{}'); "
+                             "decode without --jit",
+                             path, id ? id : "unknown", kJitBuildId)};
+  auto factory = reinterpret_cast<JitModuleFactory>(::dlsym(module, kJitModuleFactorySymbol));
+  if (!factory)
+    return Error{fmt::format("the JIT module {} has no {}; decode without --jit", path, kJitModuleFactorySymbol)};
+  return factory;
+}
+
+} // namespace
+
 Result<std::unique_ptr<RegionDecoder>> makeRegionDecoder(bool jit, std::function<void(const std::string &)> notice) {
   if (!jit) return std::unique_ptr<RegionDecoder>(std::make_unique<Interpreter>());
-  auto decoder = JitDecoder::create(std::move(notice));
-  if (!decoder) return decoder.error();
-  return std::unique_ptr<RegionDecoder>(std::move(*decoder));
+  static const Result<JitModuleFactory> factory = loadModule();
+  if (!factory) return factory.error();
+  Result<std::unique_ptr<RegionDecoder>> decoder = Error{"the JIT module made no decoder"};
+  const JitNotice n = std::move(notice);
+  (*factory)(&n, &decoder);
+  return decoder;
 }
 
 } // namespace brevis

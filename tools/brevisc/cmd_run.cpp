@@ -3,7 +3,6 @@
 // words, little-endian.
 #include "tools/brevisc/Commands.h"
 
-#include "codegen/JitDecoder.h"
 #include "lang/Printer.h"
 #include "runtime/containers/Archive.h"
 #include "runtime/containers/FileIO.h"

@@ -1,0 +1,34 @@
+#pragma once
+// The JIT as a module loaded on demand (libbrevis-jit.so): the names the module exports and what
+// the host checks before calling it. Commands that do not decode with --jit never load the
+// module, and so never load LLVM. C++ objects (a RegionDecoder, Results, std::function) cross
+// the boundary, which is sound only when host and module were built from the same sources by
+// the same compiler with the same flags: the module exports its build's identity, and the host
+// calls the entry point only when that identity is its own.
+#include "lang/Result.h"
+#include "runtime/execution/RegionDecoder.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace brevis {
+
+/// The module's file name.
+inline constexpr const char *kJitModuleFileName = "libbrevis-jit.so";
+
+/// The build identity both sides are compiled with (BREVIS_JIT_BUILD_ID, set by CMake): version,
+/// compiler, build type, sanitizers.
+inline constexpr const char *kJitBuildId = BREVIS_JIT_BUILD_ID;
+
+/// Exported symbols: a NUL-terminated build identity, and the factory.
+inline constexpr const char *kJitModuleBuildIdSymbol = "brevis_jit_build_id";
+inline constexpr const char *kJitModuleFactorySymbol = "brevis_jit_make_decoder";
+
+using JitNotice = std::function<void(const std::string &)>;
+
+/// The factory's type: sets *out to a JIT decoder reporting through *notice (JitDecoder::create).
+/// C++ types travel by pointer so that the signature stays C-compatible for dlsym.
+using JitModuleFactory = void (*)(const JitNotice *notice, Result<std::unique_ptr<RegionDecoder>> *out);
+
+} // namespace brevis
