@@ -1,34 +1,15 @@
 #include "runtime/execution/CheckpointRunner.h"
 
 #include "runtime/containers/Checksum.h"
+#include "runtime/execution/HashingSink.h"
 #include "runtime/execution/Interpreter.h"
 #include "runtime/execution/ParallelDecode.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace brevis {
-
-namespace {
-
-/// Forwards to another sink while counting and hashing what passes through.
-class HashingSink final : public ByteSink {
-public:
-  explicit HashingSink(ByteSink &next) : next_(next) {}
-  Result<void> write(const uint8_t *data, size_t size) override {
-    hash_.update(data, size);
-    written_ += size;
-    return next_.write(data, size);
-  }
-  uint64_t written() const { return written_; }
-  uint64_t digest() const { return hash_.digest(); }
-
-private:
-  ByteSink &next_;
-  Xxh64Stream hash_;
-  uint64_t written_ = 0;
-};
-
-} // namespace
 
 Result<void> validatePayload(const Checkpoint &c, const Payload &payload) {
   if (payload.size() != c.payloadSize)
@@ -41,13 +22,31 @@ Result<void> validatePayload(const Checkpoint &c, const Payload &payload) {
   return {};
 }
 
-Result<void> runCheckpoint(const Checkpoint &c, const Payload &payload, RegionDecoder &decoder, ByteSink &sink) {
+Result<void> runCheckpoint(const Checkpoint &c, const Payload &payload, RegionDecoder &decoder, ByteSink &sink,
+                           std::vector<uint64_t> *regionDigests) {
   BREVIS_TRY(validatePayload(c, payload));
   BREVIS_TRY(decoder.prepare(c, payload));
-  HashingSink out(sink);
+  HashingSink<Xxh64Stream> out(sink);
+  HashingSink<Xxh3Stream> piece(out);
+  std::vector<uint64_t> pieceHashes;
   for (const auto &r : c.regions) {
     uint64_t before = out.written();
-    auto decoded = decoder.decode(r, payload, out);
+    Result<void> decoded;
+    if (!regionDigests) {
+      decoded = decoder.decode(r, payload, out);
+    } else {
+      // Pieces of kDigestPieceBytes, hashed as decompression hashes them (a multiple of every
+      // word size, so a piece is whole words).
+      const StreamType type = streamTypeOf(*r.program);
+      const uint64_t pieceWords = kDigestPieceBytes / containerBytes(type.width);
+      pieceHashes.clear();
+      for (uint64_t first = 0; decoded && first < type.length; first += pieceWords) {
+        piece.restartHash();
+        decoded = decoder.decodeWords(r, payload, first, std::min(pieceWords, type.length - first), piece);
+        pieceHashes.push_back(piece.digest());
+      }
+      regionDigests->push_back(combinePieceHashes(pieceHashes));
+    }
     if (!decoded) return Error{fmt::format("{}: {}", regionLabel(r), decoded.error().message)};
     if (out.written() - before != r.bytes.size)
       return Error{fmt::format("{} produced {} bytes instead of {}", regionLabel(r), out.written() - before,

@@ -8,6 +8,8 @@
 #include "runtime/containers/Payload.h"
 #include "runtime/execution/RegionDecoder.h"
 
+#include <vector>
+
 namespace brevis {
 
 /// Checks that the payload matches the program's declaration and that every literal's payload
@@ -15,6 +17,9 @@ namespace brevis {
 Result<void> validatePayload(const Checkpoint &c, const Payload &payload);
 
 /// Validates the payload, prepares the decoder, decodes every region and verifies the result.
-Result<void> runCheckpoint(const Checkpoint &c, const Payload &payload, RegionDecoder &decoder, ByteSink &sink);
+/// With `regionDigests`, every region's digest (regionDigest of its bytes) is appended there:
+/// what an archive's index needs for a program that comes without one.
+Result<void> runCheckpoint(const Checkpoint &c, const Payload &payload, RegionDecoder &decoder, ByteSink &sink,
+                           std::vector<uint64_t> *regionDigests = nullptr);
 
 } // namespace brevis

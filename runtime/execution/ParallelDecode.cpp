@@ -1,6 +1,7 @@
 #include "runtime/execution/ParallelDecode.h"
 
 #include "runtime/containers/Checksum.h"
+#include "runtime/execution/HashingSink.h"
 #include "runtime/execution/Interpreter.h"
 #include "runtime/execution/ThreadPool.h"
 
@@ -106,39 +107,31 @@ private:
 /// small ones), counting progress. Decoders write small chunks, or decode straight into the
 /// buffer (reserve/commit); they are gathered into writes of kWriteBytes, which the kernel
 /// copies into the page cache far more cheaply than many small ones.
-class OutputBuffer {
+class OutputBuffer final : public ByteSink {
 public:
   static constexpr size_t kWriteBytes = size_t{1} << 20;
   OutputBuffer(PositionalSink &out, uint64_t offset, uint64_t size, std::atomic<uint64_t> *progress, WriteQueue *queue)
       : out_(out), offset_(offset), bufferBytes_(static_cast<size_t>(std::min<uint64_t>(size, kWriteBytes))),
         progress_(progress), queue_(queue) {}
-  Result<void> write(const uint8_t *data, size_t size) {
+  Result<void> write(const uint8_t *data, size_t size) override {
     while (size) {
       if (!queue_ && used_ == 0 && size >= bufferBytes_) return emit(data, size); // large writes go straight through
       size_t take = std::min(size, bufferBytes_ - used_);
-      std::memcpy(reserve(take), data, take);
-      BREVIS_TRY(commit(take));
+      std::memcpy(room(take), data, take);
+      BREVIS_TRY(commitRoom(take));
       data += take;
       size -= take;
     }
     return {};
   }
-  /// Room for `size` bytes in the buffer, or null if it is larger than the buffer.
-  uint8_t *reserve(size_t size) {
-    if (size > bufferBytes_) return nullptr;
-    if (used_ + size > bufferBytes_) {
-      auto flushed = flush();
-      if (!flushed && !error_) error_ = flushed.error();
-      used_ = 0; // after a failed write the bytes are dropped; commit() reports the failure
-    }
-    if (buffer_.size() < bufferBytes_) buffer_.resize(bufferBytes_);
-    return buffer_.data() + used_;
+  /// Room in the buffer; a request larger than the buffer gets a scratch buffer passed on by
+  /// write().
+  uint8_t *reserve(size_t size) override {
+    scratchReserved_ = size > bufferBytes_;
+    return scratchReserved_ ? ByteSink::reserve(size) : room(size);
   }
-  Result<void> commit(size_t size) {
-    if (error_) return *error_;
-    used_ += size;
-    if (used_ == bufferBytes_) return flush();
-    return {};
+  Result<void> commit(size_t size) override {
+    return scratchReserved_ ? ByteSink::commit(size) : commitRoom(size);
   }
   /// Whether a write failed (its error names no region: the bytes may be any piece's).
   bool writeFailed() const { return writeFailed_; }
@@ -157,6 +150,22 @@ public:
   }
 
 private:
+  /// Room for `size` <= bufferBytes_ bytes in the buffer.
+  uint8_t *room(size_t size) {
+    if (used_ + size > bufferBytes_) {
+      auto flushed = flush();
+      if (!flushed && !error_) error_ = flushed.error();
+      used_ = 0; // after a failed write the bytes are dropped; commit() reports the failure
+    }
+    if (buffer_.size() < bufferBytes_) buffer_.resize(bufferBytes_);
+    return buffer_.data() + used_;
+  }
+  Result<void> commitRoom(size_t size) {
+    if (error_) return *error_;
+    used_ += size;
+    if (used_ == bufferBytes_) return flush();
+    return {};
+  }
   Result<void> emit(const uint8_t *data, size_t size) {
     auto wrote = out_.writeAt(offset_ + written_, data, size);
     if (!wrote) {
@@ -177,35 +186,7 @@ private:
   std::optional<Error> error_;
   uint64_t written_ = 0;
   bool writeFailed_ = false;
-};
-
-/// One piece's bytes, hashed as they pass into its task's OutputBuffer.
-class PieceSink final : public ByteSink {
-public:
-  explicit PieceSink(OutputBuffer &buffer) : buffer_(buffer) {}
-  Result<void> write(const uint8_t *data, size_t size) override {
-    hash_.update(data, size);
-    written_ += size;
-    return buffer_.write(data, size);
-  }
-  uint8_t *reserve(size_t size) override {
-    reserved_ = buffer_.reserve(size);
-    return reserved_ ? reserved_ : ByteSink::reserve(size);
-  }
-  Result<void> commit(size_t size) override {
-    if (!reserved_) return ByteSink::commit(size); // through write()
-    hash_.update(reserved_, size);
-    written_ += size;
-    return buffer_.commit(size);
-  }
-  uint64_t written() const { return written_; }
-  uint64_t digest() const { return hash_.digest(); }
-
-private:
-  OutputBuffer &buffer_;
-  Xxh3Stream hash_;
-  uint8_t *reserved_ = nullptr;
-  uint64_t written_ = 0;
+  bool scratchReserved_ = false;
 };
 
 } // namespace
@@ -287,7 +268,7 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
       const Piece &p = pieces[i];
       const Region &r = job.checkpoint->regions[p.region];
       const unsigned wordBytes = containerBytes(streamTypeOf(*r.program).width);
-      PieceSink sink(buffer);
+      HashingSink<Xxh3Stream> sink(buffer); // each piece hashed where it is produced
       auto done = decoder.decodeWords(r, *job.payload, p.firstByte / wordBytes, p.size / wordBytes, sink);
       if (!done && buffer.writeFailed()) return Error{fmt::format("{}: {}", job.label, done.error().message)};
       if (!done) return Error{fmt::format("{}: {}: {}", job.label, regionLabel(r), done.error().message)};

@@ -10,6 +10,7 @@
 #include "lang/Ast.h"
 #include "lang/Result.h"
 #include "runtime/execution/ByteSink.h"
+#include "runtime/execution/DecodeOptions.h"
 #include "runtime/containers/Payload.h"
 #include "runtime/execution/RegionDecoder.h"
 
@@ -28,15 +29,6 @@ struct DecodeJob {
   std::string label; ///< names the file in messages
   /// Only these regions (indices into checkpoint->regions); all when empty.
   std::vector<size_t> onlyRegions;
-};
-
-struct DecodeOptions {
-  unsigned threads = 1;
-  /// Bytes decoded so far, for progress displays (may be null).
-  std::atomic<uint64_t> *progress = nullptr;
-  /// Hand output writes to a thread of their own (worth it for files: the kernel's copy into the
-  /// page cache then overlaps decoding).
-  bool asyncWrites = false;
 };
 
 /// Validates every literal the jobs' regions read (on the threads), prepares the decoder for each

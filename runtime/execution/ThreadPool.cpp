@@ -16,13 +16,15 @@ namespace {
 /// One parallelFor call: the indices left, and how many workers may still join it.
 struct Batch {
   size_t n = 0;
-  const std::function<void(size_t)> *work = nullptr;
+  const std::function<bool(size_t)> *work = nullptr; ///< false: hand out no more indices
   std::atomic<size_t> next{0};
+  std::atomic<bool> stopped{false};
   unsigned openSlots = 0; ///< workers that may still join (guarded by the pool's mutex)
   unsigned joined = 0;    ///< workers running it now (guarded by the pool's mutex)
 
   void run() {
-    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) (*work)(i);
+    for (size_t i; !stopped.load(std::memory_order_relaxed) && (i = next.fetch_add(1, std::memory_order_relaxed)) < n;)
+      if (!(*work)(i)) stopped.store(true, std::memory_order_relaxed);
   }
 };
 
@@ -71,9 +73,8 @@ Pool &sharedPool() {
   return *pool;
 }
 
-} // namespace
-
-void parallelFor(size_t n, unsigned threads, const std::function<void(size_t)> &work) {
+/// Runs work(i) for i in [0, n) until a call returns false; once an index is handed out, it runs.
+void runBatch(size_t n, unsigned threads, const std::function<bool(size_t)> &work) {
   Batch batch;
   batch.n = n;
   batch.work = &work;
@@ -81,15 +82,21 @@ void parallelFor(size_t n, unsigned threads, const std::function<void(size_t)> &
   sharedPool().run(batch, used - 1);
 }
 
+} // namespace
+
+void parallelFor(size_t n, unsigned threads, const std::function<void(size_t)> &work) {
+  runBatch(n, threads, [&](size_t i) {
+    work(i);
+    return true;
+  });
+}
+
 Result<void> parallelForEach(size_t n, unsigned threads, const std::function<Result<void>(size_t)> &work) {
-  std::atomic<bool> failed{false};
   std::vector<std::optional<Error>> errors(n);
-  parallelFor(n, threads, [&](size_t i) {
-    if (failed.load(std::memory_order_relaxed)) return;
-    if (auto r = work(i); !r) {
-      errors[i] = r.error();
-      failed = true;
-    }
+  runBatch(n, threads, [&](size_t i) {
+    auto r = work(i);
+    if (!r) errors[i] = r.error();
+    return bool(r);
   });
   for (auto &e : errors)
     if (e) return *e;

@@ -42,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     DiscardPositionalSink sink;
     DecodeJob job{&module->checkpoint(), &m.payload, m.digests, &sink, m.path, {}};
     Interpreter interpreter;
-    (void)decodeJobs(std::span(&job, 1), interpreter, DecodeOptions{1, nullptr});
+    (void)decodeJobs(std::span(&job, 1), interpreter, DecodeOptions{.threads = 1});
   }
   return 0;
 }

@@ -6,11 +6,14 @@
 #include "runtime/containers/FileIO.h"
 #include "runtime/containers/Safetensors.h"
 #include "synth/TemplateSynth.h"
+#include "tools/api/ArchiveBuilder.h"
 #include "tools/api/ArchiveReader.h"
+#include "tools/api/Decoding.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 
 using namespace brevis;
 
@@ -66,7 +69,7 @@ TEST(ArchiveReader, DecodesOneTensorAloneExactly) {
     for (unsigned threads : {1u, 2u}) {
       for (size_t i = 0; i < layout->tensors.size(); i += jit ? 16 : 1) { // the JIT compiles per tensor
         const TensorEntry &t = layout->tensors[i];
-        ReadOptions options;
+        DecodeOptions options;
         options.jit = jit;
         options.threads = threads;
         auto bytes = archive->readTensor(t.name, options);
@@ -111,4 +114,66 @@ TEST(ArchiveReader, RefusesForeignFilesAndBrokenPrograms) {
   ASSERT_FALSE(foreign);
   EXPECT_NE(foreign.error().message.find("not a brevis archive"), std::string::npos);
   std::remove(path.c_str());
+}
+
+namespace {
+MemberSource memberOf(const std::string &path, const Bytes &bytes) {
+  SynthOutput synth = synthesizeTemplate(bytes, path, path + ".bin");
+  MemberSource m{path, std::move(synth.checkpoint), Payload(std::move(synth.payload)), {}};
+  m.digests = regionDigests(m.checkpoint, bytes);
+  return m;
+}
+} // namespace
+
+TEST(ArchiveBuilder, WritesVerifiedMembersThatReadBackExactly) {
+  Bytes bf16 = committed("stories260K.bf16.safetensors");
+  Bytes f32 = committed("stories260K.safetensors");
+  for (unsigned threads : {1u, 3u}) {
+    std::string path = ::testing::TempDir() + "/built-" + std::to_string(threads) + ".brv";
+    std::remove(path.c_str());
+    auto builder = ArchiveBuilder::create(path, /*overwrite=*/false);
+    ASSERT_TRUE(builder) << builder.error().message;
+    ASSERT_TRUE((*builder)->add(memberOf("a/bf16.safetensors", bf16), DecodeOptions{.threads = threads}));
+    ASSERT_TRUE((*builder)->add(memberOf("f32.safetensors", f32), DecodeOptions{.threads = threads}));
+    auto size = (*builder)->finish(/*directory=*/true);
+    ASSERT_TRUE(size) << size.error().message;
+    auto archive = ArchiveReader::open(path, ArchiveReadOptions{.verifyWholeFile = true});
+    ASSERT_TRUE(archive) << archive.error().message;
+    EXPECT_EQ(archive->contents().fileSize, *size);
+    ASSERT_EQ(archive->memberCount(), 2u);
+    const Bytes *originals[] = {&bf16, &f32};
+    for (size_t i = 0; i < 2; ++i) {
+      Bytes out(archive->member(i).sourceSize);
+      VectorPositionalSink sink(out);
+      DecodeJob job{&archive->checkpoint(i), &archive->payload(i), archive->digests(i), &sink, "member", {}};
+      ASSERT_TRUE(decodeJobs(std::span(&job, 1), DecodeOptions{.threads = threads}));
+      EXPECT_TRUE(out == *originals[i]) << "member " << i;
+    }
+  }
+}
+
+TEST(ArchiveBuilder, RefusesAMemberThatDoesNotReproduceItsDigestsAndLeavesNoFile) {
+  Bytes bf16 = committed("stories260K.bf16.safetensors");
+  std::string path = ::testing::TempDir() + "/refused.brv";
+  std::remove(path.c_str());
+  {
+    auto builder = ArchiveBuilder::create(path, /*overwrite=*/false);
+    ASSERT_TRUE(builder) << builder.error().message;
+    MemberSource m = memberOf("model.safetensors", bf16);
+    m.digests[1] ^= 1; // as if the program decoded other bytes than the original's
+    auto added = (*builder)->add(m, DecodeOptions{.threads = 2});
+    ASSERT_FALSE(added);
+    EXPECT_NE(added.error().message.find("does not reproduce the input"), std::string::npos) << added.error().message;
+  } // dropped without finish(): the temporary goes, nothing is renamed into place
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(ArchiveBuilder, DigestsByDecodingEqualDigestsOfTheOriginal) {
+  Bytes bf16 = committed("stories260K.bf16.safetensors");
+  MemberSource m = memberOf("model.safetensors", bf16);
+  auto decoded = regionDigestsByDecoding(m.checkpoint, m.payload);
+  ASSERT_TRUE(decoded) << decoded.error().message;
+  EXPECT_EQ(*decoded, m.digests);
+  m.checkpoint.source.xxh64 ^= 1; // a program whose source line disagrees is refused
+  EXPECT_FALSE(regionDigestsByDecoding(m.checkpoint, m.payload));
 }

@@ -125,7 +125,7 @@ TEST_P(RoundTrip, ArchiveRoundTripIsBitExactOnAnyThreadCount) {
       } else {
         decoder = std::make_unique<Interpreter>();
       }
-      auto done = decodeJobs(std::span(&job, 1), *decoder, DecodeOptions{threads, nullptr});
+      auto done = decodeJobs(std::span(&job, 1), *decoder, DecodeOptions{.threads = threads});
       ASSERT_TRUE(done) << done.error().message;
       EXPECT_EQ(decoded, file) << threads << " threads, jit " << jit;
     }
@@ -136,7 +136,7 @@ TEST_P(RoundTrip, ArchiveRoundTripIsBitExactOnAnyThreadCount) {
   DiscardPositionalSink discard;
   DecodeJob job{&module->checkpoint(), &back->members[0].payload, digests, &discard, "model.brv", {}};
   Interpreter interpreter;
-  auto wrong = decodeJobs(std::span(&job, 1), interpreter, DecodeOptions{2, nullptr});
+  auto wrong = decodeJobs(std::span(&job, 1), interpreter, DecodeOptions{.threads = 2});
   ASSERT_FALSE(wrong);
   EXPECT_NE(wrong.error().message.find("do not match their checksum"), std::string::npos) << wrong.error().message;
 }
@@ -285,7 +285,7 @@ TEST(RoundTripLarge, TensorsSplitIntoPiecesDecodeIdenticallyOnAnyThreadCount) {
       Bytes out(file->size());
       VectorPositionalSink sink(out);
       DecodeJob job{&c, &payload, digests, &sink, "large", {}};
-      auto done = decodeJobs(std::span(&job, 1), *decoder, DecodeOptions{threads, nullptr, /*asyncWrites=*/true});
+      auto done = decodeJobs(std::span(&job, 1), *decoder, DecodeOptions{.threads = threads, .asyncWrites = true});
       ASSERT_TRUE(done) << done.error().message;
       EXPECT_TRUE(out == *file) << threads << " threads";
     }
@@ -370,14 +370,14 @@ TEST(RoundTripLarge, OutputInUnevenPiecesIsExactAndAnyFailedWriteIsReported) {
       Bytes out(file->size());
       VectorPositionalSink whole(out);
       DecodeJob job{&synth.checkpoint, &payload, digests, &whole, "w", {}};
-      auto done = decodeJobs(std::span(&job, 1), decoder, DecodeOptions{threads, nullptr, async});
+      auto done = decodeJobs(std::span(&job, 1), decoder, DecodeOptions{.threads = threads, .asyncWrites = async});
       ASSERT_TRUE(done) << done.error().message;
       EXPECT_TRUE(out == *file) << threads << " threads, async " << async;
       for (uint64_t k = 0; k <= 16; ++k) {
         const uint64_t at = std::min<uint64_t>(file->size() - 1, file->size() * k / 16 + k * 4099);
         FailingSink failing(at);
         job.output = &failing;
-        auto failed = decodeJobs(std::span(&job, 1), decoder, DecodeOptions{threads, nullptr, async});
+        auto failed = decodeJobs(std::span(&job, 1), decoder, DecodeOptions{.threads = threads, .asyncWrites = async});
         ASSERT_FALSE(failed) << "failing at byte " << at << ", " << threads << " threads, async " << async;
         EXPECT_NE(failed.error().message.find("input/output error"), std::string::npos) << failed.error().message;
       }

@@ -2,7 +2,7 @@
 
 #include "lang/Printer.h"
 #include "runtime/execution/ParallelDecode.h"
-#include "tools/api/DecoderFactory.h"
+#include "tools/api/Decoding.h"
 #include "tools/api/ProgramText.h"
 
 #include <fmt/format.h>
@@ -87,20 +87,14 @@ private:
 };
 } // namespace
 
-Result<void> ArchiveReader::readTensor(const TensorInfo &t, PositionalSink &sink, const ReadOptions &options) const {
-  auto decoder = makeRegionDecoder(options.jit, options.notice);
-  if (!decoder) return decoder.error();
+Result<void> ArchiveReader::readTensor(const TensorInfo &t, PositionalSink &sink, const DecodeOptions &options) const {
   ShiftedSink shifted(sink, checkpoint(t.member).regions[t.region].bytes.offset);
   DecodeJob job{&checkpoint(t.member), &payload(t.member), digests(t.member), &shifted,
                 archive_.directory ? path_ + ":" + t.file : path_, {t.region}};
-  DecodeOptions decodeOptions;
-  decodeOptions.threads = options.threads;
-  decodeOptions.progress = options.progress;
-  decodeOptions.asyncWrites = options.asyncWrites;
-  return decodeJobs(std::span(&job, 1), **decoder, decodeOptions);
+  return decodeJobs(std::span(&job, 1), options);
 }
 
-Result<Bytes> ArchiveReader::readTensor(const std::string &name, const ReadOptions &options) const {
+Result<Bytes> ArchiveReader::readTensor(const std::string &name, const DecodeOptions &options) const {
   auto t = findTensor(name);
   if (!t) return t.error();
   Bytes out(t->bytes);

@@ -13,10 +13,8 @@
 #include "lang/Result.h"
 #include "runtime/containers/Archive.h"
 #include "runtime/execution/ByteSink.h"
-#include "runtime/execution/RegionDecoder.h"
+#include "runtime/execution/DecodeOptions.h"
 
-#include <atomic>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,15 +29,6 @@ struct TensorInfo {
   DType dtype = DType::U8;
   std::vector<uint64_t> shape;
   uint64_t bytes = 0;
-};
-
-/// How to decode.
-struct ReadOptions {
-  unsigned threads = 1;
-  bool jit = false;                              ///< LLVM-compiled decoders instead of the interpreter
-  std::function<void(const std::string &)> notice; ///< the JIT's notes (interpreter fallbacks)
-  std::atomic<uint64_t> *progress = nullptr;     ///< bytes decoded so far
-  bool asyncWrites = false;                      ///< write on a thread of its own (file outputs)
 };
 
 class ArchiveReader {
@@ -70,8 +59,8 @@ public:
   Result<TensorInfo> findTensor(const std::string &name) const;
   /// Decodes one tensor's bytes (as its safetensors file holds them) to `sink`, at offsets from
   /// 0, checked against its digest.
-  Result<void> readTensor(const TensorInfo &tensor, PositionalSink &sink, const ReadOptions &options = {}) const;
-  Result<Bytes> readTensor(const std::string &name, const ReadOptions &options = {}) const;
+  Result<void> readTensor(const TensorInfo &tensor, PositionalSink &sink, const DecodeOptions &options = {}) const;
+  Result<Bytes> readTensor(const std::string &name, const DecodeOptions &options = {}) const;
 
 private:
   std::string path_;

@@ -4,12 +4,11 @@
 // order-0 entropy references; all measured in one process, interleaved round by round so that
 // machine drift hits every compressor alike. Sizes are exact; speeds are medians in GB/s of
 // original bytes; peak memory is measured in a forked child per compressor.
+#include "tools/api/ArchiveBuilder.h"
 #include "tools/api/ArchiveReader.h"
-#include "tools/api/DecoderFactory.h"
-#include "tools/api/ProgramText.h"
+#include "tools/api/Decoding.h"
 #include "tools/bench/PeerCodecs.h"
 
-#include "lang/Printer.h"
 #include "runtime/containers/Archive.h"
 #include "runtime/containers/Checksum.h"
 #include "runtime/containers/FileIO.h"
@@ -82,30 +81,13 @@ public:
   Result<Bytes> compress(ByteSpan in, unsigned threads) const override {
     SynthOutput synth = synthesizeTemplate(in, "input.safetensors", "input.bdsl.bin",
                                            SynthOptions{threads, policyForLevel(level_), scheme_});
-    ArchiveMember m;
-    m.path = "input.safetensors";
-    m.sourceSize = in.size();
-    m.sourceXxh64 = synth.checkpoint.source.xxh64;
-    m.programText = printCheckpoint(synth.checkpoint);
-    for (const Region &r : synth.checkpoint.regions)
-      m.digests.push_back(regionDigest(in.subspan(r.bytes.offset, r.bytes.size)));
-    std::string diagnostics;
-    auto module = parseProgram("input.bdsl", m.programText, true, diagnostics);
-    if (!module) return Error{"the synthesized program does not check:\n" + diagnostics};
-    Payload payload(std::move(synth.payload));
-    DiscardPositionalSink discard;
-    DecodeJob job{&module->checkpoint(), &payload, m.digests, &discard, "input", {}};
-    auto decoder = makeRegionDecoder(false, {});
-    if (!decoder) return decoder.error();
-    BREVIS_TRY(decodeJobs(std::span(&job, 1), **decoder, DecodeOptions{threads, nullptr}));
+    MemberSource member{"input.safetensors", std::move(synth.checkpoint), Payload(std::move(synth.payload)), {}};
+    member.digests = regionDigests(member.checkpoint, in);
     Bytes archive;
     VectorPositionalSink sink(archive);
-    ArchiveWriter writer(sink);
-    auto range = writer.appendPayload(ByteSpan(payload.data(), payload.size()));
-    if (!range) return range.error();
-    m.payloadRange = *range;
-    auto size = writer.finish({m}, false);
-    if (!size) return size.error();
+    ArchiveBuilder builder(sink);
+    BREVIS_TRY(builder.add(member, DecodeOptions{.threads = threads}));
+    BREVIS_TRY(builder.finish(/*directory=*/false));
     return archive;
   }
 
@@ -115,9 +97,9 @@ public:
     Bytes out(size);
     VectorPositionalSink sink(out);
     DecodeJob job{&reader->checkpoint(0), &reader->payload(0), reader->digests(0), &sink, "bench", {}};
-    auto decoder = makeRegionDecoder(jit_, {});
-    if (!decoder) return decoder.error();
-    BREVIS_TRY(decodeJobs(std::span(&job, 1), **decoder, DecodeOptions{threads, nullptr}));
+    DecodeOptions options{threads};
+    options.jit = jit_;
+    BREVIS_TRY(decodeJobs(std::span(&job, 1), options));
     return out;
   }
 

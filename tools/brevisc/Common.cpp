@@ -2,15 +2,7 @@
 
 #include "tools/brevisc/Progress.h"
 
-#include "codegen/JitDecoder.h"
-#include "frontend/Parser.h"
-#include "lang/Diagnostics.h"
-#include "lang/Printer.h"
-#include "lang/TypeChecker.h"
-#include "runtime/execution/CheckpointRunner.h"
-#include "runtime/containers/Checksum.h"
 #include "runtime/containers/FileIO.h"
-#include "runtime/execution/Interpreter.h"
 #include "runtime/common/Utf8.h"
 
 #include <algorithm>
@@ -74,8 +66,12 @@ Result<ArchiveReader> loadArchive(std::shared_ptr<const MappedFile> file, const 
   return reader;
 }
 
-Result<std::unique_ptr<RegionDecoder>> makeDecoder(bool jit) {
-  return makeRegionDecoder(jit, printNotice);
+DecodeOptions decodeOptions(bool jit, unsigned threads) {
+  DecodeOptions options;
+  options.jit = jit;
+  options.threads = threads;
+  options.notice = printNotice;
+  return options;
 }
 
 namespace {
@@ -88,9 +84,8 @@ void printNotice(const std::string &notice) {
   if (!noticesSilenced) std::cerr << "brevisc: " << notice << "\n";
 }
 
-Result<void> runDecodeJobs(std::span<const DecodeJob> jobs, const DecodeSettings &settings) {
-  auto decoder = makeDecoder(settings.jit);
-  if (!decoder) return decoder.error();
+Result<void> runDecodeJobs(std::span<const DecodeJob> jobs, DecodeOptions options, const std::string &label,
+                           bool showProgress) {
   std::atomic<uint64_t> done{0};
   uint64_t total = 0;
   for (const DecodeJob &j : jobs) {
@@ -98,109 +93,9 @@ Result<void> runDecodeJobs(std::span<const DecodeJob> jobs, const DecodeSettings
     else
       for (size_t r : j.onlyRegions) total += j.checkpoint->regions[r].bytes.size;
   }
-  ProgressBar bar(settings.progressLabel, total, done, settings.progress);
-  DecodeOptions options;
-  options.threads = settings.threads;
+  ProgressBar bar(label, total, done, showProgress);
   options.progress = &done;
-  options.asyncWrites = settings.asyncWrites;
-  return decodeJobs(jobs, **decoder, options);
-}
-
-Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, bool jit, ByteSink &sink) {
-  auto decoder = makeDecoder(jit);
-  if (!decoder) return decoder.error();
-  return runCheckpoint(c, payload, **decoder, sink);
-}
-
-namespace {
-/// Computes every region's digest from a sequential stream of the checkpoint's bytes.
-class DigestSink final : public ByteSink {
-public:
-  explicit DigestSink(const Checkpoint &c) : c_(c) {}
-  Result<void> write(const uint8_t *data, size_t size) override {
-    while (size) {
-      while (region_ < c_.regions.size() && inRegion_ == c_.regions[region_].bytes.size) finishRegion();
-      if (region_ == c_.regions.size()) return Error{"more bytes than the regions hold"};
-      uint64_t regionLeft = c_.regions[region_].bytes.size - inRegion_;
-      uint64_t pieceLeft = kDigestPieceBytes - inRegion_ % kDigestPieceBytes;
-      size_t take = static_cast<size_t>(std::min<uint64_t>({size, regionLeft, pieceLeft}));
-      piece_.update(data, take);
-      data += take;
-      size -= take;
-      inRegion_ += take;
-      if (inRegion_ % kDigestPieceBytes == 0 || inRegion_ == c_.regions[region_].bytes.size) {
-        pieces_.push_back(piece_.digest());
-        piece_.reset();
-      }
-    }
-    return {};
-  }
-  std::vector<uint64_t> finish() {
-    while (region_ < c_.regions.size()) finishRegion();
-    return std::move(digests_);
-  }
-
-private:
-  void finishRegion() {
-    digests_.push_back(combinePieceHashes(pieces_));
-    pieces_.clear();
-    inRegion_ = 0;
-    ++region_;
-  }
-  const Checkpoint &c_;
-  size_t region_ = 0;
-  uint64_t inRegion_ = 0;
-  Xxh3Stream piece_;
-  std::vector<uint64_t> pieces_, digests_;
-};
-} // namespace
-
-Result<std::vector<uint64_t>> digestsByDecoding(const Checkpoint &c, const Payload &payload) {
-  DigestSink sink(c);
-  BREVIS_TRY(decodeCheckpoint(c, payload, /*jit=*/false, sink));
-  return sink.finish();
-}
-
-Result<std::unique_ptr<ArchiveBuilder>> ArchiveBuilder::create(const std::string &output, bool overwrite) {
-  auto out = OutputFile::create(output, overwrite);
-  if (!out) return out.error();
-  return create(std::move(*out));
-}
-
-Result<std::unique_ptr<ArchiveBuilder>> ArchiveBuilder::create(std::unique_ptr<OutputFile> out) {
-  if (!out->isPositional())
-    return Error{fmt::format("cannot write an archive to {}: an archive is written with seeks (its header last), "
-                             "so it needs a file written from its start, not a pipe or a file opened for appending",
-                             out->path())};
-  return std::unique_ptr<ArchiveBuilder>(new ArchiveBuilder(std::move(out)));
-}
-
-Result<void> ArchiveBuilder::add(const MemberSource &m, const DecodeSettings &settings) {
-  ArchiveMember entry;
-  entry.path = m.path;
-  entry.sourceSize = m.checkpoint.source.size;
-  entry.sourceXxh64 = m.checkpoint.source.xxh64;
-  entry.programText = printCheckpoint(m.checkpoint);
-  entry.digests = m.digests;
-  // Bit-exact or nothing: what is written is the printed text, parsed back and decoded.
-  auto module = loadProgram(m.path + ".bdsl", entry.programText, /*requireRunnable=*/true);
-  if (!module) return Error{fmt::format("internal error: the program for {} does not check", m.path)};
-  DiscardPositionalSink sink;
-  DecodeJob job{&module->checkpoint(), &m.payload, m.digests, &sink, m.path, {}};
-  if (auto ok = runDecodeJobs(std::span(&job, 1), settings); !ok)
-    return Error{"internal error: the synthesized program does not reproduce the input: " + ok.error().message};
-  auto range = writer_.appendPayload(ByteSpan(m.payload.data(), m.payload.size()));
-  if (!range) return range.error();
-  entry.payloadRange = *range;
-  members_.push_back(std::move(entry));
-  return {};
-}
-
-Result<uint64_t> ArchiveBuilder::commit(bool directory) {
-  auto size = writer_.finish(members_, directory);
-  if (!size) return size.error();
-  BREVIS_TRY(out_->commit());
-  return *size;
+  return decodeJobs(jobs, options);
 }
 
 Result<void> SequentialPositionalSink::writeAt(uint64_t offset, const uint8_t *data, size_t size) {

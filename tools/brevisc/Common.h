@@ -7,7 +7,9 @@
 #include "runtime/execution/ByteSink.h"
 #include "runtime/execution/ParallelDecode.h"
 #include "runtime/containers/Payload.h"
+#include "tools/api/ArchiveBuilder.h"
 #include "tools/api/ArchiveReader.h"
+#include "tools/api/Decoding.h"
 #include "tools/api/DecoderFactory.h"
 #include "tools/api/ProgramText.h"
 
@@ -65,58 +67,16 @@ std::string validateSize(const std::string &text);
 /// An error if `bytes` exceed `limit`, naming `what`.
 Result<void> checkOutputLimit(const std::string &what, uint64_t bytes, uint64_t limit);
 
-/// How to decode: executor, threads, progress display.
-struct DecodeSettings {
-  bool jit = false;
-  unsigned threads = 1;
-  bool progress = false;    ///< draw a progress bar on stderr (callers pass: a terminal, not -q)
-  bool asyncWrites = false; ///< the outputs are files: write them on a thread of their own
-  std::string progressLabel;
-};
-
-/// The interpreter, or the JIT reporting its interpreter fallbacks on stderr.
-Result<std::unique_ptr<RegionDecoder>> makeDecoder(bool jit);
+/// The decoding options of a command's flags: the JIT's notices go to stderr (printNotice).
+DecodeOptions decodeOptions(bool jit, unsigned threads);
 /// `brevisc: NOTICE` on stderr (the JIT's and other notes), unless -q silenced them.
 void printNotice(const std::string &notice);
 void silenceNotices();
 
-/// Decodes jobs with the chosen executor (see decodeJobs), with a progress bar if asked.
-Result<void> runDecodeJobs(std::span<const DecodeJob> jobs, const DecodeSettings &settings);
-
-/// Decodes a checkpoint program sequentially into `sink`, verified against the program's
-/// source checksum (for programs without an archive index: `run`, `pack`).
-Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, bool jit, ByteSink &sink);
-
-/// Per-region digests of a checkpoint's output, computed by decoding it (sequentially, checked
-/// against the program's source checksum).
-Result<std::vector<uint64_t>> digestsByDecoding(const Checkpoint &c, const Payload &payload);
-
-/// One file of an archive to be written: its checkpoint program, payload and region digests.
-struct MemberSource {
-  std::string path;
-  Checkpoint checkpoint;
-  Payload payload;
-  std::vector<uint64_t> digests;
-};
-
-/// Writes an archive member by member, each verified before its payload is written: its
-/// printed program must parse back, type-check and decode (on the settings' threads) to bytes
-/// matching its digests. Output goes to a temporary file renamed by commit().
-class ArchiveBuilder {
-public:
-  static Result<std::unique_ptr<ArchiveBuilder>> create(const std::string &output, bool overwrite);
-  /// Onto an output already open; fails unless it takes positional writes.
-  static Result<std::unique_ptr<ArchiveBuilder>> create(std::unique_ptr<OutputFile> output);
-  Result<void> add(const MemberSource &member, const DecodeSettings &settings);
-  /// Writes the metadata and renames the archive into place; returns its size.
-  Result<uint64_t> commit(bool directory);
-
-private:
-  explicit ArchiveBuilder(std::unique_ptr<OutputFile> out) : out_(std::move(out)), writer_(*out_) {}
-  std::unique_ptr<OutputFile> out_;
-  ArchiveWriter writer_;
-  std::vector<ArchiveMember> members_;
-};
+/// decodeJobs with the options' executor and, if `showProgress`, a progress bar labelled `label`
+/// on stderr.
+Result<void> runDecodeJobs(std::span<const DecodeJob> jobs, DecodeOptions options, const std::string &label,
+                           bool showProgress);
 
 /// Writes a program's text and its payload sidecar, both or neither.
 Result<void> writeProgramFiles(const std::string &programPath, const std::string &text, const std::string &payloadPath,

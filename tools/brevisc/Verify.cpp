@@ -8,7 +8,7 @@ Result<void> verifyProgram(const std::string &programName, const std::string &pr
   auto module = loadProgram(programName, programText, /*requireRunnable=*/true);
   if (!module) return Error{"internal error: the synthesized program does not check"};
   DiscardSink sink;
-  auto decoded = decodeCheckpoint(module->checkpoint(), Payload::fromBytes(payload), /*jit=*/false, sink);
+  auto decoded = decodeCheckpoint(module->checkpoint(), Payload::fromBytes(payload), DecodeOptions{}, sink);
   if (!decoded) return Error{"internal error: the synthesized program does not reproduce the input: " + decoded.error().message};
   return {};
 }

@@ -93,9 +93,8 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
   auto builder = ArchiveBuilder::create(std::move(*sink));
   if (!builder) return fail(builder.error().message);
 
-  DecodeSettings settings;
-  settings.threads = resolveThreads(o.threads);
-  settings.progress = !v.quiet && stderrIsTerminal();
+  const DecodeOptions options = decodeOptions(/*jit=*/false, resolveThreads(o.threads));
+  const bool showProgress = !v.quiet && stderrIsTerminal();
   uint64_t originalSize = 0, regions = 0;
   nlohmann::json members = nlohmann::json::array();
   for (const std::string &file : files) {
@@ -109,20 +108,25 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
     SynthOutput synth;
     {
       ProgressBar bar("synthesize " + (directory ? file : baseName(shownInput)), bytes.size(), synthesized,
-                      settings.progress);
+                      showProgress);
       // The names `synth` and `unpack` use, so that unpack and pack give back this very archive.
       synth = synthesizeTemplate(bytes, name, archivedPayloadName(name),
-                                 SynthOptions{settings.threads, policyForLevel(o.level), TensorScheme::FloatFields,
+                                 SynthOptions{options.threads, policyForLevel(o.level), TensorScheme::FloatFields,
                                               &synthesized});
     }
     if (synth.notSafetensorsReason && !v.quiet && (!directory || name.ends_with(".safetensors")))
       std::cerr << "brevisc: note: " << shown << " is not valid safetensors (" << *synth.notSafetensorsReason
                 << "); compressing it as one byte stream\n";
     MemberSource member{file, std::move(synth.checkpoint), Payload(std::move(synth.payload)), {}};
-    for (const Region &r : member.checkpoint.regions)
-      member.digests.push_back(regionDigest(bytes.subspan(r.bytes.offset, r.bytes.size)));
-    settings.progressLabel = "verify " + (directory ? file : baseName(shownInput));
-    auto added = (*builder)->add(member, settings);
+    member.digests = regionDigests(member.checkpoint, bytes);
+    Result<void> added;
+    {
+      std::atomic<uint64_t> verified{0};
+      ProgressBar bar("verify " + (directory ? file : baseName(shownInput)), bytes.size(), verified, showProgress);
+      DecodeOptions verifying = options;
+      verifying.progress = &verified;
+      added = (*builder)->add(member, verifying);
+    }
     // An input that changed while it was read explains any failure (and must fail a success).
     if (auto intact = (*mapped)->checkIntact(); !intact) return fail(intact.error().message + "; nothing was written");
     if (!added) return fail(shown + ": " + added.error().message);
@@ -138,7 +142,7 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
       std::cerr << fmt::format("  {}: {} -> {} payload\n", file, humanBytes(bytes.size()),
                                humanBytes(member.payload.size()));
   }
-  auto size = (*builder)->commit(directory);
+  auto size = (*builder)->finish(directory);
   if (!size) return fail(size.error().message);
 
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -152,7 +156,7 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
                {"archive_bytes", *size},
                {"ratio", sizeRatio(*size, originalSize)},
                {"seconds", seconds},
-               {"threads", settings.threads},
+               {"threads", options.threads},
                {"level", o.level},
                {"files", files.size()},
                {"regions", regions},

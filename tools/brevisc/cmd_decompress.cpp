@@ -87,12 +87,8 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
   if (!destination->toStdout && input != "-" && sameFile(input, output))
     return fail(fmt::format("{} would be written over its own archive; use -o PATH", output));
 
-  DecodeSettings settings;
-  settings.jit = o.jit;
-  settings.threads = resolveThreads(o.threads);
-  settings.progress = !v.quiet && !o.json && stderrIsTerminal();
-  settings.progressLabel = "decompress " + baseName(name);
-  settings.asyncWrites = true;
+  DecodeOptions options = decodeOptions(o.jit, resolveThreads(o.threads));
+  options.asyncWrites = true;
 
   // Every output is opened (and a non-empty directory refused) before anything is decoded.
   std::vector<DecodeJob> jobs;
@@ -126,14 +122,14 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
     if (auto room = outputs[i]->preallocate(a.members[i].sourceSize); !room) return fail(room.error().message);
     PositionalSink *sink = outputs[i];
     if (!outputs[i]->isPositional()) {
-      settings.threads = 1; // a pipe takes the bytes in order
+      options.threads = 1; // a pipe takes the bytes in order
       pipes.push_back(std::make_unique<SequentialPositionalSink>(*outputs[i], 0));
       sink = pipes.back().get();
     }
     jobs.push_back(DecodeJob{&archive->checkpoint(i), &archive->payload(i), archive->digests(i), sink,
                              a.directory ? name + ":" + a.members[i].path : name, {}});
   }
-  auto done = runDecodeJobs(jobs, settings);
+  auto done = runDecodeJobs(jobs, options, "decompress " + baseName(name), !v.quiet && !o.json && stderrIsTerminal());
   // After decoding, so that damage inside a region is reported by the tensor it hits; this
   // covers the rest (payload bytes no region reads, the trailer).
   if (done && !o.skipArchiveChecksum) done = checkArchiveChecksum(file->bytes(), name);
@@ -159,7 +155,7 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
                         {"files", archive->memberCount()},
                         {"regions", regions},
                         {"seconds", seconds},
-                        {"threads", settings.threads},
+                        {"threads", options.threads},
                         {"decoder", o.jit ? "jit" : "interpreter"},
                         {"archive_checksum", !o.skipArchiveChecksum},
                         {"verified", true}};

@@ -155,23 +155,22 @@ int packDirectory(const PackOptions &o, const Verbosity &v) {
   std::string output = o.output.empty() ? withExtension(input, ".brv") : o.output;
   auto builder = ArchiveBuilder::create(output, o.force);
   if (!builder) return fail(builder.error().message);
-  DecodeSettings settings;
-  settings.threads = resolveThreads(0);
+  const DecodeOptions options = decodeOptions(/*jit=*/false, resolveThreads(0));
   uint64_t originalSize = 0;
   for (PackedProgram &p : programs) {
     // One member's payload in memory at a time; each is verified before it is written.
     auto payload = Payload::readFile(directoryOf(p.file) + "/" + baseName(p.checkpoint.payloadFile));
     if (!payload) return fail(payload.error().message);
-    auto digests = digestsByDecoding(p.checkpoint, *payload);
+    auto digests = regionDigestsByDecoding(p.checkpoint, *payload);
     if (!digests) return fail(p.file + ": " + digests.error().message);
     originalSize += p.checkpoint.source.size;
     p.checkpoint.payloadFile = archivedPayloadName(p.checkpoint.source.fileName);
     MemberSource member{p.memberPath, std::move(p.checkpoint), std::move(*payload), std::move(*digests)};
-    auto added = (*builder)->add(member, settings);
+    auto added = (*builder)->add(member, options);
     if (!added) return fail(p.file + ": " + added.error().message);
     if (v.verbose) std::cerr << fmt::format("  {} -> {}\n", p.file, p.memberPath);
   }
-  auto size = (*builder)->commit(/*directory=*/true);
+  auto size = (*builder)->finish(/*directory=*/true);
   if (!size) return fail(size.error().message);
   if (o.json)
     printJson({{"command", "pack"},
@@ -205,17 +204,15 @@ int runPack(const PackOptions &o, const Verbosity &v) {
   if (!builder) return fail(builder.error().message);
 
   // Bit-exact or nothing: the program must rebuild the file its source line describes.
-  auto digests = digestsByDecoding(c, *payload);
+  auto digests = regionDigestsByDecoding(c, *payload);
   if (!digests) return fail(o.input + ": " + digests.error().message);
   c.payloadFile = archivedPayloadName(c.source.fileName);
   MemberSource member{baseName(c.source.fileName), std::move(c), std::move(*payload), std::move(*digests)};
   if (!isValidMemberPath(member.path))
     return fail(fmt::format("{} names an unusable source file {}", o.input, quoteString(member.checkpoint.source.fileName)));
-  DecodeSettings settings;
-  settings.threads = resolveThreads(0);
-  auto added = (*builder)->add(member, settings);
+  auto added = (*builder)->add(member, decodeOptions(/*jit=*/false, resolveThreads(0)));
   if (!added) return fail(o.input + ": " + added.error().message);
-  auto size = (*builder)->commit(/*directory=*/false);
+  auto size = (*builder)->finish(/*directory=*/false);
   if (!size) return fail(size.error().message);
   if (o.json)
     printJson({{"command", "pack"},

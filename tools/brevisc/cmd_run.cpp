@@ -51,7 +51,7 @@ int runProgramTensor(const RunOptions &o, const Module &module, const Payload &p
   if (o.output.empty()) return fail("--tensor needs an output file: use -o FILE");
   auto out = OutputFile::create(o.output, o.force);
   if (!out) return fail(out.error().message);
-  auto decoder = makeDecoder(o.jit);
+  auto decoder = makeRegionDecoder(o.jit, printNotice);
   if (!decoder) return fail(decoder.error().message);
   auto done = validateForExecution(*region->program, payload);
   if (done) done = (*decoder)->decode(*region, payload, **out);
@@ -70,10 +70,7 @@ int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive) {
   if (!tensor) return fail(tensor.error().message);
   auto out = OutputFile::create(o.output, o.force);
   if (!out) return fail(out.error().message);
-  ReadOptions options;
-  options.jit = o.jit;
-  options.notice = printNotice;
-  options.threads = (*out)->isPositional() ? resolveThreads(o.threads) : 1;
+  DecodeOptions options = decodeOptions(o.jit, (*out)->isPositional() ? resolveThreads(o.threads) : 1);
   options.asyncWrites = true;
   SequentialPositionalSink sequential(**out, 0);
   PositionalSink &sink = (*out)->isPositional() ? static_cast<PositionalSink &>(**out) : sequential;
@@ -103,14 +100,12 @@ int runRun(const RunOptions &o, const Verbosity &v) {
     if (!out) return fail(out.error().message);
     if (auto room = (*out)->checkRoom(archive->originalSize()); !room) return fail(room.error().message);
     if (auto room = (*out)->preallocate(archive->checkpoint(0).source.size); !room) return fail(room.error().message);
-    DecodeSettings settings;
-    settings.jit = o.jit;
-    settings.threads = (*out)->isPositional() ? resolveThreads(o.threads) : 1;
-    settings.asyncWrites = true;
+    DecodeOptions options = decodeOptions(o.jit, (*out)->isPositional() ? resolveThreads(o.threads) : 1);
+    options.asyncWrites = true;
     SequentialPositionalSink sequential(**out, 0);
     PositionalSink &sink = (*out)->isPositional() ? static_cast<PositionalSink &>(**out) : sequential;
     DecodeJob job{&archive->checkpoint(0), &archive->payload(0), archive->digests(0), &sink, o.input, {}};
-    auto done = runDecodeJobs(std::span(&job, 1), settings);
+    auto done = decodeJobs(std::span(&job, 1), options);
     if (done) done = (*out)->commit();
     if (!done) return fail(done.error().message);
     if (v.verbose) std::cerr << fmt::format("{}: wrote {} ({})\n", o.input, output, humanBytes(archive->originalSize()));
@@ -155,7 +150,7 @@ int runRun(const RunOptions &o, const Verbosity &v) {
   if (!out) return fail(out.error().message);
   if (module->isCheckpoint())
     if (auto room = (*out)->checkRoom(module->checkpoint().source.size); !room) return fail(room.error().message);
-  auto done = module->isCheckpoint() ? decodeCheckpoint(module->checkpoint(), payload, o.jit, **out)
+  auto done = module->isCheckpoint() ? decodeCheckpoint(module->checkpoint(), payload, decodeOptions(o.jit, 1), **out)
                                      : runExpression(module->expr(), payload, o.jit, **out);
   if (done) done = (*out)->commit();
   if (!done) return fail(o.input + ": " + done.error().message);

@@ -92,12 +92,9 @@ int runVerify(const VerifyOptions &o, const Verbosity &v) {
     jobs.push_back(DecodeJob{&archive->checkpoint(i), &archive->payload(i), archive->digests(i), sinks.back().get(),
                              a.directory ? o.input + ":" + m.path : o.input, {}});
   }
-  DecodeSettings settings;
-  settings.jit = o.jit;
-  settings.threads = resolveThreads(o.threads);
-  settings.progress = !v.quiet && !o.json && stderrIsTerminal();
-  settings.progressLabel = "verify " + baseName(o.input);
-  if (auto done = runDecodeJobs(jobs, settings); !done) return fail(done.error().message);
+  const DecodeOptions options = decodeOptions(o.jit, resolveThreads(o.threads));
+  if (auto done = runDecodeJobs(jobs, options, "verify " + baseName(o.input), !v.quiet && !o.json && stderrIsTerminal());
+      !done) return fail(done.error().message);
   size_t regions = 0;
   for (size_t i = 0; i < archive->memberCount(); ++i) regions += archive->checkpoint(i).regions.size();
   if (o.json) {
@@ -110,7 +107,7 @@ int runVerify(const VerifyOptions &o, const Verbosity &v) {
                {"files", archive->memberCount()},
                {"regions", regions},
                {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()},
-               {"threads", settings.threads},
+               {"threads", options.threads},
                {"decoder", o.jit ? "jit" : "interpreter"},
                {"verified", true}});
   } else if (!v.quiet) {

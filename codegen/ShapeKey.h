@@ -1,0 +1,36 @@
+#pragma once
+// The shape of a program the JIT compiles: everything its generated code depends on, as a key
+// under which compiled functions are cached, and the facts about a supported program (lit, const
+// and merge only) that emission and the chunk driver share.
+#include "lang/Ast.h"
+#include "lang/Result.h"
+#include "runtime/containers/Payload.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace brevis::jit {
+
+/// Whether the generated code reads this literal's words from a pre-decoded stream buffer
+/// (entropy-coded) rather than straight from the payload.
+bool isStreamed(const Lit &l);
+
+/// The payload literals (every literal but inline ones) of a supported program, in pre-order:
+/// their index is their slot in the generated function's `operands` argument.
+void operandLiterals(const Expr &e, std::vector<const Lit *> &out);
+
+/// Width of a supported expression's words.
+unsigned widthOf(const Expr &e);
+
+/// Length of a supported expression's stream (merge fields all have the first field's length).
+uint64_t lengthOf(const Expr &e);
+
+/// Appends to `key` everything the generated code for `e` depends on: the program's structure and
+/// constants, each literal's kind, width and whether it is empty, and the bitpack bit counts
+/// read from the payload (not the literals' lengths or offsets: those are arguments). Equal keys
+/// mean interchangeable code. Also checks, in O(1) per literal, that every load the code will make stays inside the
+/// payload (plus its slack), so that even an unvalidated payload cannot make it read wild memory.
+Result<void> appendShapeKey(const Expr &e, const Payload &payload, std::string &key);
+
+} // namespace brevis::jit

@@ -1,0 +1,25 @@
+#pragma once
+// How to decode, for every entry point: the library's archive reader and builder, brevisc's
+// commands and the benchmark all take this one struct.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace brevis {
+
+struct DecodeOptions {
+  unsigned threads = 1;
+  /// Bytes decoded so far, for progress displays (may be null).
+  std::atomic<uint64_t> *progress = nullptr;
+  /// Hand output writes to a thread of their own (worth it for files: the kernel's copy into the
+  /// page cache then overlaps decoding).
+  bool asyncWrites = false;
+  /// LLVM-compiled decoders instead of the interpreter (chosen where the decoder is made:
+  /// tools/api/DecoderFactory).
+  bool jit = false;
+  /// The JIT's notes (interpreter fallbacks); may be empty.
+  std::function<void(const std::string &)> notice = {};
+};
+
+} // namespace brevis

@@ -1,0 +1,69 @@
+#include "tools/api/ArchiveBuilder.h"
+
+#include "lang/Printer.h"
+#include "runtime/containers/Checksum.h"
+#include "tools/api/Decoding.h"
+#include "tools/api/ProgramText.h"
+
+#include <fmt/format.h>
+
+namespace brevis {
+
+std::vector<uint64_t> regionDigests(const Checkpoint &c, ByteSpan file) {
+  std::vector<uint64_t> digests;
+  digests.reserve(c.regions.size());
+  for (const Region &r : c.regions) digests.push_back(regionDigest(file.subspan(r.bytes.offset, r.bytes.size)));
+  return digests;
+}
+
+Result<std::vector<uint64_t>> regionDigestsByDecoding(const Checkpoint &c, const Payload &payload) {
+  std::vector<uint64_t> digests;
+  DiscardSink discard;
+  BREVIS_TRY(decodeCheckpoint(c, payload, DecodeOptions{}, discard, &digests));
+  return digests;
+}
+
+Result<std::unique_ptr<ArchiveBuilder>> ArchiveBuilder::create(const std::string &path, bool overwrite) {
+  auto out = OutputFile::create(path, overwrite);
+  if (!out) return out.error();
+  return create(std::move(*out));
+}
+
+Result<std::unique_ptr<ArchiveBuilder>> ArchiveBuilder::create(std::unique_ptr<OutputFile> out) {
+  if (!out->isPositional())
+    return Error{fmt::format("cannot write an archive to {}: an archive is written with seeks (its header last), "
+                             "so it needs a file written from its start, not a pipe or a file opened for appending",
+                             out->path())};
+  return std::unique_ptr<ArchiveBuilder>(new ArchiveBuilder(std::move(out)));
+}
+
+Result<void> ArchiveBuilder::add(const MemberSource &m, const DecodeOptions &options) {
+  ArchiveMember entry;
+  entry.path = m.path;
+  entry.sourceSize = m.checkpoint.source.size;
+  entry.sourceXxh64 = m.checkpoint.source.xxh64;
+  entry.programText = printCheckpoint(m.checkpoint);
+  entry.digests = m.digests;
+  // What is written is the printed text, parsed back and decoded as decompression will.
+  std::string diagnostics;
+  auto module = parseProgram(m.path + ".bdsl", entry.programText, /*requireRunnable=*/true, diagnostics);
+  if (!module) return Error{fmt::format("internal error: the program for {} does not check:\n{}", m.path, diagnostics)};
+  DiscardPositionalSink sink;
+  DecodeJob job{&module->checkpoint(), &m.payload, m.digests, &sink, m.path, {}};
+  if (auto ok = decodeJobs(std::span(&job, 1), options); !ok)
+    return Error{"internal error: the synthesized program does not reproduce the input: " + ok.error().message};
+  auto range = writer_.appendPayload(ByteSpan(m.payload.data(), m.payload.size()));
+  if (!range) return range.error();
+  entry.payloadRange = *range;
+  members_.push_back(std::move(entry));
+  return {};
+}
+
+Result<uint64_t> ArchiveBuilder::finish(bool directory) {
+  auto size = writer_.finish(members_, directory);
+  if (!size) return size.error();
+  if (file_) BREVIS_TRY(file_->commit());
+  return *size;
+}
+
+} // namespace brevis

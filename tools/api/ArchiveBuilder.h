@@ -1,0 +1,58 @@
+#pragma once
+// Writing `.brv` archives, verified: the one way brevisc's compress and pack, the benchmark and
+// programs embedding Brevis make an archive. Bit-exact or nothing: a member is written only after
+// its printed program has been parsed back, type-checked and decoded to bytes matching the
+// original's digests.
+//
+//   auto builder = brevis::ArchiveBuilder::create("model.safetensors.brv", /*overwrite=*/false);
+//   (*builder)->add(member, options);   // once per file
+//   (*builder)->finish(/*directory=*/false);
+#include "lang/Ast.h"
+#include "lang/Result.h"
+#include "runtime/containers/Archive.h"
+#include "runtime/containers/FileIO.h"
+#include "runtime/containers/Payload.h"
+#include "runtime/execution/DecodeOptions.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace brevis {
+
+/// One file of an archive to be written: its checkpoint program, payload and region digests.
+struct MemberSource {
+  std::string path; ///< relative, '/'-separated
+  Checkpoint checkpoint;
+  Payload payload;
+  std::vector<uint64_t> digests; ///< regionDigest of each region's original bytes
+};
+
+/// The digests an archive's index holds for `c`, from the original file's bytes.
+std::vector<uint64_t> regionDigests(const Checkpoint &c, ByteSpan file);
+/// The same for a program that comes without its original (`pack`), by decoding it sequentially,
+/// checked against the program's source checksum.
+Result<std::vector<uint64_t>> regionDigestsByDecoding(const Checkpoint &c, const Payload &payload);
+
+class ArchiveBuilder {
+public:
+  /// Writes to a temporary file beside `path`, renamed into place by finish().
+  static Result<std::unique_ptr<ArchiveBuilder>> create(const std::string &path, bool overwrite);
+  /// Onto an output already open; fails unless it takes positional writes.
+  static Result<std::unique_ptr<ArchiveBuilder>> create(std::unique_ptr<OutputFile> output);
+  /// Onto any positional sink (in memory, for instance), which must outlive the builder.
+  explicit ArchiveBuilder(PositionalSink &output) : writer_(output) {}
+
+  /// Verifies the member (decoding as `options` say) and appends its payload.
+  Result<void> add(const MemberSource &member, const DecodeOptions &options);
+  /// Writes the metadata and, for a file, renames it into place; returns the archive's size.
+  Result<uint64_t> finish(bool directory);
+
+private:
+  explicit ArchiveBuilder(std::unique_ptr<OutputFile> out) : file_(std::move(out)), writer_(*file_) {}
+  std::unique_ptr<OutputFile> file_; ///< null when writing to a caller's sink
+  ArchiveWriter writer_;
+  std::vector<ArchiveMember> members_;
+};
+
+} // namespace brevis
