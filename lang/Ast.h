@@ -2,7 +2,6 @@
 // The Brevis AST. Every expression denotes a stream u<W>[N]; node kinds are listed once in
 // NodeKinds.def. Nodes own their children; every node carries its source location and an
 // optional type annotation written by the user (`expr : u8[1024]`).
-#include "BitpackFormat.h"
 #include "DType.h"
 #include "Encoding.h"
 #include "SourceLoc.h"
