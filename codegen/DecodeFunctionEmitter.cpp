@@ -1,6 +1,8 @@
 #include "codegen/DecodeFunctionEmitter.h"
 
 #include "codegen/ShapeKey.h"
+#include "lang/BitpackFormat.h"
+#include "lang/MergeLayout.h"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Function.h>
@@ -73,7 +75,7 @@ public:
       base->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx_, {}));
       base_[literals[k]] = base;
     }
-    auto *rootTy = b_.getIntNTy(8 * containerBytes(widthOf(root)));
+    auto *rootTy = b_.getIntNTy(8 * containerBytes(streamTypeOf(root).width));
     llvm::Value *groups = b_.CreateLShr(count, 3, "groups");
     b_.CreateCondBr(b_.CreateICmpEQ(groups, b_.getInt64(0)), tailCheck, groupLoop);
 
@@ -126,21 +128,27 @@ private:
       return llvm::ConstantInt::get(ty, c.value & widthMask(c.type.width));
     }
     case NodeKind::Merge: {
-      // Most significant first: the last field sits at bit 0.
+      // Each field at its place in the merge's layout (lang/MergeLayout.h).
       const auto &fields = as<Merge>(e).fields;
+      std::vector<unsigned> widths;
+      for (const auto &f : fields) widths.push_back(streamTypeOf(*f.expr).width);
+      const std::vector<unsigned> shifts = mergeFieldShifts(widths);
       llvm::Value *acc = nullptr;
-      unsigned shift = 0;
-      for (auto it = fields.rbegin(); it != fields.rend(); ++it) {
-        llvm::Value *v = value(*it->expr, index, ty);
-        if (shift > 0) v = b_.CreateShl(v, shift, "", /*HasNUW=*/true);
+      for (size_t k = fields.size(); k-- > 0;) {
+        llvm::Value *v = value(*fields[k].expr, index, ty);
+        if (shifts[k] > 0) v = b_.CreateShl(v, shifts[k], "", /*HasNUW=*/true);
         acc = acc ? b_.CreateOr(acc, v) : v;
-        shift += widthOf(*it->expr);
       }
       return acc;
     }
     case NodeKind::Lit: return litValue(as<Lit>(e), index, ty);
-    default: __builtin_trap();
+    case NodeKind::Concat:
+    case NodeKind::Repeat:
+    case NodeKind::Map:
+    case NodeKind::Scan:
+    case NodeKind::Hole: break;
     }
+    __builtin_trap(); // not compiled: JitDecoder::supports()
   }
 
   llvm::Value *litValue(const Lit &l, llvm::Value *index, llvm::IntegerType *ty) {
@@ -160,23 +168,31 @@ private:
       return b_.CreateZExtOrTrunc(b_.CreateLoad(elemTy, p), ty);
     }
 
-    if (isStreamed(l)) {
+    switch (l.encoding) {
+    case Encoding::Huffman:
+    case Encoding::Rans:
+    case Encoding::RansO1: {
       // Pre-decoded by the runtime: word `index` is element index - first of the chunk buffer.
       const unsigned cb = containerBytes(width);
       auto *elemTy = b_.getIntNTy(8 * cb);
       llvm::Value *p = b_.CreateInBoundsGEP(elemTy, base_.at(&l), chunkIndex_);
       return b_.CreateZExtOrTrunc(b_.CreateAlignedLoad(elemTy, p, llvm::MaybeAlign(cb)), ty);
     }
-    const ByteRange &r = l.payload();
-    if (l.encoding == Encoding::Raw) {
+    case Encoding::Raw: {
       auto *elemTy = b_.getIntNTy(8 * containerBytes(width));
       return b_.CreateZExtOrTrunc(loadLE(elemTy, b_.CreateInBoundsGEP(elemTy, base_.at(&l), index)), ty);
     }
+    case Encoding::Bitpack: return bitpackValue(l, index, ty);
+    }
+    __builtin_trap(); // not an Encoding
+  }
 
-    // Bitpack: the bit count is specialized; appendShapeKey() has checked it against the width.
-    const unsigned bits = payload_.data()[r.offset];
+  /// Word `index` of a bitpack literal (lang/BitpackFormat.h), as type `ty`.
+  llvm::Value *bitpackValue(const Lit &l, llvm::Value *index, llvm::IntegerType *ty) {
+    // The bit count is specialized; appendShapeKey() has checked it against the width.
+    const unsigned bits = bitpackBitCount(payload_.data() + l.payload().offset);
     if (bits == 0) return llvm::ConstantInt::get(ty, 0);
-    llvm::Value *base = base_.at(&l); // after the bit count byte
+    llvm::Value *base = base_.at(&l); // bitpackBody(): after the bit count
     if (bits % 8 == 0 && (bits & (bits - 1)) == 0) {
       // Whole aligned words: a plain strided load the vectorizer handles like raw.
       auto *elemTy = b_.getIntNTy(bits);
@@ -202,7 +218,7 @@ private:
       v = b_.CreateTrunc(v, b_.getIntNTy(bits));
       return b_.CreateZExtOrTrunc(v, ty);
     }
-    // Word i occupies bits [i*b, i*b+b): load the containing bytes from the byte holding bit i*b
+    // Word i occupies bits [i*b, i*b+b) (bitpackBitOffset): load the containing bytes from the byte holding bit i*b
     // and shift. A 64-bit load covers b + 7 bits for b <= 57; wider fields need 128 bits. Both
     // loads start at a byte inside the literal, so the payload slack keeps them in bounds.
     llvm::Value *bitPos = b_.CreateMul(index, b_.getInt64(bits), "bitpos", /*HasNUW=*/true);

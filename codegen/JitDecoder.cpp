@@ -5,6 +5,7 @@
 #include "codegen/DecodeFunctionEmitter.h"
 #include "codegen/OrcSession.h"
 #include "codegen/ShapeKey.h"
+#include "lang/BitpackFormat.h"
 #include "runtime/codecs/LitDecode.h"
 #include "runtime/execution/Interpreter.h"
 
@@ -23,16 +24,28 @@ namespace brevis {
 
 using jit::appendShapeKey;
 using jit::DecodeFn;
-using jit::isStreamed;
-using jit::lengthOf;
 using jit::operandLiterals;
-using jit::widthOf;
 
 namespace {
 
+/// Whether the JIT compiles this operator (given children it compiles).
+bool compiles(NodeKind kind) {
+  switch (kind) {
+  case NodeKind::Lit:
+  case NodeKind::Const:
+  case NodeKind::Merge: return true;
+  case NodeKind::Concat:
+  case NodeKind::Repeat:
+  case NodeKind::Map:
+  case NodeKind::Scan:
+  case NodeKind::Hole: return false;
+  }
+  __builtin_trap(); // not a NodeKind
+}
+
 /// The operator kinds of `e` the JIT does not compile.
 void collectUnsupported(const Expr &e, std::set<NodeKind> &out) {
-  if (e.kind != NodeKind::Lit && e.kind != NodeKind::Const && e.kind != NodeKind::Merge) out.insert(e.kind);
+  if (!compiles(e.kind)) out.insert(e.kind);
   for (const Expr *c : children(e)) collectUnsupported(*c, out);
 }
 
@@ -73,17 +86,11 @@ Result<std::unique_ptr<JitDecoder>> JitDecoder::create(Notice notice) {
 }
 
 bool JitDecoder::supports(const Expr &e) {
-  switch (e.kind) {
-  case NodeKind::Lit:
-  case NodeKind::Const: return true;
-  case NodeKind::Merge: {
-    const auto &fields = as<Merge>(e).fields;
-    return !fields.empty() && std::all_of(fields.begin(), fields.end(), [](const MergeField &f) {
-      return f.expr && supports(*f.expr);
-    });
-  }
-  default: return false;
-  }
+  if (!compiles(e.kind)) return false;
+  bool all = true;
+  forEachChild(e, [&](const Expr &c) { all = all && supports(c); });
+  // A merge without fields has nothing to compile (and is ill-typed).
+  return all && !(e.kind == NodeKind::Merge && as<Merge>(e).fields.empty());
 }
 
 Result<void> JitDecoder::prepare(const Checkpoint &c, const Payload &payload) {
@@ -133,8 +140,10 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
     return impl.interpreter.decodeWords(region, payload, first, count, sink);
   }
 
-  const unsigned wordBytes = containerBytes(widthOf(root));
-  const uint64_t words = lengthOf(root);
+  const auto type = jit::typeOf(root);
+  if (!type) return type.error();
+  const unsigned wordBytes = containerBytes(type->width);
+  const uint64_t words = type->length;
   uint64_t bytes;
   if (__builtin_mul_overflow(words, wordBytes, &bytes) || bytes != region.bytes.size)
     return Error{fmt::format("region at byte {} holds {} bytes, but its program produces {} words of {} bytes",
@@ -171,9 +180,13 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
   std::vector<std::vector<uint64_t>> buffers(literals.size());
   for (size_t k = 0; k < literals.size(); ++k) {
     const Lit &l = *literals[k];
-    if (!isStreamed(l)) {
-      pointers[k] = payload.data() + l.payload().offset + (l.encoding == Encoding::Bitpack ? 1 : 0);
-      continue;
+    const uint8_t *bytes = payload.data() + l.payload().offset;
+    switch (l.encoding) {
+    case Encoding::Raw: pointers[k] = bytes; continue;
+    case Encoding::Bitpack: pointers[k] = bitpackBody(bytes); continue;
+    case Encoding::Huffman:
+    case Encoding::Rans:
+    case Encoding::RansO1: break;
     }
     auto cursor = LitCursor::open(l, payload);
     if (!cursor) return cursor.error();

@@ -12,25 +12,21 @@
 
 namespace brevis::jit {
 
-/// Whether the generated code reads this literal's words from a pre-decoded stream buffer
-/// (entropy-coded) rather than straight from the payload.
-bool isStreamed(const Lit &l);
-
 /// The payload literals (every literal but inline ones) of a supported program, in pre-order:
 /// their index is their slot in the generated function's `operands` argument.
 void operandLiterals(const Expr &e, std::vector<const Lit *> &out);
 
-/// Width of a supported expression's words.
-unsigned widthOf(const Expr &e);
-
-/// Length of a supported expression's stream (merge fields all have the first field's length).
-uint64_t lengthOf(const Expr &e);
+/// The stream type of an expression by the operators' typing rules (lang/OperatorTyping.h); a
+/// broken rule is an error, so that the generated code's loops and shifts, which follow from
+/// the types, are sound even for a program nobody checked.
+Result<StreamType> typeOf(const Expr &e);
 
 /// Appends to `key` everything the generated code for `e` depends on: the program's structure and
 /// constants, each literal's kind, width and whether it is empty, and the bitpack bit counts
 /// read from the payload (not the literals' lengths or offsets: those are arguments). Equal keys
 /// mean interchangeable code. Also checks, in O(1) per literal, that every load the code will make stays inside the
-/// payload (plus its slack), so that even an unvalidated payload cannot make it read wild memory.
+/// payload (plus its slack), so that even an unvalidated payload cannot make it read wild memory,
+/// and that the program is well-typed (typeOf).
 Result<void> appendShapeKey(const Expr &e, const Payload &payload, std::string &key);
 
 } // namespace brevis::jit

@@ -1,45 +1,17 @@
 #include "Ast.h"
 
+#include "OperatorTyping.h"
+
 #include <array>
 
 namespace brevis {
 
 std::string_view nodeKindName(NodeKind k) {
-  static constexpr std::array<std::string_view, 8> names = {
-#define BREVIS_NODE(Class, kw, doc) kw,
+  static constexpr std::array names = {
+#define BREVIS_NODE(Class, kw, doc) std::string_view(kw),
 #include "NodeKinds.def"
   };
   return names[static_cast<size_t>(k)];
-}
-
-std::string_view encodingName(Encoding e) {
-  switch (e) {
-  case Encoding::Raw: return "raw";
-  case Encoding::Bitpack: return "bitpack";
-  case Encoding::Huffman: return "huffman";
-  case Encoding::Rans: return "rans";
-  case Encoding::RansO1: return "rans_o1";
-  }
-  return {};
-}
-
-std::optional<Encoding> encodingFromName(std::string_view s) {
-  for (Encoding e : kAllEncodings)
-    if (encodingName(e) == s) return e;
-  return std::nullopt;
-}
-
-uint64_t bitpackPayloadSize(uint64_t n, unsigned b) {
-  unsigned __int128 bytes = 1 + (static_cast<unsigned __int128>(n) * b + 7) / 8;
-  return bytes > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(bytes);
-}
-
-unsigned maxEncodingWidth(Encoding e) {
-  switch (e) {
-  case Encoding::Rans: return 16;
-  case Encoding::RansO1: return 8;
-  default: return 64;
-  }
 }
 
 namespace {
@@ -126,21 +98,7 @@ std::unique_ptr<Hole> Hole::make(StreamType t) {
 
 std::vector<const Expr *> children(const Expr &e) {
   std::vector<const Expr *> out;
-  switch (e.kind) {
-  case NodeKind::Lit:
-  case NodeKind::Const:
-  case NodeKind::Hole:
-    break;
-  case NodeKind::Concat:
-    for (const auto &p : as<Concat>(e).parts) out.push_back(p.get());
-    break;
-  case NodeKind::Repeat: out.push_back(as<Repeat>(e).body.get()); break;
-  case NodeKind::Map: out.push_back(as<Map>(e).body.get()); break;
-  case NodeKind::Scan: out.push_back(as<Scan>(e).body.get()); break;
-  case NodeKind::Merge:
-    for (const auto &f : as<Merge>(e).fields) out.push_back(f.expr.get());
-    break;
-  }
+  forEachChild(e, [&](const Expr &c) { out.push_back(&c); });
   return out;
 }
 
@@ -178,34 +136,9 @@ bool sameFields(const Expr &a, const Expr &b) {
 } // namespace
 
 StreamType streamTypeOf(const Expr &e) {
-  switch (e.kind) {
-  case NodeKind::Lit: return as<Lit>(e).type;
-  case NodeKind::Const: return as<Const>(e).type;
-  case NodeKind::Concat: {
-    StreamType t = streamTypeOf(*as<Concat>(e).parts.front());
-    t.length = 0;
-    for (const auto &p : as<Concat>(e).parts) t.length += streamTypeOf(*p).length;
-    return t;
-  }
-  case NodeKind::Repeat: {
-    StreamType t = streamTypeOf(*as<Repeat>(e).body);
-    t.length *= as<Repeat>(e).count;
-    return t;
-  }
-  case NodeKind::Map: return streamTypeOf(*as<Map>(e).body);
-  case NodeKind::Scan: {
-    StreamType t = streamTypeOf(*as<Scan>(e).body);
-    t.length += 1;
-    return t;
-  }
-  case NodeKind::Merge: {
-    StreamType t{0, streamTypeOf(*as<Merge>(e).fields.front().expr).length};
-    for (const auto &f : as<Merge>(e).fields) t.width += streamTypeOf(*f.expr).width;
-    return t;
-  }
-  case NodeKind::Hole: break;
-  }
-  __builtin_trap(); // holes have no type; callers reject them first
+  std::vector<StreamType> childTypes;
+  forEachChild(e, [&](const Expr &c) { childTypes.push_back(streamTypeOf(c)); });
+  return checkedOperatorType(e, childTypes);
 }
 
 bool structurallyEqual(const Expr &a, const Expr &b) {
@@ -214,6 +147,15 @@ bool structurallyEqual(const Expr &a, const Expr &b) {
   for (size_t i = 0; i < ca.size(); ++i)
     if (!structurallyEqual(*ca[i], *cb[i])) return false;
   return true;
+}
+
+std::string_view regionKindName(RegionKind k) {
+  switch (k) {
+  case RegionKind::Header: return "header";
+  case RegionKind::Tensor: return "tensor";
+  case RegionKind::Bytes: return "bytes";
+  }
+  __builtin_trap(); // not a RegionKind
 }
 
 std::optional<uint64_t> elementCount(const std::vector<uint64_t> &shape) {

@@ -3,6 +3,7 @@
 // NodeKinds.def. Nodes own their children; every node carries its source location and an
 // optional type annotation written by the user (`expr : u8[1024]`).
 #include "DType.h"
+#include "Encoding.h"
 #include "SourceLoc.h"
 #include "StreamType.h"
 
@@ -21,20 +22,6 @@ enum class NodeKind {
 #include "NodeKinds.def"
 };
 std::string_view nodeKindName(NodeKind); ///< the keyword: "lit", "merge", "?"
-
-/// Physical encodings of a literal's payload (wire formats in docs/format/literals.md),
-/// in tie-break order: of two encodings of equal size the earlier is kept.
-enum class Encoding { Raw, Bitpack, Huffman, Rans, RansO1 };
-inline constexpr Encoding kAllEncodings[] = {Encoding::Raw, Encoding::Bitpack, Encoding::Huffman, Encoding::Rans,
-                                             Encoding::RansO1};
-/// Payload bytes of a bitpack literal of n words at b bits each: the bit-count byte and
-/// ceil(n * b / 8) bytes; UINT64_MAX when that does not fit in 64 bits.
-uint64_t bitpackPayloadSize(uint64_t n, unsigned b);
-
-/// The widest words an encoding takes (rans: 16 bits; rans_o1: bytes).
-unsigned maxEncodingWidth(Encoding);
-std::string_view encodingName(Encoding);
-std::optional<Encoding> encodingFromName(std::string_view);
 
 enum class MapFn {
 #define BREVIS_MAPFN(E, kw, param, doc) E,
@@ -167,12 +154,31 @@ template <typename T> const T *dynAs(const Expr &e) {
   return e.kind == T::Kind ? static_cast<const T *>(&e) : nullptr;
 }
 
+/// Calls f(child) for each child of any node, in order (none for leaves).
+template <typename F> void forEachChild(const Expr &e, F &&f) {
+  switch (e.kind) {
+  case NodeKind::Lit:
+  case NodeKind::Const:
+  case NodeKind::Hole: return;
+  case NodeKind::Concat:
+    for (const auto &p : as<Concat>(e).parts) f(*p);
+    return;
+  case NodeKind::Repeat: f(*as<Repeat>(e).body); return;
+  case NodeKind::Map: f(*as<Map>(e).body); return;
+  case NodeKind::Scan: f(*as<Scan>(e).body); return;
+  case NodeKind::Merge:
+    for (const auto &field : as<Merge>(e).fields) f(*field.expr);
+    return;
+  }
+}
+
 /// Children of any node, in order (empty for leaves).
 std::vector<const Expr *> children(const Expr &e);
 std::vector<Expr *> children(Expr &e);
 
-/// The stream type of a well-typed expression without holes (the type checker's result, derived
-/// again without diagnostics). Precondition: the expression has passed the checker.
+/// The stream type of a well-typed expression (the type checker's result, derived again by the
+/// same rules, lang/OperatorTyping.h, without diagnostics). Precondition: the expression has
+/// passed the checker.
 StreamType streamTypeOf(const Expr &e);
 
 /// Same kind, fields, annotations, field names and children, recursively; locations are ignored.
@@ -187,6 +193,8 @@ enum class RegionKind {
   Tensor, ///< one tensor's bytes, read as words of its dtype's width
   Bytes,  ///< bytes no tensor covers (or a whole non-safetensors file), u8 stream
 };
+
+std::string_view regionKindName(RegionKind); ///< the keyword: "header", "tensor", "bytes"
 
 struct Region {
   RegionKind kind = RegionKind::Bytes;

@@ -31,8 +31,11 @@ std::string openText(const Expr &e) {
     const auto &s = as<Scan>(e);
     return fmt::format("scan {} {} (", scanOpName(s.op), wordLiteral(s.init));
   }
-  default: return {};
+  case NodeKind::Lit:
+  case NodeKind::Const:
+  case NodeKind::Hole: return {}; // leaves: leafText()
   }
+  __builtin_trap(); // not a NodeKind
 }
 
 std::string leafText(const Expr &e) {
@@ -48,12 +51,27 @@ std::string leafText(const Expr &e) {
     return fmt::format("const {} {}", toString(c.type), wordLiteral(c.value));
   }
   case NodeKind::Hole: return "? " + toString(as<Hole>(e).type);
-  default: return {};
+  case NodeKind::Concat:
+  case NodeKind::Repeat:
+  case NodeKind::Map:
+  case NodeKind::Scan:
+  case NodeKind::Merge: return {}; // compound: openText() and the children
   }
+  __builtin_trap(); // not a NodeKind
 }
 
 bool isLeaf(const Expr &e) {
-  return e.kind == NodeKind::Lit || e.kind == NodeKind::Const || e.kind == NodeKind::Hole;
+  switch (e.kind) {
+  case NodeKind::Lit:
+  case NodeKind::Const:
+  case NodeKind::Hole: return true;
+  case NodeKind::Concat:
+  case NodeKind::Repeat:
+  case NodeKind::Map:
+  case NodeKind::Scan:
+  case NodeKind::Merge: return false;
+  }
+  __builtin_trap(); // not a NodeKind
 }
 
 /// Field prefixes ("sign: ") of a merge, or empty strings for other nodes.
@@ -127,13 +145,13 @@ void printBroken(const Expr &e, unsigned indent, std::string &out) {
 
 std::string regionHead(const Region &r) {
   switch (r.kind) {
-  case RegionKind::Header: return "header " + rangeText(r.bytes);
-  case RegionKind::Bytes: return "bytes " + rangeText(r.bytes);
+  case RegionKind::Header:
+  case RegionKind::Bytes: return fmt::format("{} {}", regionKindName(r.kind), rangeText(r.bytes));
   case RegionKind::Tensor:
-    return fmt::format("tensor {} {}[{}] {}", quoteString(r.name), dtypeInfo(r.dtype).bdslName,
+    return fmt::format("{} {} {}[{}] {}", regionKindName(r.kind), quoteString(r.name), dtypeInfo(r.dtype).bdslName,
                        fmt::join(r.shape, ", "), rangeText(r.bytes));
   }
-  return {};
+  __builtin_trap(); // not a RegionKind
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 #pragma once
 // Derives every expression's stream type and reports each violated typing rule
-// (docs/language.md, "Typing") as a diagnostic at the offending node.
+// (docs/language.md, "Typing"; the rules are in OperatorTyping.h) as a diagnostic at the
+// offending node.
 #include "Ast.h"
 #include "Diagnostics.h"
 
@@ -30,7 +31,6 @@ public:
 
 private:
   std::optional<StreamType> derive(const Expr &e);
-  bool checkWidth(SourceLoc loc, unsigned width, const char *what);
   void checkCheckpoint(const Checkpoint &c);
 
   Diagnostics &diags_;

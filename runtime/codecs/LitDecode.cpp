@@ -1,5 +1,6 @@
 #include "runtime/codecs/LitDecode.h"
 
+#include "runtime/codecs/bitpack/BitpackDecode.h"
 #include "runtime/codecs/huffman/HuffmanDecode.h"
 #include "runtime/codecs/rans/Rans16.h"
 #include "runtime/codecs/rans/RansCodec.h"
@@ -7,31 +8,9 @@
 #include <fmt/format.h>
 
 #include <cstring>
-#include <immintrin.h>
 #include <iterator>
-#include <array>
-#include <utility>
 
 namespace brevis {
-
-namespace {
-
-uint64_t loadLE(const uint8_t *p, unsigned bytes) {
-  uint64_t v = 0;
-  std::memcpy(&v, p, bytes); // x86-64 and every target we build for are little-endian
-  return v;
-}
-
-/// Bits [bit, bit + b) of the little-endian bit stream at `base`, for b in 1..64.
-inline uint64_t extractBits(const uint8_t *base, uint64_t bit, unsigned b) {
-  const uint8_t *p = base + (bit >> 3);
-  unsigned shift = bit & 7;
-  uint64_t v = loadLE(p, 8) >> shift;
-  if (shift + b > 64) v |= uint64_t{p[8]} << (64 - shift);
-  return v & widthMask(b);
-}
-
-} // namespace
 
 namespace {
 Result<std::unique_ptr<LitCursor>> openEntropyDecoder(const Lit &lit, const Payload &payload, bool buildTables);
@@ -40,44 +19,39 @@ Result<std::unique_ptr<LitCursor>> openEntropyDecoder(const Lit &lit, const Payl
 Result<void> validateLit(const Lit &lit, const Payload &payload) {
   if (lit.isInline()) return {};
   const ByteRange r = lit.payload();
-  const StreamType t = lit.type;
-  auto where = [&] { return fmt::format("{} literal {} at payload @{}+{}", encodingName(lit.encoding), toString(t), r.offset, r.size); };
+  auto where = [&] {
+    return fmt::format("{} literal {} at payload @{}+{}", encodingName(lit.encoding), toString(lit.type), r.offset,
+                       r.size);
+  };
   if (!payload.contains(r)) return Error{fmt::format("{} lies outside the payload of {} bytes", where(), payload.size())};
   ByteSpan bytes = payload.slice(r);
-
-  if (lit.encoding == Encoding::Raw) {
-    unsigned cb = containerBytes(t.width);
-    if (static_cast<unsigned __int128>(t.length) * cb != r.size)
-      return Error{fmt::format("{} has the wrong size for its type", where())};
-    if (t.width == 8 * cb) return {}; // every container value is a valid word
-    uint64_t seen = 0;
-    for (uint64_t i = 0; i < t.length; ++i) seen |= loadLE(bytes.data() + i * cb, cb);
-    if (seen & ~widthMask(t.width))
-      return Error{fmt::format("{} holds words wider than {} bits", where(), t.width)};
-    return {};
-  }
-
-  if (lit.encoding == Encoding::Huffman || lit.encoding == Encoding::Rans || lit.encoding == Encoding::RansO1) {
+  Result<void> valid;
+  switch (lit.encoding) {
+  case Encoding::Raw: valid = validateRaw(bytes, lit.type); break;
+  case Encoding::Bitpack: valid = validateBitpack(bytes, lit.type); break;
+  case Encoding::Huffman:
+  case Encoding::Rans:
+  case Encoding::RansO1: {
     // The layout is checked here; the decoding tables are built when a cursor opens it.
     auto parsed = openEntropyDecoder(lit, payload, /*buildTables=*/false);
     if (!parsed) return Error{fmt::format("{}: {}", where(), parsed.error().message)};
     return {};
   }
-
-  if (r.size < 1) return Error{fmt::format("{} is missing its bit-count byte", where())};
-  unsigned b = bytes[0];
-  if (b > t.width) return Error{fmt::format("{} declares {} bits per word, more than the width {}", where(), b, t.width)};
-  uint64_t need = bitpackPayloadSize(t.length, b);
-  if (r.size != need)
-    return Error{fmt::format("{} needs {} bytes for {} bits per word, but has {}", where(), need, b, r.size)};
-  uint64_t usedBits = t.length * b; // cannot overflow: body bytes fit in the payload
-  if (usedBits % 8 != 0 && (bytes[r.size - 1] >> (usedBits % 8)) != 0)
-    return Error{fmt::format("{} has non-zero padding bits", where())};
+  }
+  if (!valid) return Error{fmt::format("{} {}", where(), valid.error().message)};
   return {};
 }
 
 bool isRandomAccess(const Lit &lit) {
-  return lit.isInline() || lit.encoding == Encoding::Raw || lit.encoding == Encoding::Bitpack;
+  if (lit.isInline()) return true;
+  switch (lit.encoding) {
+  case Encoding::Raw:
+  case Encoding::Bitpack: return true;
+  case Encoding::Huffman:
+  case Encoding::Rans:
+  case Encoding::RansO1: return false;
+  }
+  __builtin_trap(); // not an Encoding
 }
 
 void decodeLitWords(const Lit &lit, const Payload &payload, uint64_t first, size_t count, uint64_t *out) {
@@ -89,25 +63,14 @@ void decodeLitWords(const Lit &lit, const Payload &payload, uint64_t first, size
     return;
   }
   const uint8_t *base = payload.data() + lit.payload().offset;
-  if (lit.encoding == Encoding::Raw) {
-    unsigned cb = containerBytes(lit.type.width);
-    const uint8_t *p = base + first * cb;
-    switch (cb) {
-    case 1: for (size_t i = 0; i < count; ++i) out[i] = p[i]; break;
-    case 2: for (size_t i = 0; i < count; ++i) out[i] = loadLE(p + 2 * i, 2); break;
-    case 4: for (size_t i = 0; i < count; ++i) out[i] = loadLE(p + 4 * i, 4); break;
-    default: for (size_t i = 0; i < count; ++i) out[i] = loadLE(p + 8 * i, 8); break;
-    }
-    return;
+  switch (lit.encoding) {
+  case Encoding::Raw: return decodeRaw(base, lit.type.width, first, count, out);
+  case Encoding::Bitpack: return decodeBitpack(base, first, count, out);
+  case Encoding::Huffman:
+  case Encoding::Rans:
+  case Encoding::RansO1: break;
   }
-  unsigned b = base[0];
-  if (b == 0) {
-    std::memset(out, 0, count * sizeof(uint64_t));
-    return;
-  }
-  const uint8_t *bits = base + 1;
-  uint64_t bit = first * b;
-  for (size_t i = 0; i < count; ++i, bit += b) out[i] = extractBits(bits, bit, b);
+  __builtin_trap(); // entropy-coded literals are decoded by a LitCursor
 }
 
 Result<void> LitCursor::skip(uint64_t n) {
@@ -135,102 +98,6 @@ template <typename T> Result<void> readNarrowed(LitCursor &c, T *out, size_t n) 
   return {};
 }
 
-uint64_t load64(const uint8_t *p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-
-/// Eight B-bit words per group of B bytes, from group `g0` on; one (or, past 8 bits, one
-/// 16-byte) load per group. Reads up to 16 - B bytes past a group: within the payload slack.
-template <unsigned B, typename T> void unpackGroups(const uint8_t *bits, uint64_t g0, size_t groups, T *out) {
-  constexpr uint64_t mask = (uint64_t{1} << B) - 1;
-  const uint8_t *p = bits + g0 * B;
-  for (size_t g = 0; g < groups; ++g, p += B, out += 8) {
-    if constexpr (B <= 8) {
-      const uint64_t v = load64(p);
-      for (unsigned j = 0; j < 8; ++j) out[j] = static_cast<T>((v >> (j * B)) & mask);
-    } else {
-      unsigned __int128 v;
-      std::memcpy(&v, p, 16);
-      for (unsigned j = 0; j < 8; ++j) out[j] = static_cast<T>(static_cast<uint64_t>(v >> (j * B)) & mask);
-    }
-  }
-}
-
-template <typename T, unsigned... B>
-constexpr auto makeUnpackTable(std::integer_sequence<unsigned, B...>) {
-  using Fn = void (*)(const uint8_t *, uint64_t, size_t, T *);
-  return std::array<Fn, sizeof...(B)>{&unpackGroups<B + 1, T>...};
-}
-
-/// The same with BMI2's pdep, which deposits a group's bits into byte (B <= 8) or 16-bit lanes
-/// (B <= 16) in one instruction per four or eight words; any B, chosen at run time.
-template <typename T>
-[[gnu::target("bmi2")]] void unpackGroupsPdep(const uint8_t *bits, unsigned B, uint64_t g0, size_t groups, T *out) {
-  const uint8_t *p = bits + g0 * B;
-  if (B <= 8) {
-    const uint64_t spread = ((uint64_t{1} << B) - 1) * 0x0101010101010101ull;
-    for (size_t g = 0; g < groups; ++g, p += B, out += 8) {
-      uint64_t lanes = _pdep_u64(load64(p), spread);
-      uint8_t b[8];
-      std::memcpy(b, &lanes, 8);
-      for (unsigned j = 0; j < 8; ++j) out[j] = b[j];
-    }
-  } else {
-    const uint64_t spread = ((uint64_t{1} << B) - 1) * 0x0001000100010001ull;
-    for (size_t g = 0; g < groups; ++g, p += B, out += 8) {
-      unsigned __int128 v;
-      std::memcpy(&v, p, 16);
-      uint64_t lanes[2] = {_pdep_u64(static_cast<uint64_t>(v), spread),
-                           _pdep_u64(static_cast<uint64_t>(v >> (4 * B)), spread)};
-      uint16_t h[8];
-      std::memcpy(h, lanes, 16);
-      for (unsigned j = 0; j < 8; ++j) out[j] = static_cast<T>(h[j]);
-    }
-  }
-}
-
-#if defined(__x86_64__)
-/// Eight groups (64 words of B <= 8 bits, 8B bytes) per step with AVX-512 VBMI: a byte permute
-/// gives each 64-bit lane its group's bytes, a multishift takes 8 bits at each word's offset,
-/// a mask keeps B. Returns the groups done (a multiple of eight); the rest is left to pdep.
-template <typename T>
-[[gnu::target("avx512f,avx512bw,avx512vbmi")]] size_t unpackGroupsVbmi(const uint8_t *bits, unsigned B, uint64_t g0,
-                                                                         size_t groups, T *out) {
-  alignas(64) uint8_t index[64], shift[64];
-  for (unsigned lane = 0; lane < 8; ++lane)
-    for (unsigned k = 0; k < 8; ++k) {
-      index[8 * lane + k] = static_cast<uint8_t>(lane * B + k);
-      shift[8 * lane + k] = static_cast<uint8_t>(k * B);
-    }
-  const __m512i idx = _mm512_load_si512(index), shifts = _mm512_load_si512(shift);
-  const __m512i mask = _mm512_set1_epi8(static_cast<char>((1u << B) - 1));
-  // Load exactly the 8B bytes of the eight groups: masked-off bytes are not read.
-  const __mmask64 load = B == 8 ? ~__mmask64{0} : (__mmask64{1} << (8 * B)) - 1;
-  const uint8_t *p = bits + g0 * B;
-  const size_t steps = groups / 8;
-  for (size_t s = 0; s < steps; ++s, p += 8 * B, out += 64) {
-    __m512i src = _mm512_maskz_loadu_epi8(load, p);
-    // (The maskz forms: GCC 12's unmasked ones warn about their undefined pass-through.)
-    const __mmask64 all = ~__mmask64{0};
-    __m512i lanes = _mm512_maskz_permutexvar_epi8(all, idx, src);
-    __m512i words = _mm512_and_si512(_mm512_maskz_multishift_epi64_epi8(all, shifts, lanes), mask);
-    if constexpr (sizeof(T) == 1) {
-      _mm512_storeu_si512(out, words);
-    } else {
-      alignas(64) uint8_t narrow[64];
-      _mm512_store_si512(narrow, words);
-      for (unsigned half = 0; half < 2; ++half) {
-        __m256i bytes = _mm256_load_si256(reinterpret_cast<const __m256i *>(narrow + 32 * half));
-        _mm512_storeu_si512(out + 32 * half, _mm512_maskz_cvtepu8_epi16(~__mmask32{0}, bytes));
-      }
-    }
-  }
-  return steps * 8;
-}
-#endif
-
 } // namespace
 
 template <typename T>
@@ -241,43 +108,14 @@ void decodeLitNarrow(const Lit &lit, const Payload &payload, uint64_t first, siz
     return;
   }
   const uint8_t *base = payload.data() + lit.payload().offset;
-  if (lit.encoding == Encoding::Raw) {
-    const unsigned cb = containerBytes(lit.type.width);
-    const uint8_t *p = base + first * cb;
-    if (cb == sizeof(T)) {
-      std::memcpy(out, p, count * sizeof(T));
-    } else {
-      for (size_t i = 0; i < count; ++i) out[i] = static_cast<T>(loadLE(p + i * cb, cb));
-    }
-    return;
+  switch (lit.encoding) {
+  case Encoding::Raw: return decodeRawNarrow(base, lit.type.width, first, count, out);
+  case Encoding::Bitpack: return decodeBitpackNarrow(base, first, count, out);
+  case Encoding::Huffman:
+  case Encoding::Rans:
+  case Encoding::RansO1: break;
   }
-  const unsigned b = base[0];
-  if (b == 0) {
-    std::memset(out, 0, count * sizeof(T));
-    return;
-  }
-  const uint8_t *bits = base + 1;
-  // Words before the first whole group of eight, the groups, then the words after.
-  size_t i = 0;
-  for (; i < count && (first + i) % 8 != 0; ++i) out[i] = static_cast<T>(extractBits(bits, (first + i) * b, b));
-  const size_t groups = (count - i) / 8;
-  if (b <= 16 && groups) {
-    static const bool bmi2 = __builtin_cpu_supports("bmi2");
-    static constexpr auto table = makeUnpackTable<T>(std::make_integer_sequence<unsigned, 16>{});
-    size_t done = 0;
-#if defined(__x86_64__)
-    static const bool vbmi = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
-    if constexpr (sizeof(T) <= 2)
-      if (vbmi && b <= 8) done = unpackGroupsVbmi(bits, b, (first + i) / 8, groups, out + i);
-#endif
-    if (done < groups) {
-      const uint64_t g = (first + i) / 8 + done;
-      if (bmi2 && (b <= 8 || sizeof(T) >= 2)) unpackGroupsPdep(bits, b, g, groups - done, out + i + 8 * done);
-      else table[b - 1](bits, g, groups - done, out + i + 8 * done);
-    }
-    i += groups * 8;
-  }
-  for (; i < count; ++i) out[i] = static_cast<T>(extractBits(bits, (first + i) * b, b));
+  __builtin_trap(); // entropy-coded literals are decoded by a LitCursor
 }
 
 template void decodeLitNarrow<uint8_t>(const Lit &, const Payload &, uint64_t, size_t, uint8_t *);
@@ -416,12 +254,24 @@ private:
 
 namespace {
 
+/// The htscodecs rANS frames of `rans` (order 0) and `rans_o1` literals of bytes.
+Result<std::unique_ptr<LitCursor>> openHtscodecs(const Lit &lit, ByteSpan bytes, bool buildTables) {
+  if (lit.type.width > kRansMaxWidth) return Error{"rans_o1 literals hold words of at most 8 bits"};
+  auto d = RansDecoder::create(bytes, lit.type.width, lit.type.length);
+  if (!d) return d.error();
+  if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
+    return Error{"rans literal has blocks larger than any encoder writes"};
+  if (!buildTables) return std::unique_ptr<LitCursor>();
+  return std::unique_ptr<LitCursor>(new BlockCursor<RansDecoder, uint8_t, false>(std::move(*d)));
+}
+
 /// Parses an entropy-coded literal and returns its cursor (tables built), or with
 /// buildTables false only checks it (returning null).
 Result<std::unique_ptr<LitCursor>> openEntropyDecoder(const Lit &lit, const Payload &payload, bool buildTables) {
   if (!payload.contains(lit.payload())) return Error{"literal range lies outside the payload"};
   ByteSpan bytes = payload.slice(lit.payload());
-  if (lit.encoding == Encoding::Huffman) {
+  switch (lit.encoding) {
+  case Encoding::Huffman: {
     auto d = HuffmanDecoder::create(bytes, lit.type.width, lit.type.length, buildTables);
     if (!d) return d.error();
     if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
@@ -431,7 +281,9 @@ Result<std::unique_ptr<LitCursor>> openEntropyDecoder(const Lit &lit, const Payl
       return std::unique_ptr<LitCursor>(new BlockCursor<HuffmanDecoder, uint8_t, true>(std::move(*d)));
     return std::unique_ptr<LitCursor>(new BlockCursor<HuffmanDecoder, uint16_t, true>(std::move(*d)));
   }
-  if (lit.encoding == Encoding::Rans && lit.type.width > kRansMaxWidth && lit.type.width <= 16) {
+  case Encoding::Rans: {
+    if (lit.type.width <= kRansMaxWidth || lit.type.width > maxEncodingWidth(Encoding::Rans)) return openHtscodecs(lit, bytes, buildTables);
+    // 9..16 bits: our own coder.
     auto d = Rans16Decoder::create(bytes, lit.type.width, lit.type.length, buildTables);
     if (!d) return d.error();
     if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
@@ -439,13 +291,11 @@ Result<std::unique_ptr<LitCursor>> openEntropyDecoder(const Lit &lit, const Payl
     if (!buildTables) return std::unique_ptr<LitCursor>();
     return std::unique_ptr<LitCursor>(new BlockCursor<Rans16Decoder, uint16_t, true>(std::move(*d)));
   }
-  if (lit.type.width > kRansMaxWidth) return Error{"rans_o1 literals hold words of at most 8 bits"};
-  auto d = RansDecoder::create(bytes, lit.type.width, lit.type.length);
-  if (!d) return d.error();
-  if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
-    return Error{"rans literal has blocks larger than any encoder writes"};
-  if (!buildTables) return std::unique_ptr<LitCursor>();
-  return std::unique_ptr<LitCursor>(new BlockCursor<RansDecoder, uint8_t, false>(std::move(*d)));
+  case Encoding::RansO1: return openHtscodecs(lit, bytes, buildTables);
+  case Encoding::Raw:
+  case Encoding::Bitpack: break;
+  }
+  __builtin_trap(); // random-access literals have no entropy decoder
 }
 
 } // namespace

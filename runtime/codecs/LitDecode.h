@@ -1,11 +1,10 @@
 #pragma once
-// Decoding of literal payloads (wire formats in docs/format/literals.md).
+// Decoding of literal payloads (wire formats in docs/format/literals.md): the dispatch over
+// encodings to their codecs.
 //
-//   raw      N words, each in containerBytes(W) little-endian bytes; every word < 2^W.
-//   bitpack  one byte b (0 <= b <= W), then ceil(N*b/8) bytes holding word i in bits
-//            [i*b, i*b+b) of a little-endian bit stream; unused high bits of the last byte are 0.
-//   huffman  a canonical code and blocks of four interleaved bit streams (HuffmanCode.h).
-//   rans, rans_o1   blocks of htscodecs rANS frames (RansCodec.h).
+//   raw, bitpack    fixed-width words, any word located directly (bitpack/BitpackDecode.h).
+//   huffman         a canonical code and blocks of four interleaved bit streams (huffman/).
+//   rans, rans_o1   blocks of htscodecs rANS frames, or our own coder for 9..16 bits (rans/).
 //
 // validateLit() checks a raw or bitpack payload completely (sizes, headers, every word's
 // range), so that decodeLitWords() may then run unchecked and in any order. For entropy-coded

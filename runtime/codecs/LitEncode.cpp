@@ -1,49 +1,12 @@
 #include "runtime/codecs/LitEncode.h"
 
+#include "lang/BitpackFormat.h"
+#include "runtime/codecs/bitpack/BitpackEncode.h"
 #include "runtime/codecs/huffman/HuffmanEncode.h"
 #include "runtime/codecs/rans/Rans16.h"
 #include "runtime/codecs/rans/RansCodec.h"
 
-#include <bit>
-
 namespace brevis {
-
-namespace {
-
-/// Smallest b such that every word fits in b bits.
-unsigned usedBits(std::span<const uint64_t> words) {
-  uint64_t all = 0;
-  for (uint64_t w : words) all |= w;
-  return static_cast<unsigned>(std::bit_width(all));
-}
-
-void encodeBitpack(std::span<const uint64_t> words, Bytes &out) {
-  unsigned b = usedBits(words);
-  out.push_back(static_cast<uint8_t>(b));
-  // Accumulate LSB-first into a 128-bit window and flush whole bytes.
-  unsigned __int128 window = 0;
-  unsigned filled = 0;
-  for (uint64_t w : words) {
-    window |= static_cast<unsigned __int128>(w) << filled;
-    filled += b;
-    while (filled >= 8) {
-      out.push_back(static_cast<uint8_t>(window));
-      window >>= 8;
-      filled -= 8;
-    }
-  }
-  if (filled) out.push_back(static_cast<uint8_t>(window));
-}
-
-void encodeRaw(std::span<const uint64_t> words, unsigned width, Bytes &out) {
-  unsigned cb = containerBytes(width);
-  size_t at = out.size();
-  out.resize(at + words.size() * cb);
-  for (uint64_t w : words)
-    for (unsigned k = 0; k < cb; ++k, ++at) out[at] = static_cast<uint8_t>(w >> (8 * k));
-}
-
-} // namespace
 
 bool encodingApplies(Encoding encoding, std::span<const uint64_t> words, unsigned width) {
   switch (encoding) {
@@ -72,8 +35,14 @@ bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned widt
 }
 
 uint64_t encodedSize(Encoding encoding, std::span<const uint64_t> words, unsigned width) {
-  if (encoding == Encoding::Raw) return words.size() * containerBytes(width);
-  return bitpackPayloadSize(words.size(), usedBits(words));
+  switch (encoding) {
+  case Encoding::Raw: return words.size() * containerBytes(width);
+  case Encoding::Bitpack: return bitpackPayloadSize(words.size(), bitpackBits(words));
+  case Encoding::Huffman:
+  case Encoding::Rans:
+  case Encoding::RansO1: break;
+  }
+  __builtin_trap(); // entropy coders' sizes depend on encoding: estimateSize(), or encodeLit()
 }
 
 } // namespace brevis

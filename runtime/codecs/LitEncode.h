@@ -15,7 +15,7 @@ bool encodingApplies(Encoding encoding, std::span<const uint64_t> words, unsigne
 /// if the encoding does not apply.
 bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned width, Bytes &out);
 
-/// Exact size of raw and bitpack encodings (cheap, no encoding).
+/// Exact size of a raw or bitpack encoding (cheap, no encoding); only those two.
 uint64_t encodedSize(Encoding encoding, std::span<const uint64_t> words, unsigned width);
 
 } // namespace brevis

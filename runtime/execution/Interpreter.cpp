@@ -1,5 +1,7 @@
 #include "runtime/execution/Interpreter.h"
 
+#include "lang/MergeLayout.h"
+#include "lang/OperatorTyping.h"
 #include "runtime/codecs/LitDecode.h"
 #include "runtime/execution/MergeKernel.h"
 #include "runtime/common/WordOps.h"
@@ -208,7 +210,7 @@ public:
     for (size_t f = 1; f < fields_.size(); ++f) {
       unsigned w = fields_[f]->type.width; // < 64: widths sum to at most 64 and field 0 has >= 1
       fields_[f]->read(scratch_.data(), n);
-      for (size_t i = 0; i < n; ++i) out[i] = (out[i] << w) | scratch_[i];
+      for (size_t i = 0; i < n; ++i) out[i] = mergeShiftIn(out[i], scratch_[i], w);
     }
   }
   void reset() override {
@@ -223,63 +225,36 @@ private:
   std::vector<uint64_t> scratch_;
 };
 
-StreamType typeOf(const std::vector<ReaderPtr> &rs, bool merge) {
-  StreamType t{rs[0]->type.width, merge ? rs[0]->type.length : 0};
-  if (merge) {
-    t.width = 0;
-    for (const auto &r : rs) t.width += r->type.width;
-  } else {
-    for (const auto &r : rs) t.length += r->type.length;
-  }
-  return t;
-}
-
 Result<ReaderPtr> makeReader(const Expr &e, const Payload &payload, RunState &state) {
-  auto children = [&](const std::vector<const Expr *> &kids) -> Result<std::vector<ReaderPtr>> {
-    std::vector<ReaderPtr> out;
-    for (const Expr *k : kids) {
-      auto r = makeReader(*k, payload, state);
-      if (!r) return r.error();
-      out.push_back(std::move(*r));
+  // The children's readers first; the node's type follows from theirs by its typing rule.
+  std::vector<ReaderPtr> rs;
+  std::vector<StreamType> childTypes;
+  std::optional<Error> error;
+  forEachChild(e, [&](const Expr &child) {
+    if (error) return;
+    auto r = makeReader(child, payload, state);
+    if (!r) {
+      error = r.error();
+      return;
     }
-    return out;
-  };
+    childTypes.push_back((*r)->type);
+    rs.push_back(std::move(*r));
+  });
+  if (error) return *error;
+  const StreamType t = checkedOperatorType(e, childTypes);
   switch (e.kind) {
   case NodeKind::Lit: {
     auto cursor = LitCursor::open(as<Lit>(e), payload);
     if (!cursor) return cursor.error();
-    return ReaderPtr(std::make_unique<LitReader>(as<Lit>(e).type, std::move(*cursor), state));
+    return ReaderPtr(std::make_unique<LitReader>(t, std::move(*cursor), state));
   }
   case NodeKind::Const: return ReaderPtr(std::make_unique<ConstReader>(as<Const>(e)));
+  case NodeKind::Concat: return ReaderPtr(std::make_unique<ConcatReader>(t, std::move(rs)));
+  case NodeKind::Repeat: return ReaderPtr(std::make_unique<RepeatReader>(t, std::move(rs[0])));
+  case NodeKind::Map: return ReaderPtr(std::make_unique<MapReader>(t, as<Map>(e), std::move(rs[0])));
+  case NodeKind::Scan: return ReaderPtr(std::make_unique<ScanReader>(t, as<Scan>(e), std::move(rs[0])));
+  case NodeKind::Merge: return ReaderPtr(std::make_unique<MergeReader>(t, std::move(rs)));
   case NodeKind::Hole: break;
-  default: {
-    auto kids = children(brevis::children(e));
-    if (!kids) return kids.error();
-    std::vector<ReaderPtr> &rs = *kids;
-    switch (e.kind) {
-    case NodeKind::Concat: {
-      StreamType t = typeOf(rs, false);
-      return ReaderPtr(std::make_unique<ConcatReader>(t, std::move(rs)));
-    }
-    case NodeKind::Repeat: {
-      StreamType t{rs[0]->type.width, rs[0]->type.length * as<Repeat>(e).count};
-      return ReaderPtr(std::make_unique<RepeatReader>(t, std::move(rs[0])));
-    }
-    case NodeKind::Map: {
-      StreamType t = rs[0]->type;
-      return ReaderPtr(std::make_unique<MapReader>(t, as<Map>(e), std::move(rs[0])));
-    }
-    case NodeKind::Scan: {
-      StreamType t{rs[0]->type.width, rs[0]->type.length + 1};
-      return ReaderPtr(std::make_unique<ScanReader>(t, as<Scan>(e), std::move(rs[0])));
-    }
-    case NodeKind::Merge: {
-      StreamType t = typeOf(rs, true);
-      return ReaderPtr(std::make_unique<MergeReader>(t, std::move(rs)));
-    }
-    default: break;
-    }
-  }
   }
   __builtin_trap(); // callers reject holes before execution
 }
@@ -287,12 +262,25 @@ Result<ReaderPtr> makeReader(const Expr &e, const Payload &payload, RunState &st
 } // namespace
 
 Result<void> validateForExecution(const Expr &e, const Payload &payload) {
-  if (e.kind == NodeKind::Hole)
+  switch (e.kind) {
+  case NodeKind::Hole:
     return Error{fmt::format("the program has a hole at line {}, column {}; fill it before running", e.loc.line,
                              e.loc.column)};
-  if (e.kind == NodeKind::Lit) return validateLit(as<Lit>(e), payload);
-  for (const Expr *c : children(e)) BREVIS_TRY(validateForExecution(*c, payload));
-  return {};
+  case NodeKind::Lit: return validateLit(as<Lit>(e), payload);
+  case NodeKind::Const: return {};
+  case NodeKind::Concat:
+  case NodeKind::Repeat:
+  case NodeKind::Map:
+  case NodeKind::Scan:
+  case NodeKind::Merge: {
+    Result<void> valid;
+    forEachChild(e, [&](const Expr &c) {
+      if (valid) valid = validateForExecution(c, payload);
+    });
+    return valid;
+  }
+  }
+  __builtin_trap(); // not a NodeKind
 }
 
 namespace {

@@ -1,5 +1,6 @@
 #include "runtime/execution/MergeKernel.h"
 
+#include "lang/MergeLayout.h"
 #include "runtime/codecs/LitDecode.h"
 
 #include <algorithm>
@@ -42,14 +43,14 @@ bool collectFields(const Expr &e, std::vector<const Expr *> &out) {
 #define BREVIS_CLONES(...)
 #endif
 
-// acc = (acc << w) | part, the merge step, vectorized (AVX2 where the CPU has it).
+// The merge step field by field (lang/MergeLayout.h), vectorized (AVX2 where the CPU has it).
 #define BREVIS_SHIFT_OR(T)                                                                                             \
   BREVIS_CLONES("avx2", "default") void shiftOr(T *__restrict a, const T *__restrict p, size_t n,            \
                                                          unsigned w) {                                                 \
-    for (size_t i = 0; i < n; ++i) a[i] = static_cast<T>((a[i] << w) | p[i]);                                         \
+    for (size_t i = 0; i < n; ++i) a[i] = mergeShiftIn(a[i], p[i], w);                                         \
   }                                                                                                                    \
   BREVIS_CLONES("avx2", "default") void shiftOrConst(T *__restrict a, T c, size_t n, unsigned w) {            \
-    for (size_t i = 0; i < n; ++i) a[i] = static_cast<T>((a[i] << w) | c);                                            \
+    for (size_t i = 0; i < n; ++i) a[i] = mergeShiftIn(a[i], c, w);                                            \
   }
 BREVIS_SHIFT_OR(uint8_t)
 BREVIS_SHIFT_OR(uint16_t)
@@ -158,18 +159,19 @@ template <typename T>
 Result<void> runBytes(std::vector<Field> &fields, const Payload &payload, uint64_t first, uint64_t count,
                       ByteSink &sink) {
   const size_t chunk = static_cast<size_t>(std::min<uint64_t>(kFusedChunkWords, count));
+  std::vector<unsigned> widths;
+  for (const Field &f : fields) widths.push_back(f.width);
+  const std::vector<unsigned> shifts = mergeFieldShifts(widths);
   std::vector<Field *> lits;
   std::vector<T> scale; // 2^shift
   T constant = 0;
-  unsigned below = 0; // bits of the fields after this one
-  for (size_t k = fields.size(); k-- > 0;) {
+  for (size_t k = 0; k < fields.size(); ++k) {
     if (fields[k].lit) {
-      lits.insert(lits.begin(), &fields[k]);
-      scale.insert(scale.begin(), static_cast<T>(uint64_t{1} << below));
+      lits.push_back(&fields[k]);
+      scale.push_back(static_cast<T>(uint64_t{1} << shifts[k]));
     } else {
-      constant = static_cast<T>(constant | static_cast<T>(fields[k].value) << below);
+      constant = static_cast<T>(constant | static_cast<T>(fields[k].value) << shifts[k]);
     }
-    below += fields[k].width;
   }
   std::vector<uint8_t> parts(lits.size() * chunk);
   std::vector<T> local;

@@ -1,6 +1,8 @@
 // Unit tests for lang/: the type checker's rules and the printer's canonical form.
 #include "lang/Ast.h"
 #include "lang/Diagnostics.h"
+#include "lang/MergeLayout.h"
+#include "lang/OperatorTyping.h"
 #include "lang/Printer.h"
 #include "lang/TypeChecker.h"
 
@@ -92,6 +94,45 @@ TEST(TypeChecker, RejectsEachBrokenRule) {
   EXPECT_EQ(err, "payload range @10+3 lies outside the payload of 12 bytes");
   EXPECT_FALSE(typeOf(*Lit::make({4, 2}, std::vector<uint64_t>{1, 16}), &err));
   EXPECT_EQ(err, "inline word 1 (16) does not fit in 4 bits");
+}
+
+TEST(OperatorTyping, NamesTheChildThatBreaksARule) {
+  std::vector<ExprPtr> parts;
+  parts.push_back(rawLit(8, 3));
+  parts.push_back(rawLit(16, 3));
+  auto concat = Concat::make(std::move(parts));
+  const StreamType childTypes[] = {{8, 3}, {16, 3}};
+  Typing t = typeOperator(*concat, childTypes);
+  ASSERT_TRUE(std::holds_alternative<TypeError>(t));
+  EXPECT_EQ(std::get<TypeError>(t).child, 1u);
+
+  auto repeat = Repeat::make(1, rawLit(8, 3));
+  const StreamType body[] = {{8, 3}};
+  t = typeOperator(*repeat, body);
+  ASSERT_TRUE(std::holds_alternative<TypeError>(t));
+  EXPECT_EQ(std::get<TypeError>(t).child, std::nullopt); // the count is the node's own field
+  EXPECT_EQ(streamTypeOf(*Repeat::make(3, rawLit(8, 3))), (StreamType{8, 9}));
+}
+
+TEST(MergeLayout, FieldShiftsAgreeWithShiftingInFieldByField) {
+  const unsigned widths[] = {1, 8, 7};
+  EXPECT_EQ(mergeFieldShifts(widths), (std::vector<unsigned>{15, 7, 0}));
+  const uint16_t values[] = {1, 0x85, 0x3a};
+  uint16_t byShifts = 0, byFields = 0;
+  auto shifts = mergeFieldShifts(widths);
+  for (size_t k = 0; k < 3; ++k) {
+    byShifts = static_cast<uint16_t>(byShifts | values[k] << shifts[k]);
+    byFields = mergeShiftIn(byFields, values[k], widths[k]);
+  }
+  EXPECT_EQ(byShifts, byFields);
+  EXPECT_EQ(byFields, 0xc2ba); // sign 1, exponent 0x85, mantissa 0x3a: most significant first
+}
+
+TEST(Encoding, NamesRoundTrip) {
+  for (Encoding e : kAllEncodings) EXPECT_EQ(encodingFromName(encodingName(e)), e);
+  EXPECT_EQ(encodingName(Encoding::RansO1), "rans_o1");
+  EXPECT_EQ(maxEncodingWidth(Encoding::Rans), 16u);
+  EXPECT_EQ(encodingFromName("rawx"), std::nullopt);
 }
 
 TEST(TypeChecker, ChecksCheckpointLayout) {

@@ -65,8 +65,7 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
   for (const Region &r : c.regions) {
     uint64_t stored = 0;
     survey(*r.program, stored, encodings, operators);
-    std::string kind = r.kind == RegionKind::Tensor ? "tensor" : r.kind == RegionKind::Header ? "header" : "bytes";
-    Tally &rt = regions[kind];
+    Tally &rt = regions[std::string(regionKindName(r.kind))];
     ++rt.count;
     rt.original += r.bytes.size;
     rt.stored += stored;

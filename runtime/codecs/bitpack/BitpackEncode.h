@@ -1,0 +1,20 @@
+#pragma once
+// Encoding of the two fixed-width literal formats: `raw` (each word little-endian in
+// containerBytes(W) bytes) and `bitpack` (a bit count b, then every word in b bits, LSB first;
+// lang/BitpackFormat.h). Both are exact: their sizes follow from the words without encoding.
+#include "runtime/common/Bytes.h"
+
+#include <span>
+
+namespace brevis {
+
+/// The bits per word a bitpack encoding of `words` uses: the fewest that hold every word.
+unsigned bitpackBits(std::span<const uint64_t> words);
+
+/// Appends the `raw` encoding of `words` (each < 2^width) to `out`.
+void encodeRaw(std::span<const uint64_t> words, unsigned width, Bytes &out);
+
+/// Appends the `bitpack` encoding of `words` to `out`, at bitpackBits(words) bits per word.
+void encodeBitpack(std::span<const uint64_t> words, Bytes &out);
+
+} // namespace brevis
