@@ -18,7 +18,7 @@ namespace brevis {
 inline constexpr const char *kJitModuleFileName = "libbrevis-jit.so";
 
 /// The build identity both sides are compiled with (BREVIS_JIT_BUILD_ID, set by CMake): version,
-/// compiler, build type, sanitizers.
+/// compiler, build type, sanitizers, and a token drawn when the build tree was configured.
 inline constexpr const char *kJitBuildId = BREVIS_JIT_BUILD_ID;
 
 /// Exported symbols: a NUL-terminated build identity, and the factory.

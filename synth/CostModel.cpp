@@ -37,12 +37,19 @@ EncodePolicy policyForLevel(int level) {
 }
 
 Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &out, EncodePolicy policy) {
-  Encoding best = encodedSize(Encoding::Bitpack, words, width) < encodedSize(Encoding::Raw, words, width)
-                      ? Encoding::Bitpack
-                      : Encoding::Raw;
-  uint64_t bestSize = encodedSize(best, words, width);
+  // kAllEncodings lists the encodings in decreasing decoding speed. Those whose size is known
+  // without encoding compete first, exactly; the others are encoded where estimates say they
+  // may win.
+  Encoding best = Encoding::Raw;
+  uint64_t bestSize = UINT64_MAX;
+  for (Encoding e : kAllEncodings)
+    if (hasCheapExactSize(e) && encodedSize(e, words, width) < bestSize) {
+      best = e;
+      bestSize = encodedSize(e, words, width);
+    }
   Bytes bestBytes, candidate;
-  for (Encoding e : {Encoding::Huffman, Encoding::Rans, Encoding::RansO1}) {
+  for (Encoding e : kAllEncodings) {
+    if (hasCheapExactSize(e)) continue;
     // Only encode a candidate whose estimate comes near the best so far.
     auto estimate = estimateSize(e, words, width);
     if (!estimate || static_cast<double>(*estimate) > static_cast<double>(bestSize) * (1 + kEstimateRelative) + kEstimateAbsolute)
@@ -65,7 +72,7 @@ Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &
     bestSize = candidate.size();
     std::swap(bestBytes, candidate);
   }
-  if (best == Encoding::Raw || best == Encoding::Bitpack)
+  if (hasCheapExactSize(best))
     encodeLit(best, words, width, out);
   else
     out.insert(out.end(), bestBytes.begin(), bestBytes.end());

@@ -34,6 +34,17 @@ bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned widt
   return false;
 }
 
+bool hasCheapExactSize(Encoding encoding) {
+  switch (encoding) {
+  case Encoding::Raw:
+  case Encoding::Bitpack: return true;
+  case Encoding::Huffman:
+  case Encoding::Rans:
+  case Encoding::RansO1: return false;
+  }
+  return false;
+}
+
 uint64_t encodedSize(Encoding encoding, std::span<const uint64_t> words, unsigned width) {
   switch (encoding) {
   case Encoding::Raw: return words.size() * containerBytes(width);

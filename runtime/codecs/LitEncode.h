@@ -15,7 +15,11 @@ bool encodingApplies(Encoding encoding, std::span<const uint64_t> words, unsigne
 /// if the encoding does not apply.
 bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned width, Bytes &out);
 
-/// Exact size of a raw or bitpack encoding (cheap, no encoding); only those two.
+/// Whether encodedSize() gives the encoding's exact size without encoding (raw and bitpack;
+/// an entropy coder's size is known only by encoding).
+bool hasCheapExactSize(Encoding encoding);
+
+/// Exact size of an encoding that hasCheapExactSize (cheap, no encoding).
 uint64_t encodedSize(Encoding encoding, std::span<const uint64_t> words, unsigned width);
 
 } // namespace brevis

@@ -23,7 +23,9 @@ namespace fs = std::filesystem;
 
 /// Where the JIT module may be, in the order searched (DecoderFactory.h).
 std::vector<fs::path> moduleCandidates() {
-  if (const char *set = std::getenv("BREVIS_JIT_MODULE"); set && *set) return {fs::path(set)};
+  // Relative to the current directory, as a path given on a command line would be (dlopen
+  // would search the library path for a bare name).
+  if (const char *set = std::getenv("BREVIS_JIT_MODULE"); set && *set) return {fs::absolute(set)};
   std::vector<fs::path> candidates;
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
@@ -56,6 +58,10 @@ Result<JitModuleFactory> loadModule() {
     return fs::exists(p, ec);
   });
   if (found == candidates.end()) {
+    if (const char *set = std::getenv("BREVIS_JIT_MODULE"); set && *set)
+      return Error{fmt::format("--jit needs the JIT module {}, but BREVIS_JIT_MODULE names {}, which does not exist; "
+                               "correct or unset it, or decode without --jit",
+                               kJitModuleFileName, candidates.front().string())};
     const std::string where =
         candidates.empty() ? "nowhere: the executable's path is unknown" : "for " + joined(candidates);
     return Error{fmt::format("--jit needs the JIT module {}, which was not found (looked {}); set BREVIS_JIT_MODULE "
@@ -69,10 +75,11 @@ Result<JitModuleFactory> loadModule() {
   if (!module)
     return Error{fmt::format("cannot load the JIT module {}: {}; decode without --jit", path, ::dlerror())};
   const auto *id = static_cast<const char *>(::dlsym(module, kJitModuleBuildIdSymbol));
-  if (!id || std::strcmp(id, kJitBuildId) != 0)
+  if (!id) return Error{fmt::format("{} is not a brevis JIT module; decode without --jit", path)};
+  if (std::strcmp(id, kJitBuildId) != 0)
     return Error{fmt::format("{} is not the JIT module of this build (it was built as '{}', this program as '{}'); "
                              "decode without --jit",
-                             path, id ? id : "unknown", kJitBuildId)};
+                             path, id, kJitBuildId)};
   auto factory = reinterpret_cast<JitModuleFactory>(::dlsym(module, kJitModuleFactorySymbol));
   if (!factory)
     return Error{fmt::format("the JIT module {} has no {}; decode without --jit", path, kJitModuleFactorySymbol)};

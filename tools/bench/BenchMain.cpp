@@ -467,7 +467,11 @@ int main(int argc, char **argv) {
       packed[c] = std::move(*p);
       rows[c].size = packed[c].size();
       auto back = compressors[c]->decompress(packed[c], input.size(), 1);
-      if (!back || !std::equal(back->begin(), back->end(), input.begin(), input.end())) {
+      if (!back) {
+        std::cerr << fmt::format("brevis-bench: {}: {}: {}\n", f.name, rows[c].name, back.error().message);
+        return 1;
+      }
+      if (!std::equal(back->begin(), back->end(), input.begin(), input.end())) {
         std::cerr << fmt::format("brevis-bench: {}: {} does not give back the input\n", f.name, rows[c].name);
         return 1;
       }
