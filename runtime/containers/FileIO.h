@@ -88,6 +88,7 @@ public:
   ~OutputFile() override; ///< removes the temporary file unless committed
 
   Result<void> write(const uint8_t *data, size_t size) override;
+  using ByteSink::commit; // commit(size) of decoding in place, beside commit() of the file
   /// Whether writeAt() works: the target is a regular file or a device like /dev/null, not a pipe.
   bool isPositional() const { return positional_; }
   /// Writes at an absolute offset; safe to call from several threads at once. Do not mix with
