@@ -97,7 +97,7 @@ TEST(Codec, EveryEncodingRoundTripsEveryWidthAndShape) {
   }
 }
 
-TEST(Codec, EmptyStreamsUseRawOrBitpack) {
+TEST(Codec, EntropyCodersDoNotApplyToEmptyStreamsAndBitpackRoundTripsOne) {
   std::vector<uint64_t> none;
   EXPECT_FALSE(encodingApplies(Encoding::Huffman, none, 8));
   EXPECT_FALSE(encodingApplies(Encoding::Rans, none, 8));

@@ -7,7 +7,8 @@ namespace brevis {
 
 Result<void> decodeJobs(std::span<const DecodeJob> jobs, const DecodeOptions &options) {
   auto decoder = makeRegionDecoder(options.jit, options.notice);
-  if (!decoder) return decoder.error();
+  // Named by the first file, as every other decoding error is.
+  if (!decoder) return jobs.empty() ? decoder.error() : Error{jobs.front().label + ": " + decoder.error().message};
   return decodeJobs(jobs, **decoder, options);
 }
 

@@ -19,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -374,6 +375,15 @@ int main(int argc, char **argv) {
   app.add_flag("--quick", quick,
                "one round, no memory measurement, files sampled to 16 MiB, and the slowest peers (zstd -19 --long, zlib -9, xz -9) left out");
   CLI11_PARSE(app, argc, argv);
+  for (const std::string &name : peersOnly) {
+    std::vector<std::string> known;
+    for (const auto &p : allPeers()) known.push_back(p->name());
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::cerr << fmt::format("brevis-bench: error: --peers: no peer called \"{}\" (the peers: {})\n", name,
+                               fmt::join(known, ", "));
+      return 2;
+    }
+  }
   if (quick) {
     rounds = 1;
     noMemory = true;
