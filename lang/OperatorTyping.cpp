@@ -166,6 +166,18 @@ Typing typeOperator(const Expr &e, std::span<const StreamType> childTypes, std::
 }
 
 StreamType checkedOperatorType(const Expr &e, std::span<const StreamType> childTypes) {
+  // A leaf is the type it declares: its own fields (inline words, payload range) were checked
+  // once, by the checker, and executors ask for types per region and per piece.
+  switch (e.kind) {
+  case NodeKind::Lit: return as<Lit>(e).type;
+  case NodeKind::Const: return as<Const>(e).type;
+  case NodeKind::Hole: return as<Hole>(e).type;
+  case NodeKind::Concat:
+  case NodeKind::Repeat:
+  case NodeKind::Map:
+  case NodeKind::Scan:
+  case NodeKind::Merge: break;
+  }
   Typing t = typeOperator(e, childTypes);
   if (t.index() != 0) __builtin_trap(); // callers pass type-checked programs
   return std::get<StreamType>(t);

@@ -30,6 +30,7 @@ Typing typeOperator(const Expr &e, std::span<const StreamType> childTypes,
                     std::optional<uint64_t> payloadSize = std::nullopt);
 
 /// typeOperator() of a node known to be well-typed (type-checked; a broken rule is an internal bug).
+/// A leaf's fields are not checked again: its type is the one it declares.
 StreamType checkedOperatorType(const Expr &e, std::span<const StreamType> childTypes);
 
 } // namespace brevis
