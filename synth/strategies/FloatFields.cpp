@@ -1,9 +1,11 @@
 #include "synth/strategies/FloatFields.h"
 
+#include "lang/MergeLayout.h"
 #include "runtime/common/WordOps.h"
 #include "synth/Literals.h"
 
 #include <cstring>
+#include <iterator>
 
 namespace brevis {
 
@@ -15,28 +17,24 @@ ExprPtr floatFieldsTensor(DType dtype, ByteSpan bytes, Bytes &payload, EncodePol
   const size_t n = bytes.size() / wordBytes;
   if (!info.isFloat() || n == 0) return makeLit(readWords(bytes, wordBytes), info.wordBits, payload, policy);
 
-  struct FieldSpec {
-    const char *name;
-    unsigned width, shift;
-  };
-  const FieldSpec specs[] = {
-      {"sign", info.signBits, info.exponentBits + info.mantissaBits},
-      {"exp", info.exponentBits, info.mantissaBits},
-      {"mant", info.mantissaBits, 0},
-  };
+  // The fields where merge puts them back (lang/MergeLayout.h).
+  const char *names[] = {"sign", "exp", "mant"};
+  const unsigned widths[] = {info.signBits, info.exponentBits, info.mantissaBits};
+  const std::vector<unsigned> shifts = mergeFieldShifts(widths);
   // Each field straight from the tensor's bytes, one field at a time: a 64-bit copy of every
   // word beside the field's would double the memory a large tensor needs (8 bytes per BF16
   // weight rather than 16).
   std::vector<MergeField> fields;
   std::vector<uint64_t> field(n);
-  for (const auto &spec : specs) {
-    const uint64_t mask = widthMask(spec.width);
+  for (size_t k = 0; k < std::size(names); ++k) {
+    const uint64_t mask = widthMask(widths[k]);
+    const unsigned shift = shifts[k];
     // A load of constant size per word size (a variable-size memcpy is a call per word).
     auto extract = [&]<typename Word>(Word) {
       for (size_t i = 0; i < n; ++i) {
         Word w;
         std::memcpy(&w, bytes.data() + i * sizeof(Word), sizeof(Word)); // little-endian host
-        field[i] = (uint64_t{w} >> spec.shift) & mask;
+        field[i] = (uint64_t{w} >> shift) & mask;
       }
     };
     switch (wordBytes) {
@@ -45,7 +43,7 @@ ExprPtr floatFieldsTensor(DType dtype, ByteSpan bytes, Bytes &payload, EncodePol
     case 4: extract(uint32_t{}); break;
     default: extract(uint64_t{}); break;
     }
-    fields.push_back(MergeField{spec.name, makeLit(field, spec.width, payload, policy)});
+    fields.push_back(MergeField{names[k], makeLit(field, widths[k], payload, policy)});
   }
   return Merge::make(std::move(fields));
 }
