@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string_view>
 #include <system_error>
 #include <vector>
@@ -21,11 +22,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Where the JIT module may be, in the order searched (DecoderFactory.h).
+/// The file $BREVIS_JIT_MODULE names, if it is set: relative to the current directory, as a path
+/// given on a command line would be (dlopen would search the library path for a bare name).
+std::optional<fs::path> moduleFromEnvironment() {
+  const char *set = std::getenv("BREVIS_JIT_MODULE");
+  if (!set || !*set) return std::nullopt;
+  return fs::absolute(set);
+}
+
+/// Where the JIT module may be, in the order searched (DecoderFactory.h), when no file is named.
 std::vector<fs::path> moduleCandidates() {
-  // Relative to the current directory, as a path given on a command line would be (dlopen
-  // would search the library path for a bare name).
-  if (const char *set = std::getenv("BREVIS_JIT_MODULE"); set && *set) return {fs::absolute(set)};
   std::vector<fs::path> candidates;
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
@@ -52,16 +58,17 @@ std::string joined(const std::vector<fs::path> &paths) {
 /// Finds and loads the module once per process; never unloaded, since decoders, LLVM's threads
 /// and its static state live until exit.
 Result<JitModuleFactory> loadModule() {
-  const std::vector<fs::path> candidates = moduleCandidates();
+  const std::optional<fs::path> named = moduleFromEnvironment();
+  const std::vector<fs::path> candidates = named ? std::vector{*named} : moduleCandidates();
   const auto found = std::find_if(candidates.begin(), candidates.end(), [](const fs::path &p) {
     std::error_code ec;
     return fs::exists(p, ec);
   });
   if (found == candidates.end()) {
-    if (const char *set = std::getenv("BREVIS_JIT_MODULE"); set && *set)
+    if (named)
       return Error{fmt::format("--jit needs the JIT module {}, but BREVIS_JIT_MODULE names {}, which does not exist; "
                                "correct or unset it, or decode without --jit",
-                               kJitModuleFileName, candidates.front().string())};
+                               kJitModuleFileName, named->string())};
     const std::string where =
         candidates.empty() ? "nowhere: the executable's path is unknown" : "for " + joined(candidates);
     return Error{fmt::format("--jit needs the JIT module {}, which was not found (looked {}); set BREVIS_JIT_MODULE "
