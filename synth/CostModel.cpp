@@ -36,6 +36,24 @@ EncodePolicy policyForLevel(int level) {
   return EncodePolicy{kMinGain[std::clamp(level, 1, 9) - 1]};
 }
 
+bool tableCodersCannotPay(std::span<const uint64_t> words, unsigned width) {
+  constexpr size_t kProbeWords = 1024;
+  if (width <= 12 || words.size() < 64) return false;
+  std::vector<uint64_t> probe;
+  probe.reserve(kProbeWords);
+  const size_t step = std::max<size_t>(1, words.size() / kProbeWords);
+  for (size_t i = 0; i < words.size() && probe.size() < kProbeWords; i += step) probe.push_back(words[i]);
+  std::sort(probe.begin(), probe.end());
+  size_t once = 0;
+  for (size_t i = 0; i < probe.size();) {
+    size_t j = i + 1;
+    while (j < probe.size() && probe[j] == probe[i]) ++j;
+    once += j - i == 1;
+    i = j;
+  }
+  return once * 4 >= probe.size() * 3;
+}
+
 Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &out, EncodePolicy policy) {
   // kAllEncodings lists the encodings in decreasing decoding speed. Those whose size is known
   // without encoding compete first, exactly; the others are encoded where estimates say they
@@ -48,8 +66,9 @@ Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &
       bestSize = encodedSize(e, words, width);
     }
   Bytes bestBytes, candidate;
+  const bool skipTableCoders = tableCodersCannotPay(words, width);
   for (Encoding e : kAllEncodings) {
-    if (hasCheapExactSize(e)) continue;
+    if (hasCheapExactSize(e) || skipTableCoders) continue;
     // Only encode a candidate whose estimate comes near the best so far.
     auto estimate = estimateSize(e, words, width);
     if (!estimate || static_cast<double>(*estimate) > static_cast<double>(bestSize) * (1 + kEstimateRelative) + kEstimateAbsolute)

@@ -35,6 +35,13 @@ std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t
 inline constexpr double kEstimateRelative = 0.03;
 inline constexpr uint64_t kEstimateAbsolute = 600;
 
+/// Whether no encoding with a table of symbols (huffman, rans) can be smaller than bitpack for
+/// `words`: they are wider than 12 bits and three quarters of a fixed probe of them occur once in
+/// it, so a table entry per symbol costs more than coding saves (a wide mantissa, near uniform).
+/// Estimating those coders on such a stream (a histogram of every word, a code for each) is
+/// most of the time spent choosing literals; encodeSmallest and the search skip them.
+bool tableCodersCannotPay(std::span<const uint64_t> words, unsigned width);
+
 /// Appends the chosen encoding of `words` to `out` and returns which one it is: the smallest by
 /// exact size (tables and framing included), except that a slower encoding must beat the best
 /// faster one by policy.minGain. Estimates decide which entropy coders are worth encoding.

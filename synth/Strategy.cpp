@@ -2,8 +2,10 @@
 
 #include "synth/strategies/DFloat11.h"
 #include "synth/strategies/FloatFields.h"
+#include "synth/strategies/Search.h"
 #include "synth/strategies/ZipNN.h"
 
+#include <algorithm>
 #include <string>
 
 namespace brevis {
@@ -16,6 +18,7 @@ struct StrategyEntry {
 };
 
 constexpr StrategyEntry kStrategies[] = {
+    {"search", [](const StrategyOptions &o) -> std::unique_ptr<Strategy> { return std::make_unique<SearchStrategy>(o); }},
     {"floatfields", [](const StrategyOptions &o) -> std::unique_ptr<Strategy> { return std::make_unique<FloatFieldsStrategy>(o); }},
     {"zipnn", [](const StrategyOptions &) -> std::unique_ptr<Strategy> { return std::make_unique<ZipNNStrategy>(); }},
     {"dfloat11", [](const StrategyOptions &) -> std::unique_ptr<Strategy> { return std::make_unique<DFloat11Strategy>(); }},
@@ -23,6 +26,12 @@ constexpr StrategyEntry kStrategies[] = {
 static_assert(kStrategies[0].name == kDefaultStrategy, "the default comes first");
 
 } // namespace
+
+StrategyOptions strategyOptionsForLevel(int level) {
+  static constexpr uint64_t kExpansions[] = {0, 4, 16, 32, kDefaultSearchExpansions, 96, 128, 256, 512};
+  static_assert(kExpansions[kDefaultLevel - 1] == kDefaultSearchExpansions);
+  return StrategyOptions{policyForLevel(level), kExpansions[std::clamp(level, 1, 9) - 1]};
+}
 
 std::vector<std::string_view> strategyNames() {
   std::vector<std::string_view> names;

@@ -6,6 +6,7 @@
 //   floatfields  Brevis's template: float tensors as a merge of their IEEE fields
 //   zipnn        ZipNN's byte grouping, written as a program (for comparisons)
 //   dfloat11     DFloat11's BF16 scheme, written as a program (for comparisons)
+//   search       a search over programs for each region (synth/search/)
 #include "lang/Ast.h"
 #include "lang/Result.h"
 #include "runtime/common/Bytes.h"
@@ -55,13 +56,23 @@ public:
   virtual RegionProgram synthesize(const RegionInput &region) const = 0;
 };
 
+/// The search's budget at the default level (strategyOptionsForLevel).
+inline constexpr uint64_t kDefaultSearchExpansions = 64;
+
 struct StrategyOptions {
   EncodePolicy policy{}; ///< which literal encodings the strategy keeps, where it chooses
+  /// The search's budget per region: candidates tried beyond the template (strategies/Search).
+  uint64_t searchExpansions = kDefaultSearchExpansions;
 };
+
+/// The options of compression level `level` (1-9, brevisc --level): its encoding policy
+/// (policyForLevel) and the search's budget, from none at level 1 (the template's programs) to
+/// eight times the default's at level 9.
+StrategyOptions strategyOptionsForLevel(int level);
 
 /// The strategies' names, the default first.
 std::vector<std::string_view> strategyNames();
-inline constexpr std::string_view kDefaultStrategy = "floatfields";
+inline constexpr std::string_view kDefaultStrategy = "search";
 
 /// The strategy called `name`; an error naming the known ones if there is none.
 Result<std::unique_ptr<Strategy>> makeStrategy(std::string_view name, const StrategyOptions &options = {});

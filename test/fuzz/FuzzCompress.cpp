@@ -17,7 +17,7 @@ using namespace brevis;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const ByteSpan file(data, size);
   // The level follows the input, so that every policy is exercised.
-  auto strategy = makeStrategy(kDefaultStrategy, StrategyOptions{policyForLevel(1 + static_cast<int>(size % 9))});
+  auto strategy = makeStrategy(kDefaultStrategy, strategyOptionsForLevel(1 + static_cast<int>(size % 9)));
   if (!strategy) __builtin_trap();
   SynthOutput synth = synthesizeCheckpoint(file, "fuzz.safetensors", "fuzz.bdsl.bin", **strategy);
   const std::string text = printCheckpoint(synth.checkpoint);

@@ -151,7 +151,7 @@ TEST_P(RoundTrip, ArchiveRoundTripIsBitExactOnAnyThreadCount) {
 TEST_P(RoundTrip, EveryStrategyIsBitExactOnAnyThreadCount) {
   Bytes file = original();
   for (std::string_view name : strategyNames()) {
-    auto strategy = makeStrategy(name, StrategyOptions{policyForLevel(kDefaultLevel)});
+    auto strategy = makeStrategy(name, strategyOptionsForLevel(kDefaultLevel));
     ASSERT_TRUE(strategy) << name;
     SynthOutput serial = synthesizeCheckpoint(file, GetParam(), "synth.bdsl.bin", **strategy, SynthOptions{1});
     SynthOutput parallel = synthesizeCheckpoint(file, GetParam(), "synth.bdsl.bin", **strategy, SynthOptions{3});
@@ -169,7 +169,7 @@ TEST(Strategy, AnUnknownNameIsAnErrorListingTheKnownOnes) {
   EXPECT_EQ(strategyNames().front(), kDefaultStrategy);
   auto none = makeStrategy("lzma");
   ASSERT_FALSE(none);
-  EXPECT_EQ(none.error().message, "unknown synthesis strategy 'lzma' (known: floatfields, zipnn, dfloat11)");
+  EXPECT_EQ(none.error().message, "unknown synthesis strategy 'lzma' (known: search, floatfields, zipnn, dfloat11)");
 }
 
 TEST_P(RoundTrip, CorruptPayloadIsCaughtNotMisdecoded) {

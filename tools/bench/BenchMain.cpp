@@ -80,7 +80,7 @@ public:
   bool repeatsPreviousCompression() const override { return jit_; }
 
   Result<Bytes> compress(ByteSpan in, unsigned threads) const override {
-    auto strategy = makeStrategy(strategy_, StrategyOptions{policyForLevel(level_)});
+    auto strategy = makeStrategy(strategy_, strategyOptionsForLevel(level_));
     if (!strategy) return strategy.error();
     SynthOutput synth = synthesizeCheckpoint(in, "input.safetensors", "input.bdsl.bin", **strategy, SynthOptions{threads});
     MemberSource member{"input.safetensors", std::move(synth.checkpoint), Payload(std::move(synth.payload)), {}};

@@ -105,7 +105,7 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
     std::string name = baseName(file);
     const std::string shown = directory ? path : shownInput;
     std::atomic<uint64_t> synthesized{0};
-    auto strategy = makeStrategy(kDefaultStrategy, StrategyOptions{policyForLevel(o.level)});
+    auto strategy = makeStrategy(kDefaultStrategy, strategyOptionsForLevel(o.level));
     if (!strategy) return fail(strategy.error().message);
     SynthOutput synth;
     {
@@ -200,8 +200,9 @@ void registerCompress(CLI::App &app, Context &ctx) {
   cmd->add_flag("-c,--stdout", o->toStdout, "write the archive to standard output (a file, not a pipe; see -o)");
   cmd->add_option("-T,--threads", o->threads, "threads for synthesis and verification (default 0: all cores)");
   cmd->add_option("-l,--level", o->level,
-                  "1-9: how much smaller a slower-decoding literal encoding must be to be chosen (9: any gain, the "
-                  "smallest archive; 5: 1%; 1: 5%, the fastest decoding)")
+                  "1-9: how long the search for each tensor's program runs (1: none, the template's program; 5: 64 "
+                  "candidates; 9: 512) and how much smaller a slower-decoding literal encoding must be to be chosen "
+                  "(1: 5%, the fastest decoding; 5: 1%; 9: any gain, the smallest archive)")
       ->check(CLI::Range(1, 9))
       ->capture_default_str();
   cmd->add_flag("-f,--force", o->force, "overwrite an existing archive");

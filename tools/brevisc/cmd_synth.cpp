@@ -30,7 +30,7 @@ int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
   auto file = MappedFile::open(o.input);
   if (!file) return fail(file.error().message);
 
-  auto strategy = makeStrategy(kDefaultStrategy, StrategyOptions{policyForLevel(o.level)});
+  auto strategy = makeStrategy(kDefaultStrategy, strategyOptionsForLevel(o.level));
   if (!strategy) return fail(strategy.error().message);
   std::atomic<uint64_t> done{0};
   SynthOutput synth;

@@ -1,4 +1,5 @@
 // brevis-gen: writes a deterministic synthetic LLM-like safetensors checkpoint.
+#include "tools/gen/PlantedCheckpoint.h"
 #include "tools/gen/SyntheticCheckpoint.h"
 
 #include <CLI/CLI.hpp>
@@ -20,11 +21,33 @@ int main(int argc, char **argv) {
   app.add_option("--hidden", o.hidden, "model width")->capture_default_str();
   app.add_option("--seed", o.seed, "random seed")->capture_default_str();
   app.add_flag("-f,--force", force, "overwrite the output");
+  bool planted = false;
+  app.add_flag("--planted", planted,
+               "write a small checkpoint of tensors with planted structure instead (constant, tiled, ramp, "
+               "up-cast, F16-origin, xor-masked, few-valued, zero rows) and print each one's structure-aware "
+               "reference size; --size, --dtype and --hidden do not apply");
   app.footer("Exit status: 0 on success, 1 on failure, 2 on a usage error.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (planted) {
+    const auto tensors = gen::plantedTensors(o.seed);
+    auto written = gen::writePlantedCheckpoint(output, tensors, force);
+    if (!written) {
+      std::cerr << "brevis-gen: error: " << written.error().message << "\n";
+      return 1;
+    }
+    double reference = 0;
+    for (const auto &t : tensors) {
+      std::cout << fmt::format("{:<20} {:>9} reference bytes  {}\n", t.name, static_cast<uint64_t>(t.referenceBytes),
+                               t.structure);
+      reference += t.referenceBytes;
+    }
+    std::cout << fmt::format("{:<20} {:>9} reference bytes  all tensors\n", "total", static_cast<uint64_t>(reference));
+    std::cerr << fmt::format("brevis-gen: wrote {}\n", output);
+    return 0;
   }
   auto bytes = gen::parseSize(size);
   if (!bytes) {

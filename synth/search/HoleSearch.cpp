@@ -1,0 +1,385 @@
+#include "synth/search/HoleSearch.h"
+
+#include "lang/MergeLayout.h"
+#include "runtime/common/WordOps.h"
+#include "synth/Literals.h"
+#include "runtime/codecs/LitEncode.h"
+#include "synth/search/FieldLayouts.h"
+
+#include <algorithm>
+#include <bit>
+#include <vector>
+
+namespace brevis {
+
+namespace {
+
+// What a node adds to the program text after the program section's compression (measured on
+// the corpus's programs: a keyword, a type and parentheses compress to a few bytes; a literal's
+// payload range to about eight).
+constexpr double kNodeTextBytes = 3;
+constexpr double kLitTextBytes = 8;
+// Literals this short are written inline, as words in the program text.
+constexpr size_t kInlineMaxWords = 4;
+constexpr double kInlineWordBytes = 3;
+
+// Streams longer than this are scored on a sample: kSampleRuns runs of kSampleRunWords words at
+// evenly spaced fixed positions. Structural checks (const, repeat, runs, constant bits) always
+// read the whole stream.
+constexpr size_t kSampleThreshold = size_t{1} << 17;
+constexpr size_t kSampleRuns = 16;
+constexpr size_t kSampleRunWords = 4096;
+
+// concat at runs of one word: the shortest run worth a piece of its own, tried longest first,
+// and the most pieces a concat may have.
+constexpr uint64_t kMinRunLengths[] = {4096, 256};
+constexpr size_t kMaxPieces = 4096;
+
+// repeat: the longest period looked for beyond the shape's trailing dimensions.
+constexpr uint64_t kMaxSmallPeriod = 64;
+
+bool isUniform(std::span<const uint64_t> words) {
+  return std::all_of(words.begin(), words.end(), [&](uint64_t w) { return w == words[0]; });
+}
+
+/// The stream to score candidates on, and how many of the whole stream's words each of its
+/// words stands for.
+struct Sample {
+  std::vector<uint64_t> storage;
+  std::span<const uint64_t> words;
+  double scale = 1;
+};
+
+Sample sampleOf(std::span<const uint64_t> words) {
+  Sample s;
+  if (words.size() <= kSampleThreshold) {
+    s.words = words;
+    return s;
+  }
+  s.storage.reserve(kSampleRuns * kSampleRunWords);
+  const size_t stride = (words.size() - kSampleRunWords) / (kSampleRuns - 1);
+  for (size_t r = 0; r < kSampleRuns; ++r) {
+    auto run = words.subspan(r * stride, kSampleRunWords);
+    s.storage.insert(s.storage.end(), run.begin(), run.end());
+  }
+  s.words = s.storage;
+  s.scale = static_cast<double>(words.size()) / static_cast<double>(s.storage.size());
+  return s;
+}
+
+std::vector<uint64_t> extractField(std::span<const uint64_t> words, unsigned shift, unsigned width) {
+  std::vector<uint64_t> field(words.size());
+  const uint64_t mask = widthMask(width);
+  for (size_t i = 0; i < words.size(); ++i) field[i] = (words[i] >> shift) & mask;
+  return field;
+}
+
+/// The smallest exact period of `words` among the shape's trailing dimensions and the periods
+/// up to kMaxSmallPeriod; 0 if none.
+uint64_t smallestPeriod(std::span<const uint64_t> words, std::span<const uint64_t> shape) {
+  const uint64_t n = words.size();
+  std::vector<uint64_t> candidates;
+  for (uint64_t p = 2; p <= kMaxSmallPeriod && p < n; ++p) candidates.push_back(p);
+  uint64_t product = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 0 || product > n / shape[i]) break;
+    product *= shape[i];
+    if (product > kMaxSmallPeriod && product < n) candidates.push_back(product);
+  }
+  for (uint64_t p : candidates) {
+    if (n % p != 0) continue;
+    bool periodic = true;
+    for (uint64_t i = p; i < n && periodic; ++i) periodic = words[i] == words[i - p];
+    if (periodic) return p;
+  }
+  return 0;
+}
+
+/// Pieces of `words` alternating between runs of at least `minRun` equal words and the stretches
+/// between them, as (length, is a run).
+std::vector<std::pair<uint64_t, bool>> runPieces(std::span<const uint64_t> words, uint64_t minRun) {
+  std::vector<std::pair<uint64_t, bool>> pieces;
+  uint64_t gapStart = 0;
+  for (uint64_t i = 0; i < words.size();) {
+    uint64_t j = i + 1;
+    while (j < words.size() && words[j] == words[i]) ++j;
+    if (j - i >= minRun) {
+      if (i > gapStart) pieces.emplace_back(i - gapStart, false);
+      pieces.emplace_back(j - i, true);
+      gapStart = j;
+    }
+    i = j;
+  }
+  if (gapStart < words.size()) pieces.emplace_back(words.size() - gapStart, false);
+  return pieces;
+}
+
+Plan constPlan() {
+  Plan p;
+  p.op = PlanOp::Const;
+  p.cost = kNodeTextBytes + 3;
+  return p;
+}
+
+bool sameShape(const Plan &a, const Plan &b) {
+  if (a.op != b.op || a.count != b.count || a.mapFn != b.mapFn || a.mapParam != b.mapParam || a.scanOp != b.scanOp ||
+      a.fieldWidths != b.fieldWidths || a.pieceLengths != b.pieceLengths || a.children.size() != b.children.size())
+    return false;
+  for (size_t i = 0; i < a.children.size(); ++i)
+    if (!sameShape(a.children[i], b.children[i])) return false;
+  return true;
+}
+
+} // namespace
+
+double estimateLitCost(std::span<const uint64_t> words, unsigned width, EncodePolicy policy) {
+  if (words.empty()) return kLitTextBytes;
+  if (words.size() <= kInlineMaxWords) return kNodeTextBytes + kInlineWordBytes * static_cast<double>(words.size());
+  // As encodeSmallest chooses: in decreasing decoding speed, a slower encoding must win by the
+  // policy's margin.
+  const bool manySymbols = tableCodersCannotPay(words, width);
+  double best = -1;
+  for (Encoding e : kAllEncodings) {
+    if (manySymbols && !hasCheapExactSize(e)) continue;
+    auto estimate = estimateSize(e, words, width);
+    if (!estimate) continue;
+    const auto size = static_cast<double>(*estimate);
+    if (best < 0 || (size < best * (1 - policy.minGain) && size < best)) best = size;
+  }
+  return best + kLitTextBytes;
+}
+
+bool HoleSearch::spend() {
+  if (expansions_ >= limits_.maxExpansions) return false;
+  ++expansions_;
+  return true;
+}
+
+Plan HoleSearch::litPlan(std::span<const uint64_t> words, unsigned width) const {
+  Plan p;
+  p.op = PlanOp::Lit;
+  if (words.size() <= kSampleThreshold) {
+    p.cost = estimateLitCost(words, width, policy_);
+  } else {
+    Sample s = sampleOf(words);
+    p.cost = estimateLitCost(s.words, width, policy_) * s.scale;
+  }
+  return p;
+}
+
+Plan HoleSearch::mergePlan(std::span<const uint64_t> words, unsigned width, const HoleContext &context,
+                           const std::vector<unsigned> &layout, FieldCosts *memo) const {
+  const uint64_t constant = constantBits(words, width);
+  const Sample sample = sampleOf(words);
+  Plan p;
+  p.op = PlanOp::Merge;
+  p.fieldWidths = layout;
+  p.cost = kNodeTextBytes;
+  const std::vector<unsigned> shifts = mergeFieldShifts(layout);
+  for (size_t k = 0; k < layout.size(); ++k) {
+    p.fieldNames.push_back(fieldName(width, context.floatType, shifts[k], layout[k]));
+    Plan child;
+    if (((constant >> shifts[k]) & widthMask(layout[k])) == widthMask(layout[k])) {
+      child = constPlan(); // every word has the same bits there
+    } else {
+      child.op = PlanOp::Lit;
+      const uint64_t key = uint64_t{shifts[k]} << 8 | layout[k];
+      auto known = memo ? std::find_if(memo->begin(), memo->end(), [&](const auto &e) { return e.first == key; })
+                        : FieldCosts::iterator{};
+      if (memo && known != memo->end()) {
+        child.cost = known->second;
+      } else {
+        child.cost = estimateLitCost(extractField(sample.words, shifts[k], layout[k]), layout[k], policy_) * sample.scale;
+        if (memo) memo->emplace_back(key, child.cost);
+      }
+    }
+    p.cost += child.cost + 1; // the field's name
+    p.children.push_back(std::move(child));
+  }
+  return p;
+}
+
+Plan HoleSearch::templatePlan(std::span<const uint64_t> words, unsigned width, const HoleContext &context) {
+  if (context.floatType && !words.empty()) {
+    const DTypeInfo &f = *context.floatType;
+    return mergePlan(words, width, context, {f.signBits, f.exponentBits, f.mantissaBits});
+  }
+  return litPlan(words, width);
+}
+
+Plan HoleSearch::solve(std::span<const uint64_t> words, unsigned width, const HoleContext &context) {
+  expansions_ = 0;
+  return solveHole(words, width, context, limits_.maxDepth);
+}
+
+Plan HoleSearch::solveHole(std::span<const uint64_t> words, unsigned width, const HoleContext &context,
+                           unsigned depth) {
+  if (words.empty()) return litPlan(words, width);
+  if (isUniform(words)) return constPlan();
+  Plan best = templatePlan(words, width, context);
+  if (context.floatType) {
+    // A float tensor as one literal of whole words: few distinct values code well so.
+    if (width <= 16 && spend()) {
+      Plan lit = litPlan(words, width);
+      if (lit.cost < best.cost) best = std::move(lit);
+    }
+  }
+  if (depth > 0) tryStructural(words, width, context, depth, best);
+  return best;
+}
+
+void HoleSearch::tryStructural(std::span<const uint64_t> words, unsigned width, const HoleContext &context,
+                               unsigned depth, Plan &best) {
+  auto consider = [&](Plan &&candidate) {
+    if (candidate.cost < best.cost) best = std::move(candidate);
+  };
+  const HoleContext pieceContext{context.floatType, {}};
+
+  // merge: every proposed field layout (the template's is `best` already).
+  if (width > 1) {
+    const uint64_t constant = constantBits(words, width);
+    const std::vector<FieldLayout> layouts = proposeFieldLayouts(width, context.floatType, constant);
+    FieldCosts memo;
+    for (size_t i = context.floatType ? 1 : 0; i < layouts.size(); ++i) {
+      if (!spend()) return;
+      consider(mergePlan(words, width, context, layouts[i], &memo));
+    }
+  }
+
+  // concat at long runs of one word (zero runs of pruned tensors).
+  for (uint64_t minRun : kMinRunLengths) {
+    auto pieces = runPieces(words, minRun);
+    if (pieces.size() < 2 || pieces.size() > kMaxPieces) continue;
+    if (!spend()) return;
+    Plan concat;
+    concat.op = PlanOp::Concat;
+    concat.cost = kNodeTextBytes;
+    uint64_t offset = 0;
+    for (const auto &[length, isRun] : pieces) {
+      concat.pieceLengths.push_back(length);
+      Plan piece = isRun ? constPlan() : solveHole(words.subspan(offset, length), width, pieceContext, depth - 1);
+      concat.cost += piece.cost + 1;
+      concat.children.push_back(std::move(piece));
+      offset += length;
+      if (concat.cost >= best.cost) break; // it cannot win any more
+    }
+    if (concat.children.size() == pieces.size()) consider(std::move(concat));
+    break; // the longest runs that give pieces; shorter ones only add pieces
+  }
+
+  // repeat at the smallest exact period.
+  if (const uint64_t period = smallestPeriod(words, context.shape)) {
+    if (!spend()) return;
+    Plan repeat;
+    repeat.op = PlanOp::Repeat;
+    repeat.count = words.size() / period;
+    repeat.children.push_back(solveHole(words.first(period), width, pieceContext, depth - 1));
+    repeat.cost = kNodeTextBytes + 2 + repeat.children[0].cost;
+    consider(std::move(repeat));
+  }
+
+  if (context.floatType || width < 2 || words.size() < 2) return;
+
+  // scan: differences (ramps, sorted indices, smooth integer sequences).
+  for (ScanOp op : {ScanOp::Add, ScanOp::Xor}) {
+    if (!spend()) return;
+    std::vector<uint64_t> steps(words.size() - 1);
+    const uint64_t mask = widthMask(width);
+    for (size_t i = 1; i < words.size(); ++i)
+      steps[i - 1] = op == ScanOp::Add ? (words[i] - words[i - 1]) & mask : words[i] ^ words[i - 1];
+    Plan scan;
+    scan.op = PlanOp::Scan;
+    scan.scanOp = op;
+    scan.children.push_back(solveHole(steps, width, {}, depth - 1));
+    scan.cost = kNodeTextBytes + 3 + scan.children[0].cost;
+    consider(std::move(scan));
+  }
+
+  // map add: words offset from a minimum pack into fewer bits.
+  const auto [lowest, highest] = std::minmax_element(words.begin(), words.end());
+  if (*lowest > 0 && std::bit_width(*highest - *lowest) < std::bit_width(*highest)) {
+    if (!spend()) return;
+    std::vector<uint64_t> offsets(words.size());
+    for (size_t i = 0; i < words.size(); ++i) offsets[i] = words[i] - *lowest;
+    Plan map;
+    map.op = PlanOp::Map;
+    map.mapFn = MapFn::Add;
+    map.mapParam = *lowest;
+    map.children.push_back(solveHole(offsets, width, {}, depth - 1));
+    map.cost = kNodeTextBytes + 3 + map.children[0].cost;
+    consider(std::move(map));
+  }
+}
+
+ExprPtr HoleSearch::emit(const Plan &plan, std::span<const uint64_t> words, unsigned width, Bytes &payload) const {
+  const uint64_t n = words.size();
+  auto literal = [&]() -> ExprPtr {
+    if (n > 0 && n <= kInlineMaxWords)
+      return Lit::make(StreamType{width, n}, std::vector<uint64_t>(words.begin(), words.end()));
+    return makeLit(words, width, payload, policy_);
+  };
+  switch (plan.op) {
+  case PlanOp::Lit: return literal();
+  case PlanOp::Const:
+    if (n == 0 || !isUniform(words)) return literal();
+    return Const::make(StreamType{width, n}, words[0]);
+  case PlanOp::Repeat: {
+    if (plan.count < 2 || n % plan.count != 0 || plan.children.size() != 1) return literal();
+    const uint64_t period = n / plan.count;
+    for (uint64_t i = period; i < n; ++i)
+      if (words[i] != words[i - period]) return literal();
+    return Repeat::make(plan.count, emit(plan.children[0], words.first(period), width, payload));
+  }
+  case PlanOp::Concat: {
+    uint64_t total = 0;
+    for (uint64_t length : plan.pieceLengths) total += length;
+    if (total != n || plan.children.size() != plan.pieceLengths.size() || plan.children.empty()) return literal();
+    std::vector<ExprPtr> parts;
+    uint64_t offset = 0;
+    for (size_t i = 0; i < plan.children.size(); ++i) {
+      parts.push_back(emit(plan.children[i], words.subspan(offset, plan.pieceLengths[i]), width, payload));
+      offset += plan.pieceLengths[i];
+    }
+    return Concat::make(std::move(parts));
+  }
+  case PlanOp::Map: {
+    if (plan.children.size() != 1) return literal();
+    std::vector<uint64_t> body(n);
+    for (uint64_t i = 0; i < n; ++i) body[i] = inverseMap(plan.mapFn, plan.mapParam, width, words[i]);
+    return Map::make(plan.mapFn, plan.mapParam, emit(plan.children[0], body, width, payload));
+  }
+  case PlanOp::Scan: {
+    if (n == 0 || plan.children.size() != 1) return literal();
+    const uint64_t mask = widthMask(width);
+    std::vector<uint64_t> steps(n - 1);
+    for (uint64_t i = 1; i < n; ++i)
+      steps[i - 1] = plan.scanOp == ScanOp::Add ? (words[i] - words[i - 1]) & mask : words[i] ^ words[i - 1];
+    return Scan::make(plan.scanOp, words[0], emit(plan.children[0], steps, width, payload));
+  }
+  case PlanOp::Merge: {
+    unsigned total = 0;
+    for (unsigned w : plan.fieldWidths) total += w;
+    if (total != width || plan.children.size() != plan.fieldWidths.size() || n == 0) return literal();
+    const std::vector<unsigned> shifts = mergeFieldShifts(plan.fieldWidths);
+    std::vector<MergeField> fields;
+    for (size_t k = 0; k < plan.fieldWidths.size(); ++k) {
+      // One field at a time: a large tensor holds one field's words beside its own at most.
+      std::vector<uint64_t> field = extractField(words, shifts[k], plan.fieldWidths[k]);
+      std::string name = k < plan.fieldNames.size() ? plan.fieldNames[k] : std::string();
+      fields.push_back(MergeField{std::move(name), emit(plan.children[k], field, plan.fieldWidths[k], payload)});
+    }
+    return Merge::make(std::move(fields));
+  }
+  }
+  return literal();
+}
+
+bool samePlanShape(const Plan &a, const Plan &b) { return sameShape(a, b); }
+
+double planTextBytes(const Plan &plan) {
+  double bytes = plan.op == PlanOp::Lit ? kLitTextBytes : kNodeTextBytes;
+  for (const Plan &child : plan.children) bytes += planTextBytes(child);
+  return bytes;
+}
+
+} // namespace brevis

@@ -1,0 +1,74 @@
+#pragma once
+// The search for one region's program. A hole owns the exact stream it must produce; operators
+// are applied backwards, through their inverses (synth/search/Plan.h): merge splits the words
+// into fields, scan takes differences, map applies the inverse bijection, concat cuts at long
+// runs of one value, repeat checks a period, const checks uniformity, and lit closes the hole at
+// the estimated size of its cheapest encoding (synth/CostModel.h). Children of merge, concat,
+// repeat, map and scan are independent given their parent's stream, so each hole is searched on
+// its own and a plan's cost is its operator's plus its children's. Candidates are tried in a fixed
+// order, bounded by depth and by a budget of expansions per region; every decision depends only
+// on the stream, so the result is the same on any thread count. docs/synthesis.md explains it.
+#include "lang/Ast.h"
+#include "lang/DType.h"
+#include "runtime/common/Bytes.h"
+#include "synth/CostModel.h"
+#include "synth/search/Plan.h"
+
+#include <cstdint>
+#include <span>
+
+namespace brevis {
+
+struct SearchLimits {
+  unsigned maxDepth = 3;       ///< operators above a literal, at most
+  uint64_t maxExpansions = 64; ///< candidates beyond the first tried per region; 0: the template only
+};
+
+/// What a hole's stream is, beyond its words: a float tensor's words (their IEEE layout is
+/// worth proposing) and the tensor's shape (its dimensions are candidate periods and rows).
+struct HoleContext {
+  const DTypeInfo *floatType = nullptr;
+  std::span<const uint64_t> shape;
+};
+
+class HoleSearch {
+public:
+  HoleSearch(EncodePolicy policy, SearchLimits limits) : policy_(policy), limits_(limits) {}
+
+  /// The cheapest plan found for `words` (of `width` bits) within the limits.
+  Plan solve(std::span<const uint64_t> words, unsigned width, const HoleContext &context);
+
+  /// The template's plan: a float tensor's IEEE fields, or one literal; what `solve` returns
+  /// with a budget of 0, and the baseline no search result may exceed.
+  Plan templatePlan(std::span<const uint64_t> words, unsigned width, const HoleContext &context);
+
+  /// The program for `plan`, its literals appended to `payload` in the encodings the policy picks.
+  /// Every structural claim of the plan is checked against `words` (a plan scored on a sample
+  /// may be wrong about the whole stream); where one fails, that hole becomes a literal, so the
+  /// program always produces `words` exactly.
+  ExprPtr emit(const Plan &plan, std::span<const uint64_t> words, unsigned width, Bytes &payload) const;
+
+  uint64_t expansions() const { return expansions_; }
+
+private:
+  Plan solveHole(std::span<const uint64_t> words, unsigned width, const HoleContext &context, unsigned depth);
+  Plan litPlan(std::span<const uint64_t> words, unsigned width) const;
+  /// Estimated costs of fields already scored for the hole being expanded, by (shift, width):
+  /// layouts share most of their fields.
+  using FieldCosts = std::vector<std::pair<uint64_t, double>>;
+  Plan mergePlan(std::span<const uint64_t> words, unsigned width, const HoleContext &context,
+                 const std::vector<unsigned> &layout, FieldCosts *memo = nullptr) const;
+  void tryStructural(std::span<const uint64_t> words, unsigned width, const HoleContext &context, unsigned depth,
+                     Plan &best);
+  bool spend();
+
+  EncodePolicy policy_;
+  SearchLimits limits_;
+  uint64_t expansions_ = 0;
+};
+
+/// Estimated bytes of a literal of `words` in the encoding `policy` would pick, program text
+/// included.
+double estimateLitCost(std::span<const uint64_t> words, unsigned width, EncodePolicy policy);
+
+} // namespace brevis

@@ -1,0 +1,35 @@
+#pragma once
+// A program the search chose for a hole, before any literal is encoded: the operator, its
+// parameters, its children's plans and the bytes it is estimated to cost. A plan holds no words:
+// emitting it (synth/search/HoleSearch.h) derives each child's stream from its parent's again,
+// through the operator's inverse, so that only the chosen literals are ever encoded.
+#include "lang/Ast.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace brevis {
+
+enum class PlanOp { Lit, Const, Repeat, Concat, Map, Scan, Merge };
+
+struct Plan {
+  PlanOp op = PlanOp::Lit;
+  uint64_t count = 0;                  ///< Repeat: how many times the body repeats
+  MapFn mapFn = MapFn::Xor;            ///< Map
+  uint64_t mapParam = 0;               ///< Map
+  ScanOp scanOp = ScanOp::Add;         ///< Scan
+  std::vector<unsigned> fieldWidths;   ///< Merge, most significant first
+  std::vector<std::string> fieldNames; ///< Merge
+  std::vector<uint64_t> pieceLengths;  ///< Concat
+  std::vector<Plan> children;
+  double cost = 0; ///< estimated bytes of payload and program text
+};
+
+/// Same operators, parameters and children (costs aside).
+bool samePlanShape(const Plan &a, const Plan &b);
+
+/// The estimated bytes of the program text `plan` prints as (no payload).
+double planTextBytes(const Plan &plan);
+
+} // namespace brevis

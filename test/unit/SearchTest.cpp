@@ -1,0 +1,189 @@
+// The search-based synthesizer (synth/strategies/Search, synth/search/): planted structures are
+// found and coded near their structure-aware reference size, every program rebuilds its tensor
+// exactly, a budget of 0 gives the template, and on the committed checkpoints no tensor's
+// program is larger than the template's, ZipNN's or DFloat11's.
+#include "lang/Printer.h"
+#include "runtime/containers/FileIO.h"
+#include "runtime/execution/Interpreter.h"
+#include "synth/Driver.h"
+#include "synth/search/FieldLayouts.h"
+#include "synth/strategies/Search.h"
+#include "tools/gen/PlantedCheckpoint.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+using namespace brevis;
+
+namespace {
+
+RegionInput inputOf(const gen::PlantedTensor &t) {
+  return RegionInput{RegionKind::Tensor, t.name, t.dtype, t.shape, ByteSpan(t.bytes)};
+}
+
+/// Payload bytes a program's literals point at.
+uint64_t payloadBytes(const Expr &e) {
+  uint64_t bytes = 0;
+  if (const Lit *lit = dynAs<Lit>(e); lit && !lit->isInline()) bytes += lit->payload().size;
+  forEachChild(e, [&](const Expr &child) { bytes += payloadBytes(child); });
+  return bytes;
+}
+
+/// Nodes of each kind in a program.
+std::map<NodeKind, int> nodeCounts(const Expr &e) {
+  std::map<NodeKind, int> counts;
+  ++counts[e.kind];
+  forEachChild(e, [&](const Expr &child) {
+    for (const auto &[kind, n] : nodeCounts(child)) counts[kind] += n;
+  });
+  return counts;
+}
+
+class Planted : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() { tensors_ = new std::vector<gen::PlantedTensor>(gen::plantedTensors(11)); }
+  static void TearDownTestSuite() { delete tensors_; }
+
+  const gen::PlantedTensor &tensor(std::string_view name) {
+    for (const auto &t : *tensors_)
+      if (t.name == name) return t;
+    ADD_FAILURE() << "no planted tensor " << name;
+    return tensors_->front();
+  }
+
+  /// The search's program for a planted tensor, checked to rebuild it exactly.
+  RegionProgram synthesize(const gen::PlantedTensor &t, int level = kDefaultLevel) {
+    SearchStrategy strategy(strategyOptionsForLevel(level));
+    RegionProgram p = strategy.synthesize(inputOf(t));
+    auto bytes = evaluate(*p.program, Payload::fromBytes(p.payload));
+    EXPECT_TRUE(bytes) << bytes.error().message;
+    EXPECT_TRUE(bytes && *bytes == t.bytes) << t.name << ": the program does not rebuild the tensor";
+    return p;
+  }
+
+  static std::vector<gen::PlantedTensor> *tensors_;
+};
+std::vector<gen::PlantedTensor> *Planted::tensors_ = nullptr;
+
+TEST_F(Planted, AConstantTensorIsOneConst) {
+  RegionProgram p = synthesize(tensor("planted.const"));
+  ASSERT_EQ(p.program->kind, NodeKind::Const) << printExpr(*p.program);
+  EXPECT_EQ(as<Const>(*p.program).value, 0x3f000000u);
+  EXPECT_TRUE(p.payload.empty());
+}
+
+TEST_F(Planted, ATiledTensorRepeatsItsRow) {
+  RegionProgram p = synthesize(tensor("planted.tiled"));
+  ASSERT_EQ(p.program->kind, NodeKind::Repeat) << printExpr(*p.program);
+  EXPECT_EQ(as<Repeat>(*p.program).count, 64u);
+  EXPECT_EQ(streamTypeOf(*as<Repeat>(*p.program).body).length, 1024u);
+}
+
+TEST_F(Planted, AnIndexRampIsAScanOfAConstant) {
+  RegionProgram p = synthesize(tensor("planted.ramp"));
+  ASSERT_EQ(p.program->kind, NodeKind::Scan) << printExpr(*p.program);
+  const Scan &scan = as<Scan>(*p.program);
+  EXPECT_EQ(scan.op, ScanOp::Add);
+  EXPECT_EQ(scan.init, 0u);
+  ASSERT_EQ(scan.body->kind, NodeKind::Const);
+  EXPECT_EQ(as<Const>(*scan.body).value, 1u);
+}
+
+/// The merge's constant fields, as (width, value).
+std::vector<std::pair<unsigned, uint64_t>> constantFields(const Expr &program) {
+  std::vector<std::pair<unsigned, uint64_t>> out;
+  if (const Merge *merge = dynAs<Merge>(program))
+    for (const MergeField &f : merge->fields)
+      if (const Const *c = dynAs<Const>(*f.expr)) out.emplace_back(c->type.width, c->value);
+  return out;
+}
+
+TEST_F(Planted, AnUpcastBf16KeepsItsZeroLowHalfAsAConstant) {
+  RegionProgram p = synthesize(tensor("planted.upcast"));
+  auto constants = constantFields(*p.program);
+  EXPECT_NE(std::find(constants.begin(), constants.end(), std::pair<unsigned, uint64_t>{16, 0}), constants.end())
+      << printExpr(*p.program);
+}
+
+TEST_F(Planted, F16OriginValuesKeepTheirZeroLowMantissaBitsAsAConstant) {
+  RegionProgram p = synthesize(tensor("planted.f16origin"));
+  auto constants = constantFields(*p.program);
+  EXPECT_NE(std::find(constants.begin(), constants.end(), std::pair<unsigned, uint64_t>{13, 0}), constants.end())
+      << printExpr(*p.program);
+}
+
+TEST_F(Planted, ZeroRowsBecomeAConstantPieceOfAConcat) {
+  RegionProgram p = synthesize(tensor("planted.zerorows"));
+  ASSERT_EQ(p.program->kind, NodeKind::Concat) << printExpr(*p.program);
+  const Concat &concat = as<Concat>(*p.program);
+  bool zeroPiece = false;
+  for (const auto &part : concat.parts)
+    if (const Const *c = dynAs<Const>(*part)) zeroPiece |= c->value == 0 && c->type.length == 128 * 1024;
+  EXPECT_TRUE(zeroPiece) << printExpr(*p.program);
+}
+
+TEST_F(Planted, EveryTensorIsWithinTwoPercentOfItsReferenceSize) {
+  for (const auto &t : *tensors_) {
+    RegionProgram p = synthesize(t);
+    // Program text compresses to about a quarter in an archive; a small tile pays for its tables.
+    const double size = static_cast<double>(p.payload.size() + printExpr(*p.program).size() / 4);
+    EXPECT_LE(size, t.referenceBytes * 1.02 + 160) << t.name << " (" << t.structure << "): " << printExpr(*p.program);
+  }
+}
+
+TEST_F(Planted, ABudgetOfZeroGivesTheTemplateAndStillRebuildsEveryTensor) {
+  for (const auto &t : *tensors_) {
+    RegionProgram p = synthesize(t, /*level=*/1);
+    const auto counts = nodeCounts(*p.program);
+    EXPECT_EQ(counts.count(NodeKind::Repeat) + counts.count(NodeKind::Concat) + counts.count(NodeKind::Scan) +
+                  counts.count(NodeKind::Map),
+              0u)
+        << t.name << ": " << printExpr(*p.program);
+  }
+}
+
+TEST(FieldLayouts, TheTemplateComesFirstAndConstantBitsGetFieldsOfTheirOwn) {
+  const DTypeInfo &f32 = dtypeInfo(DType::F32);
+  // Low 13 bits constant (F16 origin).
+  const auto layouts = proposeFieldLayouts(32, &f32, 0x1fff);
+  ASSERT_FALSE(layouts.empty());
+  EXPECT_EQ(layouts[0], (FieldLayout{1, 8, 23}));
+  EXPECT_NE(std::find(layouts.begin(), layouts.end(), FieldLayout{1, 8, 10, 13}), layouts.end());
+  for (const auto &layout : layouts) {
+    unsigned total = 0;
+    for (unsigned w : layout) total += w;
+    EXPECT_EQ(total, 32u);
+  }
+  EXPECT_EQ(fieldName(32, &f32, 0, 13), "mant_lo");
+  EXPECT_EQ(fieldName(32, &f32, 20, 11), "exp_mant_hi");
+  EXPECT_EQ(fieldName(32, &f32, 31, 1), "sign");
+  EXPECT_EQ(fieldName(16, nullptr, 8, 8), "bits15_8");
+  EXPECT_EQ(constantBits(std::vector<uint64_t>{0xf0, 0xf1, 0xf3}, 8), 0xfcu);
+}
+
+/// Per region of a committed checkpoint, the payload bytes of each strategy's program.
+std::vector<uint64_t> regionPayloads(ByteSpan file, std::string_view strategyName) {
+  auto strategy = makeStrategy(strategyName, strategyOptionsForLevel(kDefaultLevel));
+  EXPECT_TRUE(strategy);
+  SynthOutput out = synthesizeCheckpoint(file, "model.safetensors", "model.bdsl.bin", **strategy, SynthOptions{2});
+  std::vector<uint64_t> sizes;
+  for (const Region &r : out.checkpoint.regions) sizes.push_back(payloadBytes(*r.program));
+  return sizes;
+}
+
+TEST(SearchOnCommittedCheckpoints, NoTensorIsLargerThanTheTemplateOrThePeersPrograms) {
+  for (const char *name : {"stories260K.bf16.safetensors", "stories260K.safetensors"}) {
+    auto file = readFile(std::string(BREVIS_TEST_DATA) + "/" + name);
+    ASSERT_TRUE(file) << file.error().message;
+    const auto search = regionPayloads(*file, "search");
+    for (std::string_view other : {"floatfields", "zipnn", "dfloat11"}) {
+      const auto theirs = regionPayloads(*file, other);
+      ASSERT_EQ(theirs.size(), search.size());
+      for (size_t i = 0; i < search.size(); ++i)
+        EXPECT_LE(search[i], theirs[i]) << name << " region " << i << " against " << other;
+    }
+  }
+}
+
+} // namespace
