@@ -132,6 +132,17 @@ bool sameShape(const Plan &a, const Plan &b) {
 
 } // namespace
 
+struct HoleSearch::Hole {
+  std::span<const uint64_t> words;
+  unsigned width = 0;
+  uint64_t constant = 0; ///< bits equal in every word
+  Sample sample;
+
+  Hole(std::span<const uint64_t> w, unsigned bits)
+      : words(w), width(bits), constant(constantBits(w, bits)), sample(sampleOf(w)) {}
+  bool uniform() const { return constant == widthMask(width); }
+};
+
 double estimateLitCost(std::span<const uint64_t> words, unsigned width, EncodePolicy policy) {
   if (words.empty()) return kLitTextBytes;
   if (words.size() <= kInlineMaxWords) return kNodeTextBytes + kInlineWordBytes * static_cast<double>(words.size());
@@ -155,31 +166,24 @@ bool HoleSearch::spend() {
   return true;
 }
 
-Plan HoleSearch::litPlan(std::span<const uint64_t> words, unsigned width) const {
+Plan HoleSearch::litPlan(const Hole &hole) const {
   Plan p;
   p.op = PlanOp::Lit;
-  if (words.size() <= kSampleThreshold) {
-    p.cost = estimateLitCost(words, width, policy_);
-  } else {
-    Sample s = sampleOf(words);
-    p.cost = estimateLitCost(s.words, width, policy_) * s.scale;
-  }
+  p.cost = estimateLitCost(hole.sample.words, hole.width, policy_) * hole.sample.scale;
   return p;
 }
 
-Plan HoleSearch::mergePlan(std::span<const uint64_t> words, unsigned width, const HoleContext &context,
-                           const std::vector<unsigned> &layout, FieldCosts *memo) const {
-  const uint64_t constant = constantBits(words, width);
-  const Sample sample = sampleOf(words);
+Plan HoleSearch::mergePlan(const Hole &hole, const HoleContext &context, const std::vector<unsigned> &layout,
+                           FieldCosts *memo) const {
   Plan p;
   p.op = PlanOp::Merge;
   p.fieldWidths = layout;
   p.cost = kNodeTextBytes;
   const std::vector<unsigned> shifts = mergeFieldShifts(layout);
   for (size_t k = 0; k < layout.size(); ++k) {
-    p.fieldNames.push_back(fieldName(width, context.floatType, shifts[k], layout[k]));
+    p.fieldNames.push_back(fieldName(hole.width, context.floatType, shifts[k], layout[k]));
     Plan child;
-    if (((constant >> shifts[k]) & widthMask(layout[k])) == widthMask(layout[k])) {
+    if (((hole.constant >> shifts[k]) & widthMask(layout[k])) == widthMask(layout[k])) {
       child = constPlan(); // every word has the same bits there
     } else {
       child.op = PlanOp::Lit;
@@ -189,7 +193,8 @@ Plan HoleSearch::mergePlan(std::span<const uint64_t> words, unsigned width, cons
       if (memo && known != memo->end()) {
         child.cost = known->second;
       } else {
-        child.cost = estimateLitCost(extractField(sample.words, shifts[k], layout[k]), layout[k], policy_) * sample.scale;
+        const auto field = extractField(hole.sample.words, shifts[k], layout[k]);
+        child.cost = estimateLitCost(field, layout[k], policy_) * hole.sample.scale;
         if (memo) memo->emplace_back(key, child.cost);
       }
     }
@@ -199,12 +204,16 @@ Plan HoleSearch::mergePlan(std::span<const uint64_t> words, unsigned width, cons
   return p;
 }
 
-Plan HoleSearch::templatePlan(std::span<const uint64_t> words, unsigned width, const HoleContext &context) {
-  if (context.floatType && !words.empty()) {
+Plan HoleSearch::templatePlan(const Hole &hole, const HoleContext &context) const {
+  if (context.floatType && !hole.words.empty()) {
     const DTypeInfo &f = *context.floatType;
-    return mergePlan(words, width, context, {f.signBits, f.exponentBits, f.mantissaBits});
+    return mergePlan(hole, context, {f.signBits, f.exponentBits, f.mantissaBits});
   }
-  return litPlan(words, width);
+  return litPlan(hole);
+}
+
+Plan HoleSearch::templatePlan(std::span<const uint64_t> words, unsigned width, const HoleContext &context) {
+  return templatePlan(Hole(words, width), context);
 }
 
 Plan HoleSearch::solve(std::span<const uint64_t> words, unsigned width, const HoleContext &context) {
@@ -214,22 +223,24 @@ Plan HoleSearch::solve(std::span<const uint64_t> words, unsigned width, const Ho
 
 Plan HoleSearch::solveHole(std::span<const uint64_t> words, unsigned width, const HoleContext &context,
                            unsigned depth) {
-  if (words.empty()) return litPlan(words, width);
-  if (isUniform(words)) return constPlan();
-  Plan best = templatePlan(words, width, context);
+  const Hole hole(words, width);
+  if (words.empty()) return litPlan(hole);
+  if (hole.uniform()) return constPlan();
+  Plan best = templatePlan(hole, context);
   if (context.floatType) {
     // A float tensor as one literal of whole words: few distinct values code well so.
     if (width <= 16 && spend()) {
-      Plan lit = litPlan(words, width);
+      Plan lit = litPlan(hole);
       if (lit.cost < best.cost) best = std::move(lit);
     }
   }
-  if (depth > 0) tryStructural(words, width, context, depth, best);
+  if (depth > 0) tryStructural(hole, context, depth, best);
   return best;
 }
 
-void HoleSearch::tryStructural(std::span<const uint64_t> words, unsigned width, const HoleContext &context,
-                               unsigned depth, Plan &best) {
+void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, unsigned depth, Plan &best) {
+  const std::span<const uint64_t> words = hole.words;
+  const unsigned width = hole.width;
   auto consider = [&](Plan &&candidate) {
     if (candidate.cost < best.cost) best = std::move(candidate);
   };
@@ -237,12 +248,11 @@ void HoleSearch::tryStructural(std::span<const uint64_t> words, unsigned width, 
 
   // merge: every proposed field layout (the template's is `best` already).
   if (width > 1) {
-    const uint64_t constant = constantBits(words, width);
-    const std::vector<FieldLayout> layouts = proposeFieldLayouts(width, context.floatType, constant);
+    const std::vector<FieldLayout> layouts = proposeFieldLayouts(width, context.floatType, hole.constant);
     FieldCosts memo;
     for (size_t i = context.floatType ? 1 : 0; i < layouts.size(); ++i) {
       if (!spend()) return;
-      consider(mergePlan(words, width, context, layouts[i], &memo));
+      consider(mergePlan(hole, context, layouts[i], &memo));
     }
   }
 

@@ -51,15 +51,16 @@ public:
   uint64_t expansions() const { return expansions_; }
 
 private:
+  struct Hole; // a stream with what every candidate reads of it: constant bits, a sample
   Plan solveHole(std::span<const uint64_t> words, unsigned width, const HoleContext &context, unsigned depth);
-  Plan litPlan(std::span<const uint64_t> words, unsigned width) const;
+  Plan litPlan(const Hole &hole) const;
+  Plan templatePlan(const Hole &hole, const HoleContext &context) const;
   /// Estimated costs of fields already scored for the hole being expanded, by (shift, width):
   /// layouts share most of their fields.
   using FieldCosts = std::vector<std::pair<uint64_t, double>>;
-  Plan mergePlan(std::span<const uint64_t> words, unsigned width, const HoleContext &context,
-                 const std::vector<unsigned> &layout, FieldCosts *memo = nullptr) const;
-  void tryStructural(std::span<const uint64_t> words, unsigned width, const HoleContext &context, unsigned depth,
-                     Plan &best);
+  Plan mergePlan(const Hole &hole, const HoleContext &context, const std::vector<unsigned> &layout,
+                 FieldCosts *memo = nullptr) const;
+  void tryStructural(const Hole &hole, const HoleContext &context, unsigned depth, Plan &best);
   bool spend();
 
   EncodePolicy policy_;
