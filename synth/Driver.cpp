@@ -8,11 +8,7 @@
 
 namespace brevis {
 
-namespace {
-
-/// The regions of `file`, in file order, with no programs yet: the header, each tensor and
-/// the bytes no tensor covers; or, if `file` is not safetensors, one region of bytes.
-std::vector<Region> tile(ByteSpan file, std::optional<std::string> &notSafetensorsReason) {
+std::vector<Region> tileRegions(ByteSpan file, std::optional<std::string> &notSafetensorsReason) {
   std::vector<Region> regions;
   auto addBytes = [&](RegionKind kind, uint64_t begin, uint64_t end) {
     Region r;
@@ -43,6 +39,8 @@ std::vector<Region> tile(ByteSpan file, std::optional<std::string> &notSafetenso
   return regions;
 }
 
+namespace {
+
 /// Adds `base` to the payload offset of every literal of `e`.
 void rebase(Expr &e, uint64_t base) {
   if (e.kind == NodeKind::Lit) {
@@ -62,7 +60,7 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
   c.version = kLanguageVersion;
   c.source = SourceInfo{sourceName, file.size(), xxh64(file)};
   c.payloadFile = payloadName;
-  c.regions = tile(file, out.notSafetensorsReason);
+  c.regions = tileRegions(file, out.notSafetensorsReason);
 
   std::vector<RegionInput> inputs;
   inputs.reserve(c.regions.size());

@@ -25,6 +25,11 @@ struct SynthOptions {
   std::atomic<uint64_t> *progress = nullptr; ///< input bytes whose program is done, for progress bars
 };
 
+/// The regions of `file`, in file order, with no programs yet: the header, each tensor and
+/// the bytes no tensor covers; or, if `file` is not safetensors, one region of bytes (and the
+/// reason in `notSafetensorsReason`).
+std::vector<Region> tileRegions(ByteSpan file, std::optional<std::string> &notSafetensorsReason);
+
 /// The program of `file`, named `sourceName`, whose literals point into a payload file named
 /// `payloadName`; every region synthesized by `strategy`.
 SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, const std::string &payloadName,

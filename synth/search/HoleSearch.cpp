@@ -224,24 +224,35 @@ Plan HoleSearch::solve(std::span<const uint64_t> words, unsigned width, const Ho
 Plan HoleSearch::solveHole(std::span<const uint64_t> words, unsigned width, const HoleContext &context,
                            unsigned depth) {
   const Hole hole(words, width);
+  std::vector<Candidate> *trace = depth == limits_.maxDepth ? trace_ : nullptr;
+  auto record = [&](const Plan &p) {
+    if (trace) trace->push_back(Candidate{p, p.cost});
+  };
   if (words.empty()) return litPlan(hole);
-  if (hole.uniform()) return constPlan();
+  if (hole.uniform()) {
+    record(constPlan());
+    return constPlan();
+  }
   Plan best = templatePlan(hole, context);
+  record(best);
   if (context.floatType) {
     // A float tensor as one literal of whole words: few distinct values code well so.
     if (width <= 16 && spend()) {
       Plan lit = litPlan(hole);
+      record(lit);
       if (lit.cost < best.cost) best = std::move(lit);
     }
   }
-  if (depth > 0) tryStructural(hole, context, depth, best);
+  if (depth > 0) tryStructural(hole, context, depth, best, trace);
   return best;
 }
 
-void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, unsigned depth, Plan &best) {
+void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, unsigned depth, Plan &best,
+                               std::vector<Candidate> *trace) {
   const std::span<const uint64_t> words = hole.words;
   const unsigned width = hole.width;
   auto consider = [&](Plan &&candidate) {
+    if (trace) trace->push_back(Candidate{candidate, candidate.cost});
     if (candidate.cost < best.cost) best = std::move(candidate);
   };
   const HoleContext pieceContext{context.floatType, {}};
@@ -385,6 +396,33 @@ ExprPtr HoleSearch::emit(const Plan &plan, std::span<const uint64_t> words, unsi
 }
 
 bool samePlanShape(const Plan &a, const Plan &b) { return sameShape(a, b); }
+
+std::string describePlan(const Plan &plan) {
+  auto child = [&](size_t i) { return i < plan.children.size() ? describePlan(plan.children[i]) : std::string("?"); };
+  switch (plan.op) {
+  case PlanOp::Lit: return "lit";
+  case PlanOp::Const: return "const";
+  case PlanOp::Repeat: return "repeat " + std::to_string(plan.count) + " (" + child(0) + ")";
+  case PlanOp::Map:
+    return "map " + std::string(mapFnName(plan.mapFn)) + " " + std::to_string(plan.mapParam) + " (" + child(0) + ")";
+  case PlanOp::Scan: return "scan " + std::string(scanOpName(plan.scanOp)) + " (" + child(0) + ")";
+  case PlanOp::Concat: {
+    size_t constants = 0;
+    for (const Plan &c : plan.children) constants += c.op == PlanOp::Const;
+    return "concat of " + std::to_string(plan.children.size()) + " pieces (" + std::to_string(constants) + " const)";
+  }
+  case PlanOp::Merge: {
+    std::string out = "merge(";
+    for (size_t i = 0; i < plan.fieldWidths.size(); ++i) {
+      if (i) out += ", ";
+      if (i < plan.fieldNames.size() && !plan.fieldNames[i].empty()) out += plan.fieldNames[i] + ": ";
+      out += child(i) + " u" + std::to_string(plan.fieldWidths[i]);
+    }
+    return out + ")";
+  }
+  }
+  return "?";
+}
 
 double planTextBytes(const Plan &plan) {
   double bytes = plan.op == PlanOp::Lit ? kLitTextBytes : kNodeTextBytes;

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace brevis {
 
@@ -50,6 +51,14 @@ public:
 
   uint64_t expansions() const { return expansions_; }
 
+  /// A candidate scored for the region's own stream (the top hole), for explanations.
+  struct Candidate {
+    Plan plan;
+    double cost = 0;
+  };
+  /// Records every candidate scored at the top hole into `trace` (null: none), in the order tried.
+  void traceCandidates(std::vector<Candidate> *trace) { trace_ = trace; }
+
 private:
   struct Hole; // a stream with what every candidate reads of it: constant bits, a sample
   Plan solveHole(std::span<const uint64_t> words, unsigned width, const HoleContext &context, unsigned depth);
@@ -60,12 +69,14 @@ private:
   using FieldCosts = std::vector<std::pair<uint64_t, double>>;
   Plan mergePlan(const Hole &hole, const HoleContext &context, const std::vector<unsigned> &layout,
                  FieldCosts *memo = nullptr) const;
-  void tryStructural(const Hole &hole, const HoleContext &context, unsigned depth, Plan &best);
+  void tryStructural(const Hole &hole, const HoleContext &context, unsigned depth, Plan &best,
+                     std::vector<Candidate> *trace);
   bool spend();
 
   EncodePolicy policy_;
   SearchLimits limits_;
   uint64_t expansions_ = 0;
+  std::vector<Candidate> *trace_ = nullptr;
 };
 
 /// Estimated bytes of a literal of `words` in the encoding `policy` would pick, program text

@@ -29,6 +29,9 @@ struct Plan {
 /// Same operators, parameters and children (costs aside).
 bool samePlanShape(const Plan &a, const Plan &b);
 
+/// One line for people: `merge(sign: lit u1, exp: lit u8, mant: const u7)`, `repeat 64 (lit)`.
+std::string describePlan(const Plan &plan);
+
 /// The estimated bytes of the program text `plan` prints as (no payload).
 double planTextBytes(const Plan &plan);
 

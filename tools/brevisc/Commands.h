@@ -21,5 +21,6 @@ void registerDecompress(CLI::App &app, Context &ctx);
 void registerInfo(CLI::App &app, Context &ctx);
 void registerVerify(CLI::App &app, Context &ctx);
 void registerPack(CLI::App &app, Context &ctx); ///< pack and unpack
+void registerExplain(CLI::App &app, Context &ctx);
 
 } // namespace brevis::cli

@@ -69,6 +69,7 @@ int main(int argc, char **argv) {
   registerVerify(app, ctx);
   registerInfo(app, ctx);
   registerPack(app, ctx);
+  registerExplain(app, ctx);
 
   // `brevisc help [COMMAND]`, and a misspelled command named as such.
   if (argc >= 2 && argv[1][0] != '-') {

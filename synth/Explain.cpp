@@ -1,0 +1,112 @@
+#include "synth/Explain.h"
+
+#include "lang/Printer.h"
+#include "synth/Literals.h"
+#include "synth/search/HoleSearch.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace brevis {
+
+namespace {
+
+double entropyBitsPerWord(std::vector<uint64_t> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  double bits = 0;
+  const auto n = static_cast<double>(values.size());
+  for (size_t i = 0; i < values.size();) {
+    size_t j = i;
+    while (j < values.size() && values[j] == values[i]) ++j;
+    const auto c = static_cast<double>(j - i);
+    bits -= c * std::log2(c / n);
+    i = j;
+  }
+  return bits / n;
+}
+
+void collectLiterals(const Expr &e, const std::string &path, std::vector<LiteralReport> &out) {
+  switch (e.kind) {
+  case NodeKind::Lit: {
+    const Lit &lit = as<Lit>(e);
+    out.push_back(LiteralReport{path.empty() ? "lit" : path,
+                                lit.isInline() ? "inline" : std::string(encodingName(lit.encoding)), lit.type.width,
+                                lit.type.length, lit.isInline() ? 0 : lit.payload().size});
+    return;
+  }
+  case NodeKind::Const:
+  case NodeKind::Hole: return;
+  case NodeKind::Concat: {
+    const auto &parts = as<Concat>(e).parts;
+    for (size_t i = 0; i < parts.size(); ++i)
+      collectLiterals(*parts[i], path + (path.empty() ? "" : ".") + "concat[" + std::to_string(i) + "]", out);
+    return;
+  }
+  case NodeKind::Repeat: collectLiterals(*as<Repeat>(e).body, path + (path.empty() ? "" : ".") + "repeat", out); return;
+  case NodeKind::Map: collectLiterals(*as<Map>(e).body, path + (path.empty() ? "" : ".") + "map", out); return;
+  case NodeKind::Scan: collectLiterals(*as<Scan>(e).body, path + (path.empty() ? "" : ".") + "scan", out); return;
+  case NodeKind::Merge: {
+    const auto &fields = as<Merge>(e).fields;
+    for (size_t i = 0; i < fields.size(); ++i)
+      collectLiterals(*fields[i].expr,
+                      path + (path.empty() ? "" : ".") + "merge." +
+                          (fields[i].name.empty() ? "field" + std::to_string(i) : fields[i].name),
+                      out);
+    return;
+  }
+  }
+}
+
+} // namespace
+
+RegionReport explainRegion(const RegionInput &region, const StrategyOptions &options, const Expr *storedProgram) {
+  RegionReport r;
+  r.kind = region.kind;
+  r.name = std::string(region.name);
+  r.dtype = region.dtype;
+  r.shape.assign(region.shape.begin(), region.shape.end());
+  const bool tensor = region.kind == RegionKind::Tensor;
+  const DTypeInfo &info = dtypeInfo(tensor ? region.dtype : DType::U8);
+  const unsigned width = info.wordBits;
+  const std::vector<uint64_t> words = readWords(region.bytes, width / 8);
+  r.words = words.size();
+  r.originalBytes = region.bytes.size();
+
+  const HoleContext context{tensor && info.isFloat() ? &info : nullptr,
+                            tensor ? region.shape : std::span<const uint64_t>{}};
+  HoleSearch search(options.policy, SearchLimits{SearchLimits{}.maxDepth, options.searchExpansions});
+  std::vector<HoleSearch::Candidate> trace;
+  search.traceCandidates(&trace);
+  const Plan best = search.solve(words, width, context);
+  for (const auto &c : trace)
+    r.candidates.push_back(CandidateReport{describePlan(c.plan), c.cost, samePlanShape(c.plan, best)});
+  std::stable_sort(r.candidates.begin(), r.candidates.end(),
+                   [](const auto &a, const auto &b) { return a.estimatedBytes < b.estimatedBytes; });
+
+  ExprPtr emitted;
+  Bytes payload;
+  if (!storedProgram) {
+    emitted = search.emit(best, words, width, payload);
+    storedProgram = emitted.get();
+  }
+  r.program = printExpr(*storedProgram);
+  collectLiterals(*storedProgram, "", r.literals);
+  for (const auto &l : r.literals) r.payloadBytes += l.bytes;
+
+  r.wordEntropyBits = entropyBitsPerWord(words);
+  if (context.floatType) {
+    const char *names[] = {"sign", "exp", "mant"};
+    const unsigned widths[] = {info.signBits, info.exponentBits, info.mantissaBits};
+    unsigned shift = width;
+    for (size_t k = 0; k < 3; ++k) {
+      shift -= widths[k];
+      std::vector<uint64_t> field(words.size());
+      for (size_t i = 0; i < words.size(); ++i) field[i] = (words[i] >> shift) & ((uint64_t{1} << widths[k]) - 1);
+      r.fieldEntropyBits.emplace_back(names[k], entropyBitsPerWord(std::move(field)));
+    }
+  }
+  return r;
+}
+
+} // namespace brevis

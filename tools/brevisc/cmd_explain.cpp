@@ -1,0 +1,180 @@
+// brevisc explain ARCHIVE|CHECKPOINT [--tensor NAME] [--json] [-l LEVEL]: why each tensor got
+// its program — the program with the bytes of each literal, bits per weight beside the order-0
+// entropies of whole words and of the IEEE fields, and the candidates the search scored for it
+// with their estimated costs. For an archive, the stored program is shown and the candidates
+// come from searching the decoded tensor again at the given level.
+#include "tools/brevisc/Commands.h"
+
+#include "runtime/containers/FileIO.h"
+#include "runtime/execution/ThreadPool.h"
+#include "synth/Driver.h"
+#include "synth/Explain.h"
+
+#include <iostream>
+
+namespace brevis::cli {
+
+namespace {
+
+struct ExplainOptions {
+  std::string input;
+  std::string tensor;
+  int level = kDefaultLevel;
+  unsigned threads = 0;
+  size_t candidates = 5;
+  bool json = false;
+};
+
+std::string shapeText(const std::vector<uint64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+double bitsPerWord(uint64_t bytes, uint64_t words) {
+  return words ? 8.0 * static_cast<double>(bytes) / static_cast<double>(words) : 0;
+}
+
+nlohmann::json toJson(const RegionReport &r, size_t candidates) {
+  nlohmann::json literals = nlohmann::json::array();
+  for (const auto &l : r.literals)
+    literals.push_back({{"path", l.path},
+                        {"encoding", l.encoding},
+                        {"width", l.width},
+                        {"length", l.length},
+                        {"bytes", l.bytes},
+                        {"bits_per_word", bitsPerWord(l.bytes, l.length)}});
+  nlohmann::json fields = nlohmann::json::object();
+  for (const auto &[name, bits] : r.fieldEntropyBits) fields[name] = bits;
+  nlohmann::json rejected = nlohmann::json::array();
+  for (size_t i = 0; i < r.candidates.size() && i < candidates; ++i)
+    rejected.push_back({{"program", r.candidates[i].program},
+                        {"estimated_bytes", r.candidates[i].estimatedBytes},
+                        {"chosen", r.candidates[i].chosen}});
+  return {{"name", r.name},
+          {"dtype", std::string(dtypeInfo(r.dtype).bdslName)},
+          {"shape", r.shape},
+          {"original_bytes", r.originalBytes},
+          {"payload_bytes", r.payloadBytes},
+          {"bits_per_weight", bitsPerWord(r.payloadBytes, r.words)},
+          {"entropy_bits_per_weight", {{"whole_word", r.wordEntropyBits}, {"fields", fields}}},
+          {"program", r.program},
+          {"literals", literals},
+          {"candidates", rejected}};
+}
+
+void printText(const RegionReport &r, size_t candidates) {
+  std::cout << fmt::format("tensor \"{}\" {}{}: {} weights, {} -> {} ({:.2f} bits/weight)\n", r.name,
+                           dtypeInfo(r.dtype).bdslName, shapeText(r.shape), r.words, humanBytes(r.originalBytes),
+                           humanBytes(r.payloadBytes), bitsPerWord(r.payloadBytes, r.words));
+  std::string fields;
+  double fieldSum = 0;
+  for (const auto &[name, bits] : r.fieldEntropyBits) {
+    fields += fmt::format("{}{} {:.2f}", fields.empty() ? "" : " + ", name, bits);
+    fieldSum += bits;
+  }
+  std::cout << fmt::format("  order-0 entropy: whole words {:.2f} bits/weight", r.wordEntropyBits);
+  if (!fields.empty()) std::cout << fmt::format("; fields {} = {:.2f}", fields, fieldSum);
+  std::cout << " (no tables)\n  program:\n";
+  size_t start = 0;
+  while (start < r.program.size()) {
+    size_t end = r.program.find('\n', start);
+    if (end == std::string::npos) end = r.program.size();
+    std::cout << "    " << r.program.substr(start, end - start) << "\n";
+    start = end + 1;
+  }
+  std::cout << "  literals:\n";
+  for (const auto &l : r.literals)
+    std::cout << fmt::format("    {:<32} {:<8} u{}[{}]  {:>10}  {:6.2f} bits/word\n", l.path, l.encoding, l.width,
+                             l.length, humanBytes(l.bytes), bitsPerWord(l.bytes, l.length));
+  std::cout << "  candidates (estimated, cheapest first):\n";
+  for (size_t i = 0; i < r.candidates.size() && i < candidates; ++i)
+    std::cout << fmt::format("    {} {:>10}  {}\n", r.candidates[i].chosen ? "*" : " ",
+                             humanBytes(static_cast<uint64_t>(r.candidates[i].estimatedBytes)), r.candidates[i].program);
+}
+
+int runExplain(const ExplainOptions &o, const Verbosity &) {
+  auto file = openInput(o.input, archiveMagic());
+  if (!file) return fail(file.error().message);
+  const StrategyOptions options = strategyOptionsForLevel(o.level);
+
+  struct Job {
+    RegionInput input;
+    const Expr *stored = nullptr;
+    Bytes decoded;
+  };
+  std::vector<Job> jobs;
+  std::vector<Region> regions; // owns the names and shapes the jobs point at
+  std::optional<ArchiveReader> archive;
+  std::vector<TensorInfo> tensors;
+  if (looksLikeArchive((*file)->bytes())) {
+    auto opened = loadArchive(*file, o.input);
+    if (!opened) return fail(opened.error().message);
+    archive.emplace(std::move(*opened));
+    tensors = archive->tensors();
+    for (const TensorInfo &t : tensors) {
+      if (!o.tensor.empty() && t.name != o.tensor) continue;
+      Job job;
+      job.stored = archive->checkpoint(t.member).regions[t.region].program.get();
+      jobs.push_back(std::move(job));
+      jobs.back().input = RegionInput{RegionKind::Tensor, t.name, t.dtype, t.shape, {}};
+    }
+    // Decode the chosen tensors (verified against the archive's digests).
+    size_t k = 0;
+    for (const TensorInfo &t : tensors) {
+      if (!o.tensor.empty() && t.name != o.tensor) continue;
+      auto bytes = archive->readTensor(t.name, DecodeOptions{.threads = resolveThreads(o.threads)});
+      if (!bytes) return fail(bytes.error().message);
+      jobs[k].decoded = std::move(*bytes);
+      jobs[k].input.bytes = jobs[k].decoded;
+      ++k;
+    }
+  } else {
+    std::optional<std::string> notSafetensors;
+    regions = tileRegions((*file)->bytes(), notSafetensors);
+    if (notSafetensors) return fail(o.input + " is neither an archive nor safetensors (" + *notSafetensors + ")");
+    for (const Region &r : regions) {
+      if (r.kind != RegionKind::Tensor || (!o.tensor.empty() && r.name != o.tensor)) continue;
+      jobs.push_back(Job{RegionInput{r.kind, r.name, r.dtype, r.shape,
+                                     (*file)->bytes().subspan(r.bytes.offset, r.bytes.size)},
+                         nullptr,
+                         {}});
+    }
+  }
+  if (!o.tensor.empty() && jobs.empty()) return fail(o.input + " has no tensor called \"" + o.tensor + "\"");
+
+  std::vector<RegionReport> reports(jobs.size());
+  parallelFor(jobs.size(), resolveThreads(o.threads),
+              [&](size_t i) { reports[i] = explainRegion(jobs[i].input, options, jobs[i].stored); });
+  if (o.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto &r : reports) out.push_back(toJson(r, o.candidates));
+    printJson({{"command", "explain"}, {"input", o.input}, {"level", o.level}, {"tensors", out}});
+  } else {
+    for (size_t i = 0; i < reports.size(); ++i) {
+      if (i) std::cout << "\n";
+      printText(reports[i], o.candidates);
+    }
+  }
+  return kExitOk;
+}
+
+} // namespace
+
+void registerExplain(CLI::App &app, Context &ctx) {
+  auto o = std::make_shared<ExplainOptions>();
+  auto *cmd = app.add_subcommand("explain", "Show why each tensor got its program: bytes per literal, bits per "
+                                            "weight against order-0 entropies, and the candidates the search scored");
+  cmd->add_option("input", o->input, "an archive (its stored programs) or a safetensors checkpoint (searched now)")
+      ->required();
+  cmd->add_option("--tensor", o->tensor, "only this tensor");
+  cmd->add_option("-l,--level", o->level, "1-9: the search's level, as for compress")
+      ->check(CLI::Range(1, 9))
+      ->capture_default_str();
+  cmd->add_option("--candidates", o->candidates, "how many candidates to list per tensor")->capture_default_str();
+  cmd->add_option("-T,--threads", o->threads, "threads (default 0: all cores)");
+  cmd->add_flag("--json", o->json, "print the report as JSON on stdout");
+  cmd->callback([o, &ctx] { ctx.exitCode = runExplain(*o, ctx.verbosity); });
+}
+
+} // namespace brevis::cli
