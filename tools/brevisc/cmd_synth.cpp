@@ -1,14 +1,19 @@
 // brevisc synth MODEL [-o PROGRAM.bdsl] [-f]: one program per tensor, as editable text plus
-// a binary payload sidecar (PROGRAM.bdsl.bin).
+// a binary payload sidecar (PROGRAM.bdsl.bin). brevisc synth PROGRAM.bdsl, or
+// brevisc synth --sketch SKETCH.bdsl MODEL: fills only the holes of a program written by hand.
 #include "tools/brevisc/Commands.h"
 
 #include "tools/brevisc/Progress.h"
 #include "tools/brevisc/Verify.h"
 
 #include "lang/Printer.h"
+#include "runtime/containers/Checksum.h"
 #include "runtime/containers/FileIO.h"
 #include "synth/Driver.h"
+#include "synth/Literals.h"
+#include "synth/search/SketchFill.h"
 
+#include <functional>
 #include <iostream>
 
 namespace brevis::cli {
@@ -17,6 +22,7 @@ namespace {
 
 struct SynthCommandOptions {
   std::string input;
+  std::string sketch;
   std::string output;
   unsigned threads = 0;
   int level = kDefaultLevel;
@@ -24,7 +30,96 @@ struct SynthCommandOptions {
   bool json = false;
 };
 
+bool isProgramText(const std::string &path) {
+  auto file = MappedFile::open(path);
+  if (!file) return false;
+  const ByteSpan b = (*file)->bytes();
+  static constexpr std::string_view kStart = "brevis";
+  return b.size() >= kStart.size() && std::equal(kStart.begin(), kStart.end(), b.begin());
+}
+
+/// Fills the holes of the checkpoint program `sketchPath` for the checkpoint `modelPath` (by
+/// default the program's source, beside it); everything else is kept as written.
+int runFill(const SynthCommandOptions &o, const std::string &sketchPath, std::string modelPath, const Verbosity &v) {
+  auto text = readProgramText(sketchPath);
+  if (!text) return fail(text.error().message);
+  auto module = loadProgram(sketchPath, *text, /*requireRunnable=*/false);
+  if (!module) return kExitFailure;
+  if (!module->isCheckpoint()) return fail(sketchPath + ": a sketch is a checkpoint program (brevis 1, source, payload, regions)");
+  Checkpoint &c = module->checkpoint();
+  auto beside = [&](const std::string &name) { return directoryOf(sketchPath) + "/" + baseName(name); };
+  if (modelPath.empty()) modelPath = beside(c.source.fileName);
+  auto model = MappedFile::open(modelPath);
+  if (!model) return fail(model.error().message);
+  const ByteSpan file = (*model)->bytes();
+  if (file.size() != c.source.size || xxh64(file) != c.source.xxh64)
+    return fail(fmt::format("{} is not the file {} was written for ({}: {} bytes, xxh64 {:#018x})", modelPath,
+                            sketchPath, quoteString(c.source.fileName), c.source.size, c.source.xxh64));
+
+  // The literals written in the sketch keep their bytes, moved into the new payload.
+  Payload oldPayload;
+  bool referencesPayload = false;
+  for (const Region &r : c.regions) {
+    std::function<void(const Expr &)> scan = [&](const Expr &e) {
+      if (const Lit *l = dynAs<Lit>(e); l && !l->isInline()) referencesPayload = true;
+      forEachChild(e, scan);
+    };
+    scan(*r.program);
+  }
+  if (referencesPayload) {
+    auto loaded = Payload::readFile(beside(c.payloadFile));
+    if (!loaded) return fail(loaded.error().message);
+    oldPayload = std::move(*loaded);
+    if (oldPayload.size() != c.payloadSize)
+      return fail(fmt::format("{}: the payload {} holds {} bytes, the program declares {}", sketchPath,
+                              beside(c.payloadFile), oldPayload.size(), c.payloadSize));
+  }
+
+  const std::string output = o.output.empty() ? withExtension(sketchPath, ".filled.bdsl") : o.output;
+  const std::string payloadPath = output + ".bin";
+  const StrategyOptions options = strategyOptionsForLevel(o.level);
+  Bytes payload;
+  size_t filled = 0;
+  for (Region &r : c.regions) {
+    movePayload(*r.program, ByteSpan(oldPayload.data(), oldPayload.size()), payload);
+    const bool tensor = r.kind == RegionKind::Tensor;
+    const DTypeInfo &info = dtypeInfo(tensor ? r.dtype : DType::U8);
+    const std::vector<uint64_t> words = readWords(file.subspan(r.bytes.offset, r.bytes.size), info.wordBits / 8);
+    HoleSearch search(options.policy, SearchLimits{SearchLimits{}.maxDepth, options.searchExpansions});
+    const HoleContext context{tensor && info.isFloat() ? &info : nullptr,
+                              tensor ? std::span<const uint64_t>(r.shape) : std::span<const uint64_t>{}};
+    auto result = fillHoles(r.program, words, context, search, payload);
+    if (auto *error = std::get_if<FillError>(&result))
+      return fail(fmt::format("{}:{}:{}: cannot fill the holes of {}: {}", sketchPath, error->loc.line,
+                              error->loc.column,
+                              tensor ? "tensor " + quoteString(r.name) : std::string(regionKindName(r.kind)),
+                              error->message));
+    filled += std::get<size_t>(result);
+  }
+  c.payloadFile = baseName(payloadPath);
+  c.payloadSize = payload.size();
+  const std::string filledText = printCheckpoint(c);
+  if (auto ok = verifyProgram(output, filledText, payload); !ok) return fail(ok.error().message);
+  if (auto written = writeProgramFiles(output, filledText, payloadPath, payload, o.force); !written)
+    return fail(written.error().message);
+  if (o.json)
+    printJson({{"command", "synth"},
+               {"input", sketchPath},
+               {"output", output},
+               {"payload", payloadPath},
+               {"holes_filled", filled},
+               {"program_bytes", filledText.size()},
+               {"payload_bytes", payload.size()},
+               {"regions", c.regions.size()}});
+  else if (!v.quiet)
+    std::cerr << fmt::format("{}: {} holes filled -> {} ({}) + {} ({})\n", sketchPath, filled, output,
+                             humanBytes(filledText.size()), payloadPath, humanBytes(payload.size()));
+  return kExitOk;
+}
+
 int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
+  if (!o.sketch.empty()) return runFill(o, o.sketch, o.input, v);
+  if (isProgramText(o.input)) return runFill(o, o.input, "", v);
   std::string output = o.output.empty() ? withExtension(o.input, ".bdsl") : o.output;
   std::string payloadPath = output + ".bin";
   auto file = MappedFile::open(o.input);
@@ -70,8 +165,13 @@ int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
 void registerSynth(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<SynthCommandOptions>();
   auto *cmd = app.add_subcommand("synth", "Synthesize a program for every tensor of a checkpoint");
-  cmd->add_option("input", o->input, "safetensors file (any other file is kept as one byte stream)")
+  cmd->add_option("input", o->input,
+                  "safetensors file (any other file is kept as one byte stream), or a checkpoint program with holes "
+                  "(`?`) to fill for its source file beside it")
       ->required();
+  cmd->add_option("--sketch", o->sketch,
+                  "a checkpoint program with holes for INPUT: fill only its holes, keep the rest as written "
+                  "(output default: SKETCH with extension .filled.bdsl)");
   cmd->add_option("-o,--output", o->output, "program file to write (default: INPUT with extension .bdsl); "
                                             "the payload goes to OUTPUT.bin");
   cmd->add_option("-T,--threads", o->threads, "synthesis threads (default 0: all cores)");
