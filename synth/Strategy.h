@@ -11,6 +11,7 @@
 #include "lang/Result.h"
 #include "runtime/common/Bytes.h"
 #include "synth/CostModel.h"
+#include "synth/search/Prior.h"
 
 #include <memory>
 #include <span>
@@ -63,6 +64,11 @@ struct StrategyOptions {
   EncodePolicy policy{}; ///< which literal encodings the strategy keeps, where it chooses
   /// The search's budget per region: candidates tried beyond the template (strategies/Search).
   uint64_t searchExpansions = kDefaultSearchExpansions;
+  /// The search's prior over productions (strategies/Search): a given one (`--prior FILE`), or
+  /// null to learn one in `prepare` from a sample of the checkpoint's tensors; with learnPrior
+  /// false and no prior, candidates are tried in a fixed order.
+  std::shared_ptr<const ProductionPrior> prior;
+  bool learnPrior = true;
 };
 
 /// The options of compression level `level` (1-9, brevisc --level): its encoding policy

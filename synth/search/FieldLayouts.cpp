@@ -51,30 +51,41 @@ FieldLayout splitAtConstantBits(const FieldLayout &layout, unsigned width, uint6
 
 } // namespace
 
-std::vector<FieldLayout> proposeFieldLayouts(unsigned width, const DTypeInfo *floatType, uint64_t constantMask) {
-  std::vector<FieldLayout> layouts;
-  auto add = [&](const FieldLayout &layout) {
-    if (layout.size() >= 2 && std::find(layouts.begin(), layouts.end(), layout) == layouts.end())
-      layouts.push_back(layout);
+std::vector<ProposedLayout> proposeFieldLayouts(unsigned width, const DTypeInfo *floatType, uint64_t constantMask) {
+  std::vector<ProposedLayout> layouts;
+  auto add = [&](const FieldLayout &layout, const std::string &kind) {
+    if (layout.size() >= 2 && std::none_of(layouts.begin(), layouts.end(), [&](const auto &l) { return l.widths == layout; }))
+      layouts.push_back(ProposedLayout{layout, kind});
   };
+  std::string kind;
   auto addWithConstantsSplit = [&](const FieldLayout &layout) {
-    add(layout);
-    add(splitAtConstantBits(layout, width, constantMask));
+    add(layout, kind);
+    add(splitAtConstantBits(layout, width, constantMask), kind + "/const");
   };
   if (floatType) {
     const unsigned s = floatType->signBits, e = floatType->exponentBits, m = floatType->mantissaBits;
+    kind = "ieee";
     addWithConstantsSplit({s, e, m}); // the template (strategies/FloatFields) first
     // The exponent with the top mantissa bits: their joint distribution is far from the product
     // of their own (the mantissa's top bits depend on where in its binade a value lies).
-    for (unsigned k = 1; k <= 3 && k < m; ++k) addWithConstantsSplit({s, e + k, m - k});
+    for (unsigned k = 1; k <= 3 && k < m; ++k) {
+      kind = "exp+" + std::to_string(k);
+      addWithConstantsSplit({s, e + k, m - k});
+    }
     // The sign with them too, where the joint symbol fits the entropy coders' 16 bits.
-    for (unsigned k = 0; k <= 3 && k < m && s + e + k <= 16; ++k) addWithConstantsSplit({s + e + k, m - k});
+    for (unsigned k = 0; k <= 3 && k < m && s + e + k <= 16; ++k) {
+      kind = "signexp+" + std::to_string(k);
+      addWithConstantsSplit({s + e + k, m - k});
+    }
     // The halves of a 32-bit float (an up-cast BF16 is its top half).
+    kind = "halves";
     if (width == 32 && m > 16) addWithConstantsSplit({s, e, m - 16, 16});
   } else {
+    kind = "word";
     addWithConstantsSplit({width});
   }
   // Byte planes (ZipNN's layout).
+  kind = "bytes";
   if (width >= 16 && width % 8 == 0) addWithConstantsSplit(FieldLayout(width / 8, 8));
   return layouts;
 }

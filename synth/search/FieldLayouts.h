@@ -19,9 +19,16 @@ using FieldLayout = std::vector<unsigned>;
 /// Which bits of `width`-bit words take one value in every word (bit i set: constant).
 uint64_t constantBits(std::span<const uint64_t> words, unsigned width);
 
+/// A layout and the family it comes from ("ieee", "exp+2", "signexp+1", "halves", "bytes",
+/// "word"; with "/const" when cut at constant bits): the production the prior counts.
+struct ProposedLayout {
+  FieldLayout widths;
+  std::string kind;
+};
+
 /// The layouts worth scoring, without duplicates, the IEEE template first for float dtypes.
 /// `floatType` is the words' dtype when they are a float tensor's words, else null.
-std::vector<FieldLayout> proposeFieldLayouts(unsigned width, const DTypeInfo *floatType, uint64_t constantMask);
+std::vector<ProposedLayout> proposeFieldLayouts(unsigned width, const DTypeInfo *floatType, uint64_t constantMask);
 
 /// A readable name for the field of bits [lo, lo + w) of a `width`-bit word: its IEEE parts for
 /// float words ("sign", "exp", "mant", "exp_mant", "mant_lo"), else "bits15_8".

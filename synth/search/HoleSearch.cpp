@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <functional>
+#include <optional>
 #include <vector>
 
 namespace brevis {
@@ -118,6 +120,7 @@ Plan constPlan() {
   Plan p;
   p.op = PlanOp::Const;
   p.cost = kNodeTextBytes + 3;
+  p.production = "const";
   return p;
 }
 
@@ -169,6 +172,7 @@ bool HoleSearch::spend() {
 Plan HoleSearch::litPlan(const Hole &hole) const {
   Plan p;
   p.op = PlanOp::Lit;
+  p.production = "lit";
   p.cost = estimateLitCost(hole.sample.words, hole.width, policy_) * hole.sample.scale;
   return p;
 }
@@ -207,7 +211,9 @@ Plan HoleSearch::mergePlan(const Hole &hole, const HoleContext &context, const s
 Plan HoleSearch::templatePlan(const Hole &hole, const HoleContext &context) const {
   if (context.floatType && !hole.words.empty()) {
     const DTypeInfo &f = *context.floatType;
-    return mergePlan(hole, context, {f.signBits, f.exponentBits, f.mantissaBits});
+    Plan p = mergePlan(hole, context, {f.signBits, f.exponentBits, f.mantissaBits});
+    p.production = "merge:ieee";
+    return p;
   }
   return litPlan(hole);
 }
@@ -224,7 +230,8 @@ Plan HoleSearch::solve(std::span<const uint64_t> words, unsigned width, const Ho
 Plan HoleSearch::solveHole(std::span<const uint64_t> words, unsigned width, const HoleContext &context,
                            unsigned depth) {
   const Hole hole(words, width);
-  std::vector<Candidate> *trace = depth == limits_.maxDepth ? trace_ : nullptr;
+  const bool top = depth == limits_.maxDepth;
+  std::vector<Candidate> *trace = top ? trace_ : nullptr;
   auto record = [&](const Plan &p) {
     if (trace) trace->push_back(Candidate{p, p.cost});
   };
@@ -233,102 +240,133 @@ Plan HoleSearch::solveHole(std::span<const uint64_t> words, unsigned width, cons
     record(constPlan());
     return constPlan();
   }
+  const std::string priorKey =
+      prior_ || learner_ ? priorContext(words, width, context.floatType, top) : std::string();
   Plan best = templatePlan(hole, context);
   record(best);
-  if (context.floatType) {
-    // A float tensor as one literal of whole words: few distinct values code well so.
-    if (width <= 16 && spend()) {
-      Plan lit = litPlan(hole);
-      record(lit);
-      if (lit.cost < best.cost) best = std::move(lit);
-    }
-  }
-  if (depth > 0) tryStructural(hole, context, depth, best, trace);
+  tryStructural(hole, context, depth, best, trace, priorKey);
+  if (learner_) learner_->count(priorKey, best.production);
   return best;
 }
 
 void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, unsigned depth, Plan &best,
-                               std::vector<Candidate> *trace) {
+                               std::vector<Candidate> *trace, const std::string &priorKey) {
   const std::span<const uint64_t> words = hole.words;
   const unsigned width = hole.width;
-  auto consider = [&](Plan &&candidate) {
-    if (trace) trace->push_back(Candidate{candidate, candidate.cost});
-    if (candidate.cost < best.cost) best = std::move(candidate);
-  };
   const HoleContext pieceContext{context.floatType, {}};
 
+  // The candidates that apply, in the fixed order; each expands into a plan (or nothing).
+  struct Production {
+    std::string key;
+    std::function<std::optional<Plan>()> expand;
+  };
+  std::vector<Production> productions;
+
+  // A float tensor as one literal of whole words: few distinct values code well so.
+  if (context.floatType && width <= 16) productions.push_back({"lit", [&]() -> std::optional<Plan> { return litPlan(hole); }});
+
   // merge: every proposed field layout (the template's is `best` already).
-  if (width > 1) {
-    const std::vector<FieldLayout> layouts = proposeFieldLayouts(width, context.floatType, hole.constant);
-    FieldCosts memo;
-    for (size_t i = context.floatType ? 1 : 0; i < layouts.size(); ++i) {
-      if (!spend()) return;
-      consider(mergePlan(hole, context, layouts[i], &memo));
-    }
+  FieldCosts memo;
+  if (depth > 0 && width > 1) {
+    std::vector<ProposedLayout> layouts = proposeFieldLayouts(width, context.floatType, hole.constant);
+    for (size_t i = context.floatType ? 1 : 0; i < layouts.size(); ++i)
+      productions.push_back({"merge:" + layouts[i].kind, [&, widths = layouts[i].widths, kind = layouts[i].kind] {
+                               Plan p = mergePlan(hole, context, widths, &memo);
+                               p.production = "merge:" + kind;
+                               return std::optional<Plan>(std::move(p));
+                             }});
   }
 
-  // concat at long runs of one word (zero runs of pruned tensors).
+  // concat at long runs of one word (zero runs of pruned tensors): the longest runs that give
+  // pieces (shorter ones only add pieces).
+  std::vector<std::pair<uint64_t, bool>> pieces;
   for (uint64_t minRun : kMinRunLengths) {
-    auto pieces = runPieces(words, minRun);
-    if (pieces.size() < 2 || pieces.size() > kMaxPieces) continue;
-    if (!spend()) return;
-    Plan concat;
-    concat.op = PlanOp::Concat;
-    concat.cost = kNodeTextBytes;
-    uint64_t offset = 0;
-    for (const auto &[length, isRun] : pieces) {
-      concat.pieceLengths.push_back(length);
-      Plan piece = isRun ? constPlan() : solveHole(words.subspan(offset, length), width, pieceContext, depth - 1);
-      concat.cost += piece.cost + 1;
-      concat.children.push_back(std::move(piece));
-      offset += length;
-      if (concat.cost >= best.cost) break; // it cannot win any more
-    }
-    if (concat.children.size() == pieces.size()) consider(std::move(concat));
-    break; // the longest runs that give pieces; shorter ones only add pieces
+    if (depth == 0) break;
+    pieces = runPieces(words, minRun);
+    if (pieces.size() >= 2 && pieces.size() <= kMaxPieces) break;
+    pieces.clear();
   }
+  if (!pieces.empty())
+    productions.push_back({"concat:runs", [&]() -> std::optional<Plan> {
+                             Plan concat;
+                             concat.op = PlanOp::Concat;
+                             concat.production = "concat:runs";
+                             concat.cost = kNodeTextBytes;
+                             uint64_t offset = 0;
+                             for (const auto &[length, isRun] : pieces) {
+                               concat.pieceLengths.push_back(length);
+                               Plan piece = isRun ? constPlan()
+                                                  : solveHole(words.subspan(offset, length), width, pieceContext, depth - 1);
+                               concat.cost += piece.cost + 1;
+                               concat.children.push_back(std::move(piece));
+                               offset += length;
+                               if (concat.cost >= best.cost) return std::nullopt; // it cannot win any more
+                             }
+                             return concat;
+                           }});
 
   // repeat at the smallest exact period.
-  if (const uint64_t period = smallestPeriod(words, context.shape)) {
-    if (!spend()) return;
-    Plan repeat;
-    repeat.op = PlanOp::Repeat;
-    repeat.count = words.size() / period;
-    repeat.children.push_back(solveHole(words.first(period), width, pieceContext, depth - 1));
-    repeat.cost = kNodeTextBytes + 2 + repeat.children[0].cost;
-    consider(std::move(repeat));
+  if (const uint64_t period = depth > 0 ? smallestPeriod(words, context.shape) : 0)
+    productions.push_back({"repeat", [&, period]() -> std::optional<Plan> {
+                             Plan repeat;
+                             repeat.op = PlanOp::Repeat;
+                             repeat.production = "repeat";
+                             repeat.count = words.size() / period;
+                             repeat.children.push_back(solveHole(words.first(period), width, pieceContext, depth - 1));
+                             repeat.cost = kNodeTextBytes + 2 + repeat.children[0].cost;
+                             return repeat;
+                           }});
+
+  if (depth > 0 && !context.floatType && width >= 2 && words.size() >= 2) {
+    // scan: differences (ramps, sorted indices, smooth integer sequences).
+    for (ScanOp op : {ScanOp::Add, ScanOp::Xor})
+      productions.push_back({"scan:" + std::string(scanOpName(op)), [&, op]() -> std::optional<Plan> {
+                               std::vector<uint64_t> steps(words.size() - 1);
+                               const uint64_t mask = widthMask(width);
+                               for (size_t i = 1; i < words.size(); ++i)
+                                 steps[i - 1] = op == ScanOp::Add ? (words[i] - words[i - 1]) & mask : words[i] ^ words[i - 1];
+                               Plan scan;
+                               scan.op = PlanOp::Scan;
+                               scan.production = "scan:" + std::string(scanOpName(op));
+                               scan.scanOp = op;
+                               scan.children.push_back(solveHole(steps, width, {}, depth - 1));
+                               scan.cost = kNodeTextBytes + 3 + scan.children[0].cost;
+                               return scan;
+                             }});
+    // map add: words offset from a minimum pack into fewer bits.
+    const auto [lowest, highest] = std::minmax_element(words.begin(), words.end());
+    if (*lowest > 0 && std::bit_width(*highest - *lowest) < std::bit_width(*highest))
+      productions.push_back({"map:add", [&, low = *lowest]() -> std::optional<Plan> {
+                               std::vector<uint64_t> offsets(words.size());
+                               for (size_t i = 0; i < words.size(); ++i) offsets[i] = words[i] - low;
+                               Plan map;
+                               map.op = PlanOp::Map;
+                               map.production = "map:add";
+                               map.mapFn = MapFn::Add;
+                               map.mapParam = low;
+                               map.children.push_back(solveHole(offsets, width, {}, depth - 1));
+                               map.cost = kNodeTextBytes + 3 + map.children[0].cost;
+                               return map;
+                             }});
   }
 
-  if (context.floatType || width < 2 || words.size() < 2) return;
-
-  // scan: differences (ramps, sorted indices, smooth integer sequences).
-  for (ScanOp op : {ScanOp::Add, ScanOp::Xor}) {
-    if (!spend()) return;
-    std::vector<uint64_t> steps(words.size() - 1);
-    const uint64_t mask = widthMask(width);
-    for (size_t i = 1; i < words.size(); ++i)
-      steps[i - 1] = op == ScanOp::Add ? (words[i] - words[i - 1]) & mask : words[i] ^ words[i - 1];
-    Plan scan;
-    scan.op = PlanOp::Scan;
-    scan.scanOp = op;
-    scan.children.push_back(solveHole(steps, width, {}, depth - 1));
-    scan.cost = kNodeTextBytes + 3 + scan.children[0].cost;
-    consider(std::move(scan));
+  // The likely ones first where a prior is given; ties keep the fixed order.
+  if (prior_) {
+    std::vector<double> p(productions.size());
+    for (size_t i = 0; i < productions.size(); ++i) p[i] = prior_->probability(priorKey, productions[i].key);
+    std::vector<size_t> order(productions.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] > p[b]; });
+    std::vector<Production> sorted;
+    for (size_t i : order) sorted.push_back(std::move(productions[i]));
+    productions = std::move(sorted);
   }
-
-  // map add: words offset from a minimum pack into fewer bits.
-  const auto [lowest, highest] = std::minmax_element(words.begin(), words.end());
-  if (*lowest > 0 && std::bit_width(*highest - *lowest) < std::bit_width(*highest)) {
+  for (Production &production : productions) {
     if (!spend()) return;
-    std::vector<uint64_t> offsets(words.size());
-    for (size_t i = 0; i < words.size(); ++i) offsets[i] = words[i] - *lowest;
-    Plan map;
-    map.op = PlanOp::Map;
-    map.mapFn = MapFn::Add;
-    map.mapParam = *lowest;
-    map.children.push_back(solveHole(offsets, width, {}, depth - 1));
-    map.cost = kNodeTextBytes + 3 + map.children[0].cost;
-    consider(std::move(map));
+    std::optional<Plan> candidate = production.expand();
+    if (!candidate) continue;
+    if (trace) trace->push_back(Candidate{*candidate, candidate->cost});
+    if (candidate->cost < best.cost) best = std::move(*candidate);
   }
 }
 

@@ -13,6 +13,7 @@
 #include "runtime/common/Bytes.h"
 #include "synth/CostModel.h"
 #include "synth/search/Plan.h"
+#include "synth/search/Prior.h"
 
 #include <cstdint>
 #include <span>
@@ -58,6 +59,10 @@ public:
   };
   /// Records every candidate scored at the top hole into `trace` (null: none), in the order tried.
   void traceCandidates(std::vector<Candidate> *trace) { trace_ = trace; }
+  /// Tries candidates in decreasing probability under `prior` (null: in the fixed order).
+  void usePrior(const ProductionPrior *prior) { prior_ = prior; }
+  /// Counts the production that wins at every hole into `learner` (null: none).
+  void recordWinners(ProductionPrior *learner) { learner_ = learner; }
 
 private:
   struct Hole; // a stream with what every candidate reads of it: constant bits, a sample
@@ -70,13 +75,15 @@ private:
   Plan mergePlan(const Hole &hole, const HoleContext &context, const std::vector<unsigned> &layout,
                  FieldCosts *memo = nullptr) const;
   void tryStructural(const Hole &hole, const HoleContext &context, unsigned depth, Plan &best,
-                     std::vector<Candidate> *trace);
+                     std::vector<Candidate> *trace, const std::string &priorKey);
   bool spend();
 
   EncodePolicy policy_;
   SearchLimits limits_;
   uint64_t expansions_ = 0;
   std::vector<Candidate> *trace_ = nullptr;
+  const ProductionPrior *prior_ = nullptr;
+  ProductionPrior *learner_ = nullptr;
 };
 
 /// Estimated bytes of a literal of `words` in the encoding `policy` would pick, program text

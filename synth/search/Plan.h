@@ -24,6 +24,7 @@ struct Plan {
   std::vector<uint64_t> pieceLengths;  ///< Concat
   std::vector<Plan> children;
   double cost = 0; ///< estimated bytes of payload and program text
+  std::string production; ///< which candidate it is ("merge:exp+1", "repeat"), as the prior counts it
 };
 
 /// Same operators, parameters and children (costs aside).

@@ -1,18 +1,60 @@
 #include "synth/strategies/Search.h"
 
+#include "runtime/execution/ThreadPool.h"
 #include "synth/Literals.h"
 
 namespace brevis {
 
-RegionProgram SearchStrategy::synthesize(const RegionInput &region) const {
+namespace {
+
+HoleContext contextOf(const RegionInput &region, const DTypeInfo &info) {
   const bool tensor = region.kind == RegionKind::Tensor;
-  const DTypeInfo &info = dtypeInfo(tensor ? region.dtype : DType::U8);
+  return HoleContext{tensor && info.isFloat() ? &info : nullptr, tensor ? region.shape : std::span<const uint64_t>{}};
+}
+
+const DTypeInfo &wordTypeOf(const RegionInput &region) {
+  return dtypeInfo(region.kind == RegionKind::Tensor ? region.dtype : DType::U8);
+}
+
+/// The budget of the search whose winners the prior counts: every candidate, as at level 9.
+constexpr uint64_t kLearningExpansions = 512;
+
+} // namespace
+
+ProductionPrior learnPrior(std::span<const RegionInput> regions, EncodePolicy policy, unsigned threads) {
+  std::vector<size_t> tensors;
+  for (size_t i = 0; i < regions.size(); ++i)
+    if (regions[i].kind == RegionKind::Tensor && !regions[i].bytes.empty()) tensors.push_back(i);
+  std::vector<size_t> sample;
+  const size_t k = std::min(tensors.size(), kPriorSampleTensors);
+  for (size_t j = 0; j < k; ++j) sample.push_back(tensors[j * tensors.size() / k]);
+  std::vector<ProductionPrior> learned(sample.size());
+  parallelFor(sample.size(), threads, [&](size_t j) {
+    const RegionInput &region = regions[sample[j]];
+    const DTypeInfo &info = wordTypeOf(region);
+    const std::vector<uint64_t> words = readWords(region.bytes, info.wordBits / 8);
+    HoleSearch search(policy, SearchLimits{SearchLimits{}.maxDepth, kLearningExpansions});
+    search.recordWinners(&learned[j]);
+    search.solve(words, info.wordBits, contextOf(region, info));
+  });
+  ProductionPrior prior;
+  for (const ProductionPrior &p : learned) prior.add(p);
+  return prior;
+}
+
+void SearchStrategy::prepare(std::span<const RegionInput> regions, unsigned threads) {
+  if (prior_ || !learnPrior_ || limits_.maxExpansions == 0) return;
+  prior_ = std::make_shared<const ProductionPrior>(learnPrior(regions, policy_, threads));
+}
+
+RegionProgram SearchStrategy::synthesize(const RegionInput &region) const {
+  const DTypeInfo &info = wordTypeOf(region);
   const unsigned width = info.wordBits;
   const std::vector<uint64_t> words = readWords(region.bytes, width / 8);
-  const HoleContext context{tensor && info.isFloat() ? &info : nullptr,
-                            tensor ? region.shape : std::span<const uint64_t>{}};
+  const HoleContext context = contextOf(region, info);
 
   HoleSearch search(policy_, limits_);
+  search.usePrior(prior_.get());
   const Plan best = search.solve(words, width, context);
   RegionProgram out;
   out.program = search.emit(best, words, width, out.payload);

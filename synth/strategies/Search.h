@@ -10,12 +10,23 @@ namespace brevis {
 class SearchStrategy final : public Strategy {
 public:
   explicit SearchStrategy(const StrategyOptions &options)
-      : policy_(options.policy), limits_{SearchLimits{}.maxDepth, options.searchExpansions} {}
+      : policy_(options.policy), limits_{SearchLimits{}.maxDepth, options.searchExpansions}, prior_(options.prior),
+        learnPrior_(options.learnPrior) {}
+  /// Learns the prior from a sample of the tensors, unless one was given or the budget is 0.
+  void prepare(std::span<const RegionInput> regions, unsigned threads) override;
   RegionProgram synthesize(const RegionInput &region) const override;
 
 private:
   EncodePolicy policy_;
   SearchLimits limits_;
+  std::shared_ptr<const ProductionPrior> prior_;
+  bool learnPrior_ = true;
 };
+
+/// The prior learned from `regions`: the winners of a search with a large budget, in the fixed
+/// order, on at most kPriorSampleTensors tensors at evenly spaced positions of the file order.
+/// The same for any thread count.
+inline constexpr size_t kPriorSampleTensors = 16;
+ProductionPrior learnPrior(std::span<const RegionInput> regions, EncodePolicy policy, unsigned threads);
 
 } // namespace brevis

@@ -6,6 +6,7 @@
 #include "runtime/containers/FileIO.h"
 #include "runtime/execution/Interpreter.h"
 #include "synth/Driver.h"
+#include "synth/Literals.h"
 #include "synth/search/FieldLayouts.h"
 #include "synth/strategies/Search.h"
 #include "tools/gen/PlantedCheckpoint.h"
@@ -148,11 +149,14 @@ TEST(FieldLayouts, TheTemplateComesFirstAndConstantBitsGetFieldsOfTheirOwn) {
   // Low 13 bits constant (F16 origin).
   const auto layouts = proposeFieldLayouts(32, &f32, 0x1fff);
   ASSERT_FALSE(layouts.empty());
-  EXPECT_EQ(layouts[0], (FieldLayout{1, 8, 23}));
-  EXPECT_NE(std::find(layouts.begin(), layouts.end(), FieldLayout{1, 8, 10, 13}), layouts.end());
+  EXPECT_EQ(layouts[0].widths, (FieldLayout{1, 8, 23}));
+  EXPECT_EQ(layouts[0].kind, "ieee");
+  EXPECT_NE(std::find_if(layouts.begin(), layouts.end(),
+                         [](const auto &l) { return l.widths == FieldLayout{1, 8, 10, 13} && l.kind == "ieee/const"; }),
+            layouts.end());
   for (const auto &layout : layouts) {
     unsigned total = 0;
-    for (unsigned w : layout) total += w;
+    for (unsigned w : layout.widths) total += w;
     EXPECT_EQ(total, 32u);
   }
   EXPECT_EQ(fieldName(32, &f32, 0, 13), "mant_lo");
@@ -184,6 +188,67 @@ TEST(SearchOnCommittedCheckpoints, NoTensorIsLargerThanTheTemplateOrThePeersProg
         EXPECT_LE(search[i], theirs[i]) << name << " region " << i << " against " << other;
     }
   }
+}
+
+} // namespace
+
+namespace {
+
+TEST(Prior, CountsBackOffToTheDtypeAndRoundTripThroughJson) {
+  ProductionPrior prior;
+  prior.count("bf16|top|z0|d3", "merge:exp+1", 3);
+  prior.count("bf16|top|z0|d3", "merge:ieee", 1);
+  prior.count("bf16|top|z3|d0", "concat:runs", 2);
+  // Seen in this context: ordered by its counts.
+  EXPECT_GT(prior.probability("bf16|top|z0|d3", "merge:exp+1"), prior.probability("bf16|top|z0|d3", "merge:ieee"));
+  EXPECT_GT(prior.probability("bf16|top|z0|d3", "merge:ieee"), prior.probability("bf16|top|z0|d3", "repeat"));
+  // A context never seen falls back to the dtype's winners, then to uniform.
+  EXPECT_GT(prior.probability("bf16|inner|z1|d1", "merge:exp+1"), prior.probability("bf16|inner|z1|d1", "repeat"));
+  EXPECT_GT(prior.probability("f32|top|z0|d3", "lit"), 0.0);
+  EXPECT_EQ(prior.observations(), 6u);
+
+  auto again = ProductionPrior::fromJson(prior.toJson());
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->toJson(), prior.toJson());
+  EXPECT_FALSE(ProductionPrior::fromJson("{}"));
+  EXPECT_FALSE(ProductionPrior::fromJson("not json"));
+  EXPECT_FALSE(ProductionPrior::fromJson(R"({"brevis_prior": 1, "contexts": {"x": {"lit": -1}}})"));
+}
+
+TEST(Prior, ASmallBudgetIsSpentOnTheLikelyCandidatesFirst) {
+  const auto tensors = gen::plantedTensors(3);
+  const gen::PlantedTensor &tiled = *std::find_if(tensors.begin(), tensors.end(), [](const auto &t) { return t.name == "planted.tiled"; });
+  const RegionInput input = inputOf(tiled);
+  StrategyOptions options = strategyOptionsForLevel(kDefaultLevel);
+  options.searchExpansions = 1;
+  options.learnPrior = false;
+  // In the fixed order one expansion goes to the whole-word literal: no repeat.
+  RegionProgram uniform = SearchStrategy(options).synthesize(input);
+  EXPECT_NE(uniform.program->kind, NodeKind::Repeat);
+  // A prior that has seen repeats win at such holes tries the repeat first.
+  auto prior = std::make_shared<ProductionPrior>();
+  const std::vector<uint64_t> words = readWords(tiled.bytes, 2);
+  prior->count(priorContext(words, 16, &dtypeInfo(DType::BF16), true), "repeat", 5);
+  options.prior = prior;
+  RegionProgram guided = SearchStrategy(options).synthesize(input);
+  EXPECT_EQ(guided.program->kind, NodeKind::Repeat) << printExpr(*guided.program);
+  auto bytes = evaluate(*guided.program, Payload::fromBytes(guided.payload));
+  ASSERT_TRUE(bytes);
+  EXPECT_EQ(*bytes, tiled.bytes);
+}
+
+TEST(Prior, LearningIsTheSameOnAnyThreadCount) {
+  auto file = readFile(std::string(BREVIS_TEST_DATA) + "/stories260K.bf16.safetensors");
+  ASSERT_TRUE(file);
+  std::optional<std::string> notSafetensors;
+  const std::vector<Region> regions = tileRegions(*file, notSafetensors);
+  std::vector<RegionInput> inputs;
+  for (const Region &r : regions)
+    inputs.push_back(RegionInput{r.kind, r.name, r.dtype, r.shape, ByteSpan(*file).subspan(r.bytes.offset, r.bytes.size)});
+  const ProductionPrior one = learnPrior(inputs, policyForLevel(kDefaultLevel), 1);
+  const ProductionPrior three = learnPrior(inputs, policyForLevel(kDefaultLevel), 3);
+  EXPECT_GT(one.observations(), 0u);
+  EXPECT_EQ(one.toJson(), three.toJson());
 }
 
 } // namespace

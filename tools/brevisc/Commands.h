@@ -22,5 +22,6 @@ void registerInfo(CLI::App &app, Context &ctx);
 void registerVerify(CLI::App &app, Context &ctx);
 void registerPack(CLI::App &app, Context &ctx); ///< pack and unpack
 void registerExplain(CLI::App &app, Context &ctx);
+void registerPrior(CLI::App &app, Context &ctx); ///< prior learn
 
 } // namespace brevis::cli

@@ -248,4 +248,17 @@ std::string humanBytes(uint64_t bytes) {
   return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", v, units[u]);
 }
 
+Result<StrategyOptions> strategyOptionsFor(int level, const std::string &prior) {
+  StrategyOptions options = strategyOptionsForLevel(level);
+  if (prior.empty()) return options;
+  options.learnPrior = false;
+  if (prior == "uniform") return options;
+  auto text = readFile(prior);
+  if (!text) return text.error();
+  auto parsed = ProductionPrior::fromJson(std::string_view(reinterpret_cast<const char *>(text->data()), text->size()));
+  if (!parsed) return Error{prior + ": " + parsed.error().message};
+  options.prior = std::make_shared<const ProductionPrior>(std::move(*parsed));
+  return options;
+}
+
 } // namespace brevis::cli

@@ -12,6 +12,7 @@
 #include "tools/api/Decoding.h"
 #include "tools/api/DecoderFactory.h"
 #include "tools/api/ProgramText.h"
+#include "synth/Strategy.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -116,6 +117,13 @@ void printJson(const nlohmann::json &result);
 double sizeRatio(uint64_t archive, uint64_t original);
 /// "533.48 KB -> 300.00 KB (56.23%, saved 233.48 KB)", or "(+295 B)" when it grew.
 std::string sizeChange(uint64_t original, uint64_t archive);
+
+/// The synthesis options of `level` with the search's prior from `--prior`: empty (learn one
+/// from the checkpoint), "uniform" (none: candidates in a fixed order) or a prior file.
+Result<StrategyOptions> strategyOptionsFor(int level, const std::string &prior);
+inline constexpr const char *kPriorHelp =
+    "the search's prior over candidates: a file from `brevisc prior learn` (reused across a model family), "
+    "or \"uniform\" for a fixed order; default: learned from a sample of the checkpoint's tensors";
 
 /// `brevisc: error: message` on stderr; returns kExitFailure.
 int fail(const std::string &message);

@@ -28,6 +28,7 @@ struct CompressOptions {
   std::string output;
   unsigned threads = 0;
   int level = kDefaultLevel;
+  std::string prior;
   bool toStdout = false;
   bool force = false;
   bool json = false;
@@ -105,7 +106,9 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
     std::string name = baseName(file);
     const std::string shown = directory ? path : shownInput;
     std::atomic<uint64_t> synthesized{0};
-    auto strategy = makeStrategy(kDefaultStrategy, strategyOptionsForLevel(o.level));
+    auto strategyOptions = strategyOptionsFor(o.level, o.prior);
+    if (!strategyOptions) return fail(strategyOptions.error().message);
+    auto strategy = makeStrategy(kDefaultStrategy, *strategyOptions);
     if (!strategy) return fail(strategy.error().message);
     SynthOutput synth;
     {
@@ -205,6 +208,7 @@ void registerCompress(CLI::App &app, Context &ctx) {
                   "(1: 5%, the fastest decoding; 5: 1%; 9: any gain, the smallest archive)")
       ->check(CLI::Range(1, 9))
       ->capture_default_str();
+  cmd->add_option("--prior", o->prior, kPriorHelp);
   cmd->add_flag("-f,--force", o->force, "overwrite an existing archive");
   cmd->add_flag("--json", o->json, "print the summary as JSON on stdout");
   cmd->callback([o, &ctx] { ctx.exitCode = runCompress(*o, ctx.verbosity); });

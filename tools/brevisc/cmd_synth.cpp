@@ -26,6 +26,7 @@ struct SynthCommandOptions {
   std::string output;
   unsigned threads = 0;
   int level = kDefaultLevel;
+  std::string prior;
   bool force = false;
   bool json = false;
 };
@@ -125,7 +126,9 @@ int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
   auto file = MappedFile::open(o.input);
   if (!file) return fail(file.error().message);
 
-  auto strategy = makeStrategy(kDefaultStrategy, strategyOptionsForLevel(o.level));
+  auto options = strategyOptionsFor(o.level, o.prior);
+    if (!options) return fail(options.error().message);
+    auto strategy = makeStrategy(kDefaultStrategy, *options);
   if (!strategy) return fail(strategy.error().message);
   std::atomic<uint64_t> done{0};
   SynthOutput synth;
@@ -176,6 +179,7 @@ void registerSynth(CLI::App &app, Context &ctx) {
                                             "the payload goes to OUTPUT.bin");
   cmd->add_option("-T,--threads", o->threads, "synthesis threads (default 0: all cores)");
   cmd->add_option("-l,--level", o->level, "1-9, as for compress")->check(CLI::Range(1, 9))->capture_default_str();
+  cmd->add_option("--prior", o->prior, kPriorHelp);
   cmd->add_flag("-f,--force", o->force, "overwrite existing output files");
   cmd->add_flag("--json", o->json, "print the result as JSON on stdout (docs/cli.md)");
   cmd->callback([o, &ctx] { ctx.exitCode = runSynth(*o, ctx.verbosity); });

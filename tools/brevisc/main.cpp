@@ -70,6 +70,7 @@ int main(int argc, char **argv) {
   registerInfo(app, ctx);
   registerPack(app, ctx);
   registerExplain(app, ctx);
+  registerPrior(app, ctx);
 
   // `brevisc help [COMMAND]`, and a misspelled command named as such.
   if (argc >= 2 && argv[1][0] != '-') {
@@ -104,8 +105,22 @@ int main(int argc, char **argv) {
     return app.exit(e);
   } catch (const CLI::ParseError &e) {
     std::string what = e.what();
-    if (e.get_name() == "RequiredError" && what == "A subcommand is required")
-      what = "a command is required: brevisc COMMAND ... (brevisc --help lists them)";
+    if (e.get_name() == "RequiredError" && what == "A subcommand is required") {
+      // Which command lacks one: the deepest parsed.
+      const CLI::App *at = &app;
+      for (bool deeper = true; deeper;) {
+        deeper = false;
+        for (const CLI::App *sub : at->get_subcommands())
+          if (sub->parsed()) {
+            at = sub;
+            deeper = true;
+            break;
+          }
+      }
+      what = at == &app ? "a command is required: brevisc COMMAND ... (brevisc --help lists them)"
+                        : fmt::format("brevisc {} needs a command: brevisc {} --help lists them", at->get_name(),
+                                      at->get_name());
+    }
     std::cerr << "brevisc: error: " << what << "\n";
     return kExitUsage;
   }
