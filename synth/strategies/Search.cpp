@@ -18,6 +18,22 @@ const DTypeInfo &wordTypeOf(const RegionInput &region) {
 
 /// The budget of the search whose winners the prior counts: every candidate, as at level 9.
 constexpr uint64_t kLearningExpansions = 512;
+/// A sampled tensor is learned from at most this many words, in 16 runs at evenly spaced
+/// positions: the prior's contexts are statistics of a stream, and learning from the whole of
+/// a large tensor would cost as much as compressing it.
+constexpr size_t kLearningRuns = 16, kLearningRunWords = 4096;
+
+std::vector<uint64_t> learningWords(ByteSpan bytes, unsigned wordBytes) {
+  const size_t n = bytes.size() / wordBytes;
+  if (n <= kLearningRuns * kLearningRunWords) return readWords(bytes, wordBytes);
+  std::vector<uint64_t> words;
+  const size_t stride = (n - kLearningRunWords) / (kLearningRuns - 1);
+  for (size_t r = 0; r < kLearningRuns; ++r) {
+    const auto run = readWords(bytes.subspan(r * stride * wordBytes, kLearningRunWords * wordBytes), wordBytes);
+    words.insert(words.end(), run.begin(), run.end());
+  }
+  return words;
+}
 
 } // namespace
 
@@ -32,10 +48,12 @@ ProductionPrior learnPrior(std::span<const RegionInput> regions, EncodePolicy po
   parallelFor(sample.size(), threads, [&](size_t j) {
     const RegionInput &region = regions[sample[j]];
     const DTypeInfo &info = wordTypeOf(region);
-    const std::vector<uint64_t> words = readWords(region.bytes, info.wordBits / 8);
+    const std::vector<uint64_t> words = learningWords(region.bytes, info.wordBits / 8);
     HoleSearch search(policy, SearchLimits{SearchLimits{}.maxDepth, kLearningExpansions});
     search.recordWinners(&learned[j]);
-    search.solve(words, info.wordBits, contextOf(region, info));
+    HoleContext context = contextOf(region, info);
+    if (words.size() * (info.wordBits / 8) != region.bytes.size()) context.shape = {}; // a sample has no shape
+    search.solve(words, info.wordBits, context);
   });
   ProductionPrior prior;
   for (const ProductionPrior &p : learned) prior.add(p);
