@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <vector>
@@ -36,6 +37,13 @@ constexpr size_t kSampleRunWords = 4096;
 // and the most pieces a concat may have.
 constexpr uint64_t kMinRunLengths[] = {4096, 256};
 constexpr size_t kMaxPieces = 4096;
+
+// concat where statistics change: windows of this many words, a stream of at least this many
+// windows, and the least shift of the mean statistic (exponent, or bit width for integers)
+// between the two sides worth a cut.
+constexpr uint64_t kShiftWindowWords = 4096;
+constexpr uint64_t kShiftMinWindows = 4;
+constexpr double kShiftMinDifference = 0.75;
 
 // repeat: the longest period looked for beyond the shape's trailing dimensions.
 constexpr uint64_t kMaxSmallPeriod = 64;
@@ -114,6 +122,33 @@ std::vector<std::pair<uint64_t, bool>> runPieces(std::span<const uint64_t> words
   }
   if (gapStart < words.size()) pieces.emplace_back(words.size() - gapStart, false);
   return pieces;
+}
+
+/// Where to cut `words` in two so that the halves' mean statistic differs most (a window
+/// boundary), if that difference is at least kShiftMinDifference; 0 if none. The statistic is a
+/// float's exponent field, or an integer's bit width: what the coders' tables depend on most.
+uint64_t statisticsCut(std::span<const uint64_t> words, const DTypeInfo *floatType) {
+  const uint64_t windows = words.size() / kShiftWindowWords;
+  if (windows < kShiftMinWindows) return 0;
+  std::vector<double> sums(windows + 1, 0); // prefix sums of the per-window totals
+  for (uint64_t w = 0; w < windows; ++w) {
+    double total = 0;
+    for (uint64_t i = w * kShiftWindowWords; i < (w + 1) * kShiftWindowWords; ++i)
+      total += floatType ? static_cast<double>((words[i] >> floatType->mantissaBits) & widthMask(floatType->exponentBits))
+                         : static_cast<double>(std::bit_width(words[i]));
+    sums[w + 1] = sums[w] + total / kShiftWindowWords;
+  }
+  uint64_t best = 0;
+  double bestDifference = kShiftMinDifference;
+  for (uint64_t cut = 1; cut < windows; ++cut) {
+    const double left = sums[cut] / static_cast<double>(cut);
+    const double right = (sums[windows] - sums[cut]) / static_cast<double>(windows - cut);
+    if (std::abs(left - right) > bestDifference) {
+      bestDifference = std::abs(left - right);
+      best = cut;
+    }
+  }
+  return best * kShiftWindowWords;
 }
 
 Plan constPlan() {
@@ -302,6 +337,19 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
                                offset += length;
                                if (concat.cost >= best.cost) return std::nullopt; // it cannot win any more
                              }
+                             return concat;
+                           }});
+
+  // concat where the statistics change (regions of different scale joined in one tensor).
+  if (const uint64_t cut = depth > 0 ? statisticsCut(words, context.floatType) : 0)
+    productions.push_back({"concat:shift", [&, cut]() -> std::optional<Plan> {
+                             Plan concat;
+                             concat.op = PlanOp::Concat;
+                             concat.production = "concat:shift";
+                             concat.pieceLengths = {cut, words.size() - cut};
+                             concat.children.push_back(solveHole(words.first(cut), width, pieceContext, depth - 1));
+                             concat.children.push_back(solveHole(words.subspan(cut), width, pieceContext, depth - 1));
+                             concat.cost = kNodeTextBytes + 2 + concat.children[0].cost + concat.children[1].cost;
                              return concat;
                            }});
 

@@ -124,6 +124,14 @@ TEST_F(Planted, ZeroRowsBecomeAConstantPieceOfAConcat) {
   EXPECT_TRUE(zeroPiece) << printExpr(*p.program);
 }
 
+TEST_F(Planted, HalvesOfDifferentScaleAreCutWhereTheStatisticsChange) {
+  RegionProgram p = synthesize(tensor("planted.pieces"));
+  ASSERT_EQ(p.program->kind, NodeKind::Concat) << printExpr(*p.program);
+  const Concat &concat = as<Concat>(*p.program);
+  ASSERT_EQ(concat.parts.size(), 2u);
+  EXPECT_EQ(streamTypeOf(*concat.parts[0]).length, 65536u);
+}
+
 TEST_F(Planted, EveryTensorIsWithinTwoPercentOfItsReferenceSize) {
   for (const auto &t : *tensors_) {
     RegionProgram p = synthesize(t);

@@ -24,7 +24,7 @@ int main(int argc, char **argv) {
   bool planted = false;
   app.add_flag("--planted", planted,
                "write a small checkpoint of tensors with planted structure instead (constant, tiled, ramp, "
-               "up-cast, F16-origin, xor-masked, few-valued, zero rows) and print each one's structure-aware "
+               "up-cast, F16-origin, xor-masked, few-valued, zero rows, halves of different scale) and print each one's structure-aware "
                "reference size; --size, --dtype and --hidden do not apply");
   app.footer("Exit status: 0 on success, 1 on failure, 2 on a usage error.");
   try {
