@@ -49,7 +49,8 @@ Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &
     }
   Bytes bestBytes, candidate;
   for (Encoding e : kAllEncodings) {
-    if (hasCheapExactSize(e)) continue;
+    // zstd's size is known only by encoding it: it is not a candidate yet.
+    if (hasCheapExactSize(e) || e == Encoding::Zstd) continue;
     // Only encode a candidate whose estimate comes near the best so far.
     auto estimate = estimateSize(e, words, width);
     if (!estimate || static_cast<double>(*estimate) > static_cast<double>(bestSize) * (1 + kEstimateRelative) + kEstimateAbsolute)
@@ -139,6 +140,11 @@ std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t
     // stores a block as is when coding would not make it smaller.
     uint64_t coded = static_cast<uint64_t>(entropyBits(counts, n) / 8) + blocks * (distinct * 2 + 140);
     return std::min(coded, n + blocks * 16) + 4;
+  }
+  case Encoding::Zstd: {
+    Bytes bytes;
+    if (!encodeLit(encoding, words, width, bytes, kDefaultZstdLevel)) return std::nullopt;
+    return bytes.size();
   }
   case Encoding::RansO1: {
     if (n == 0 || width > kRansMaxWidth) return std::nullopt;

@@ -28,7 +28,8 @@ EncodePolicy policyForLevel(int level);
 /// encoding does not apply. Raw and bitpack are exact; the entropy coders' estimates are the
 /// empirical entropy (order 0, or order 1 for rans_o1) plus modelled table and framing costs,
 /// within kEstimateRelative and kEstimateAbsolute of the exact size (tested on real and
-/// synthetic streams).
+/// synthetic streams). No statistic of the words predicts LZ matches: zstd's estimate is its
+/// exact size at kDefaultZstdLevel, found by encoding.
 std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t> words, unsigned width);
 
 /// |estimate - exact| <= kEstimateRelative * exact + kEstimateAbsolute bytes.
