@@ -171,7 +171,8 @@ private:
     switch (l.encoding) {
     case Encoding::Huffman:
     case Encoding::Rans:
-    case Encoding::RansO1: {
+    case Encoding::RansO1:
+    case Encoding::Zstd: {
       // Pre-decoded by the runtime: word `index` is element index - first of the chunk buffer.
       const unsigned cb = containerBytes(width);
       auto *elemTy = b_.getIntNTy(8 * cb);

@@ -186,7 +186,8 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
     case Encoding::Bitpack: pointers[k] = bitpackBody(bytes); continue;
     case Encoding::Huffman:
     case Encoding::Rans:
-    case Encoding::RansO1: break;
+    case Encoding::RansO1:
+    case Encoding::Zstd: break;
     }
     auto cursor = LitCursor::open(l, payload);
     if (!cursor) return cursor.error();

@@ -18,8 +18,9 @@ namespace brevis {
 /// merge — at any nesting — are compiled; any other program is decoded by the interpreter, and
 /// the fallback is reported through the notice callback once per operator kind, e.g. "note: the
 /// JIT does not compile 'scan' yet; 3 regions use the interpreter". Raw, bit-packed and inline
-/// literals are read by the generated code itself; entropy-coded literals (huffman, rans) are
-/// decoded chunk by chunk by the runtime's kernels into buffers the generated code reads.
+/// literals are read by the generated code itself; entropy- and LZ-coded literals (huffman,
+/// rans, zstd) are decoded chunk by chunk by the runtime's kernels into buffers the generated
+/// code reads.
 ///
 /// Generated code is specialized to a program's shape: its operators, constants, literal kinds
 /// and widths, and bitpack bit counts (read from the payload); literal addresses are arguments.

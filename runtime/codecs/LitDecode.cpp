@@ -4,6 +4,7 @@
 #include "runtime/codecs/huffman/HuffmanDecode.h"
 #include "runtime/codecs/rans/Rans16.h"
 #include "runtime/codecs/rans/RansCodec.h"
+#include "runtime/codecs/zstd/ZstdCodec.h"
 
 #include <fmt/format.h>
 
@@ -31,7 +32,8 @@ Result<void> validateLit(const Lit &lit, const Payload &payload) {
   case Encoding::Bitpack: valid = validateBitpack(bytes, lit.type); break;
   case Encoding::Huffman:
   case Encoding::Rans:
-  case Encoding::RansO1: {
+  case Encoding::RansO1:
+  case Encoding::Zstd: {
     // The layout is checked here; the decoding tables are built when a cursor opens it.
     auto parsed = openEntropyDecoder(lit, payload, /*buildTables=*/false);
     if (!parsed) return Error{fmt::format("{}: {}", where(), parsed.error().message)};
@@ -49,7 +51,8 @@ bool isRandomAccess(const Lit &lit) {
   case Encoding::Bitpack: return true;
   case Encoding::Huffman:
   case Encoding::Rans:
-  case Encoding::RansO1: return false;
+  case Encoding::RansO1:
+  case Encoding::Zstd: return false;
   }
   __builtin_trap(); // not an Encoding
 }
@@ -68,7 +71,8 @@ void decodeLitWords(const Lit &lit, const Payload &payload, uint64_t first, size
   case Encoding::Bitpack: return decodeBitpack(base, first, count, out);
   case Encoding::Huffman:
   case Encoding::Rans:
-  case Encoding::RansO1: break;
+  case Encoding::RansO1:
+  case Encoding::Zstd: break;
   }
   __builtin_trap(); // entropy-coded literals are decoded by a LitCursor
 }
@@ -113,7 +117,8 @@ void decodeLitNarrow(const Lit &lit, const Payload &payload, uint64_t first, siz
   case Encoding::Bitpack: return decodeBitpackNarrow(base, first, count, out);
   case Encoding::Huffman:
   case Encoding::Rans:
-  case Encoding::RansO1: break;
+  case Encoding::RansO1:
+  case Encoding::Zstd: break;
   }
   __builtin_trap(); // entropy-coded literals are decoded by a LitCursor
 }
@@ -157,8 +162,8 @@ private:
 };
 
 /// Serves words from decoded blocks, one block at a time or, for decoders that decode several
-/// faster than one (Decoder::kBlocksTogether), that many. Decoder: HuffmanDecoder, RansDecoder or
-/// Rans16Decoder; Symbol: what it writes; with MapsAlphabet, symbols index decoder.alphabet().
+/// faster than one (Decoder::kBlocksTogether), that many. Decoder: HuffmanDecoder, RansDecoder,
+/// Rans16Decoder or ZstdDecoder; Symbol: what it writes; with MapsAlphabet, symbols index decoder.alphabet().
 template <typename Decoder, typename Symbol, bool MapsAlphabet> class BlockCursor final : public LitCursor {
 public:
   explicit BlockCursor(std::unique_ptr<Decoder> d) : decoder_(std::move(d)) {}
@@ -292,6 +297,15 @@ Result<std::unique_ptr<LitCursor>> openEntropyDecoder(const Lit &lit, const Payl
     return std::unique_ptr<LitCursor>(new BlockCursor<Rans16Decoder, uint16_t, true>(std::move(*d)));
   }
   case Encoding::RansO1: return openHtscodecs(lit, bytes, buildTables);
+  case Encoding::Zstd: {
+    if (lit.type.width > kZstdMaxWidth) return Error{"zstd literals hold words of at most 8 bits"};
+    auto d = ZstdDecoder::create(bytes, lit.type.width, lit.type.length);
+    if (!d) return d.error();
+    if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
+      return Error{"zstd literal has blocks larger than any encoder writes"};
+    if (!buildTables) return std::unique_ptr<LitCursor>();
+    return std::unique_ptr<LitCursor>(new BlockCursor<ZstdDecoder, uint8_t, false>(std::move(*d)));
+  }
   case Encoding::Raw:
   case Encoding::Bitpack: break;
   }

@@ -5,11 +5,13 @@
 //   raw, bitpack    fixed-width words, any word located directly (bitpack/BitpackDecode.h).
 //   huffman         a canonical code and blocks of four interleaved bit streams (huffman/).
 //   rans, rans_o1   blocks of htscodecs rANS frames, or our own coder for 9..16 bits (rans/).
+//   zstd            blocks of one zstd frame each, bytes (zstd/).
 //
 // validateLit() checks a raw or bitpack payload completely (sizes, headers, every word's
 // range), so that decodeLitWords() may then run unchecked and in any order. For entropy-coded
-// literals it checks the table and the block layout; the bit streams themselves are checked
-// while a LitCursor decodes them, which reports corruption as an error.
+// literals it checks the table and the block layout (zstd: every frame's header); the coded
+// streams themselves are checked while a LitCursor decodes them, which reports corruption as an
+// error.
 #include "lang/Ast.h"
 #include "lang/Result.h"
 #include "runtime/containers/Payload.h"

@@ -5,6 +5,7 @@
 #include "runtime/codecs/huffman/HuffmanEncode.h"
 #include "runtime/codecs/rans/Rans16.h"
 #include "runtime/codecs/rans/RansCodec.h"
+#include "runtime/codecs/zstd/ZstdCodec.h"
 
 namespace brevis {
 
@@ -15,11 +16,12 @@ bool encodingApplies(Encoding encoding, std::span<const uint64_t> words, unsigne
   case Encoding::Huffman: return !words.empty() && (width <= 16 || histogram(words, width, kHuffmanMaxSymbols));
   case Encoding::Rans:
   case Encoding::RansO1: return !words.empty() && width <= maxEncodingWidth(encoding);
+  case Encoding::Zstd: return width <= maxEncodingWidth(encoding);
   }
   return false;
 }
 
-bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned width, Bytes &out) {
+bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned width, Bytes &out, int zstdLevel) {
   switch (encoding) {
   case Encoding::Raw: encodeRaw(words, width, out); return true;
   case Encoding::Bitpack: encodeBitpack(words, out); return true;
@@ -29,6 +31,10 @@ bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned widt
     if (words.empty() || width > maxEncodingWidth(encoding)) return false;
     if (width > kRansMaxWidth) return encodeRans16(words, width, out); // 9..16 bits: our own coder
     encodeRans(words, encoding == Encoding::Rans ? 0 : 1, out);
+    return true;
+  case Encoding::Zstd:
+    if (width > maxEncodingWidth(encoding)) return false;
+    encodeZstd(words, zstdLevel, out);
     return true;
   }
   return false;
@@ -40,7 +46,8 @@ bool hasCheapExactSize(Encoding encoding) {
   case Encoding::Bitpack: return true;
   case Encoding::Huffman:
   case Encoding::Rans:
-  case Encoding::RansO1: return false;
+  case Encoding::RansO1:
+  case Encoding::Zstd: return false;
   }
   return false;
 }
@@ -51,7 +58,8 @@ uint64_t encodedSize(Encoding encoding, std::span<const uint64_t> words, unsigne
   case Encoding::Bitpack: return bitpackPayloadSize(words.size(), bitpackBits(words));
   case Encoding::Huffman:
   case Encoding::Rans:
-  case Encoding::RansO1: break;
+  case Encoding::RansO1:
+  case Encoding::Zstd: break;
   }
   __builtin_trap(); // entropy coders' sizes depend on encoding: estimateSize(), or encodeLit()
 }

@@ -8,15 +8,20 @@
 
 namespace brevis {
 
-/// Whether `encoding` can hold these words (huffman: at most 65,536 distinct; rans: W <= 8).
+/// Whether `encoding` can hold these words (huffman: at most 65,536 distinct; rans_o1, zstd: W <= 8).
 bool encodingApplies(Encoding encoding, std::span<const uint64_t> words, unsigned width);
 
+/// The compression level of `zstd` literals where the caller names none (libzstd's levels, 1..22).
+inline constexpr int kDefaultZstdLevel = 9;
+
 /// Appends the encoding of `words` (each < 2^width) to `out`; false, with nothing appended,
-/// if the encoding does not apply.
-bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned width, Bytes &out);
+/// if the encoding does not apply. `zstdLevel` is the compression level of a `zstd` literal;
+/// the other encodings have none.
+bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned width, Bytes &out,
+               int zstdLevel = kDefaultZstdLevel);
 
 /// Whether encodedSize() gives the encoding's exact size without encoding (raw and bitpack;
-/// an entropy coder's size is known only by encoding).
+/// an entropy or LZ coder's size is known only by encoding).
 bool hasCheapExactSize(Encoding encoding);
 
 /// Exact size of an encoding that hasCheapExactSize (cheap, no encoding).

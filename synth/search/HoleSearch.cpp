@@ -189,7 +189,10 @@ double estimateLitCost(std::span<const uint64_t> words, unsigned width, EncodePo
   const bool manySymbols = tableCodersCannotPay(words, width);
   double best = -1;
   for (Encoding e : kAllEncodings) {
-    if (manySymbols && !hasCheapExactSize(e)) continue;
+    if (manySymbols && !hasCheapExactSize(e) && e != Encoding::Zstd) continue;
+    // zstd is scored only where a probe says it may win (its estimate is an encoding).
+    if (e == Encoding::Zstd && (best < 0 || !zstdWorthTrying(words, width, static_cast<uint64_t>(best), policy)))
+      continue;
     auto estimate = estimateSize(e, words, width);
     if (!estimate) continue;
     const auto size = static_cast<double>(*estimate);

@@ -1,14 +1,17 @@
 // Literal codecs: round trips of every encoding over widths, sizes and distributions (empty,
-// one symbol, uniform, skewed, full 16-bit alphabets, block boundaries), rejection of
-// truncated and corrupt payloads, Huffman code construction.
+// one symbol, uniform, skewed, full 16-bit alphabets, repeated strings, block boundaries),
+// rejection of truncated, corrupt and hostile payloads, Huffman code construction.
 #include "runtime/containers/FileIO.h"
 #include "runtime/codecs/huffman/HuffmanEncode.h"
 #include "runtime/codecs/LitDecode.h"
 #include "runtime/codecs/LitEncode.h"
 #include "runtime/codecs/rans/RansCodec.h"
 #include "runtime/codecs/rans/RansX32Decode.h"
+#include "runtime/codecs/zstd/ZstdCodec.h"
+#include "runtime/common/Varint.h"
 
 #include <htscodecs/rANS_static4x16.h>
+#include <zstd.h>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -29,9 +32,10 @@ namespace {
 
 /// Encodes `words` as `enc` into a payload (after a 3-byte prefix, so offsets are non-zero)
 /// and decodes them back through validateLit and a LitCursor, in uneven reads.
-void expectRoundTrip(Encoding enc, const std::vector<uint64_t> &words, unsigned width, const std::string &what) {
+void expectRoundTrip(Encoding enc, const std::vector<uint64_t> &words, unsigned width, const std::string &what,
+                     int zstdLevel = kDefaultZstdLevel) {
   Bytes bytes = {1, 2, 3};
-  ASSERT_TRUE(encodeLit(enc, words, width, bytes)) << what;
+  ASSERT_TRUE(encodeLit(enc, words, width, bytes, zstdLevel)) << what;
   Payload payload = Payload::fromBytes(bytes);
   auto lit = Lit::make(StreamType{width, words.size()}, enc, ByteRange{3, bytes.size() - 3});
   ASSERT_TRUE(validateLit(*lit, payload)) << what;
@@ -56,7 +60,7 @@ void expectRoundTrip(Encoding enc, const std::vector<uint64_t> &words, unsigned 
   (*cursor)->reset();
   const uint64_t n = words.size();
   std::vector<uint64_t> targets = {0, 1, 7, n / 3, n / 2, n / 2 + 1};
-  for (uint64_t b : {kHuffmanBlockWords, kRansBlockWords})
+  for (uint64_t b : {kHuffmanBlockWords, kRansBlockWords, kZstdBlockWords})
     for (uint64_t k = 1; k * b <= n && k < 7; ++k) targets.insert(targets.end(), {k * b - 1, k * b, k * b + 3});
   targets.push_back(n > 2 ? n - 2 : 0);
   targets.push_back(n);
@@ -244,8 +248,11 @@ TEST(Codec, HuffmanLengthsAreCompleteAndLimited) {
 
 TEST(Codec, TruncatedAndCorruptPayloadsAreRejectedSafely) {
   std::mt19937_64 rng(77);
-  for (Encoding enc : {Encoding::Huffman, Encoding::Rans, Encoding::RansO1}) {
-    auto words = makeWords(rng, 5000, 8, Shape::Skewed);
+  // zstd twice: on skewed bytes (literals, few matches) and on a header (mostly matches).
+  for (auto [enc, header] : {std::pair{Encoding::Huffman, false}, std::pair{Encoding::Rans, false},
+                             std::pair{Encoding::RansO1, false}, std::pair{Encoding::Zstd, false},
+                             std::pair{Encoding::Zstd, true}}) {
+    auto words = header ? jsonHeaderBytes(5000) : makeWords(rng, 5000, 8, Shape::Skewed);
     Bytes good;
     ASSERT_TRUE(encodeLit(enc, words, 8, good));
     // Every truncation is an error: the framing accounts for every byte.
@@ -272,6 +279,159 @@ TEST(Codec, TruncatedAndCorruptPayloadsAreRejectedSafely) {
       }
     }
   }
+}
+
+TEST(Codec, ZstdRoundTripsEmptyOneWordEveryWidthAndLongStreams) {
+  std::mt19937_64 rng(31);
+  const std::vector<uint64_t> none;
+  EXPECT_TRUE(encodingApplies(Encoding::Zstd, none, 8));
+  expectRoundTrip(Encoding::Zstd, none, 8, "empty zstd");
+  for (unsigned width = 1; width <= 8; ++width) {
+    expectRoundTrip(Encoding::Zstd, std::vector<uint64_t>{widthMask(width)}, width, fmt::format("zstd u{}[1]", width));
+    expectRoundTrip(Encoding::Zstd, makeWords(rng, 5000, width, Shape::Uniform), width,
+                    fmt::format("zstd u{} random", width));
+    // Repeated strings: a random phrase of 40 words, repeated with a word changed now and then.
+    std::vector<uint64_t> phrase = makeWords(rng, 40, width, Shape::Uniform), repetitive;
+    while (repetitive.size() < 5000) {
+      repetitive.insert(repetitive.end(), phrase.begin(), phrase.end());
+      phrase[rng() % phrase.size()] = rng() & widthMask(width);
+    }
+    expectRoundTrip(Encoding::Zstd, repetitive, width, fmt::format("zstd u{} repetitive", width));
+  }
+  // Wider words do not apply.
+  Bytes out;
+  const std::vector<uint64_t> wide = {1, 2};
+  EXPECT_FALSE(encodingApplies(Encoding::Zstd, wide, 9));
+  EXPECT_FALSE(encodeLit(Encoding::Zstd, wide, 9, out));
+  EXPECT_TRUE(out.empty());
+  // Every level decodes alike; a header codes to a small fraction of its bytes.
+  const auto header = jsonHeaderBytes(20000);
+  for (int level : {1, 3, kDefaultZstdLevel, 19}) {
+    expectRoundTrip(Encoding::Zstd, header, 8, fmt::format("zstd header, level {}", level), level);
+    Bytes coded;
+    ASSERT_TRUE(encodeLit(Encoding::Zstd, header, 8, coded, level));
+    EXPECT_LT(coded.size(), header.size() / 5) << "level " << level;
+  }
+  // Long streams in several blocks, random and repetitive: skips jump to the block that holds
+  // their target.
+  expectRoundTrip(Encoding::Zstd, makeWords(rng, kZstdBlockWords * 2 + 7, 8, Shape::Uniform), 8,
+                  "zstd random, three blocks", 1);
+  expectRoundTrip(Encoding::Zstd, jsonHeaderBytes(kZstdBlockWords + 1000), 8, "zstd header, two blocks", 1);
+}
+
+namespace {
+
+/// A zstd literal of `words` built from frames made here (docs/format/literals.md): the block
+/// size, then per block its frame's size and the frame; `frame` makes each block's frame.
+template <typename MakeFrame>
+Bytes zstdLiteral(uint64_t blockWords, const std::vector<Bytes> &blocks, MakeFrame frame) {
+  Bytes out;
+  putVarint(out, blockWords);
+  for (const Bytes &block : blocks) {
+    Bytes f = frame(block);
+    putVarint(out, f.size());
+    out.insert(out.end(), f.begin(), f.end());
+  }
+  return out;
+}
+
+Bytes zstdFrame(const Bytes &content, bool recordSize = true, bool checksum = false) {
+  ZSTD_CCtx *c = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, recordSize ? 1 : 0);
+  ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, checksum ? 1 : 0);
+  Bytes frame(ZSTD_compressBound(content.size()));
+  size_t size = 0;
+  if (recordSize) {
+    size = ZSTD_compress2(c, frame.data(), frame.size(), content.data(), content.size());
+  } else {
+    // Streaming without a pledged size: the frame does not record its content size.
+    ZSTD_outBuffer out{frame.data(), frame.size(), 0};
+    ZSTD_inBuffer in{content.data(), content.size(), 0};
+    while (ZSTD_compressStream2(c, &out, &in, ZSTD_e_end) != 0) {
+    }
+    size = out.pos;
+  }
+  ZSTD_freeCCtx(c);
+  frame.resize(size);
+  return frame;
+}
+
+std::string zstdError(const Bytes &bytes, unsigned width, uint64_t count) {
+  Payload payload = Payload::fromBytes(bytes);
+  auto lit = Lit::make(StreamType{width, count}, Encoding::Zstd, ByteRange{0, bytes.size()});
+  if (auto valid = validateLit(*lit, payload); !valid) return valid.error().message;
+  auto decoded = decodeLit(*lit, payload);
+  return decoded ? std::string("decoded") : decoded.error().message;
+}
+
+} // namespace
+
+// What a hostile payload can put in a zstd literal is refused with a plain message, before any
+// buffer is sized by it.
+TEST(Codec, ZstdRefusesFramesThatDisagreeWithTheLiteral) {
+  const Bytes content(100, 7);
+  const auto plain = [](const Bytes &b) { return zstdFrame(b); };
+  EXPECT_EQ(zstdError(zstdLiteral(1 << 20, {content}, plain), 8, 100), "decoded");
+  // The recorded content size must be the block's length.
+  EXPECT_NE(zstdError(zstdLiteral(1 << 20, {content}, plain), 8, 99).find("records 100 bytes, but the block holds 99"),
+            std::string::npos);
+  EXPECT_NE(zstdError(zstdLiteral(1 << 20, {content}, plain), 8, 101).find("records 100 bytes"), std::string::npos);
+  // A frame claiming far more than the literal holds is refused before decoding: the check
+  // happens on its header.
+  EXPECT_NE(zstdError(zstdLiteral(1 << 20, {Bytes(1 << 22, 0)}, plain), 8, 1000).find("records 4194304 bytes"),
+            std::string::npos);
+  // A frame must record its size.
+  EXPECT_NE(zstdError(zstdLiteral(1 << 20, {content}, [](const Bytes &b) { return zstdFrame(b, false); }), 8, 100)
+                .find("does not record its size"),
+            std::string::npos);
+  // A checksum, where a frame has one, is checked.
+  Bytes summed = zstdLiteral(1 << 20, {content}, [](const Bytes &b) { return zstdFrame(b, true, true); });
+  EXPECT_EQ(zstdError(summed, 8, 100), "decoded");
+  summed[summed.size() - 1] ^= 1;
+  EXPECT_NE(zstdError(summed, 8, 100).find("is corrupt"), std::string::npos);
+  // Exactly one frame per block: no skippable frames, nothing after the frame, no dictionary.
+  const auto skippable = [](const Bytes &b) {
+    Bytes f = {0x50, 0x2a, 0x4d, 0x18, static_cast<uint8_t>(b.size()), 0, 0, 0};
+    f.insert(f.end(), b.begin(), b.end());
+    return f;
+  };
+  EXPECT_NE(zstdError(zstdLiteral(1 << 20, {content}, skippable), 8, 100).find("is not a zstd frame"),
+            std::string::npos);
+  const auto twice = [](const Bytes &b) {
+    Bytes f = zstdFrame(b), g = zstdFrame(b);
+    f.insert(f.end(), g.begin(), g.end());
+    return f;
+  };
+  EXPECT_NE(zstdError(zstdLiteral(1 << 20, {content}, twice), 8, 100).find("bytes after its frame"), std::string::npos);
+  const auto withDictionary = [](const Bytes &b) {
+    // A dictionary ID in the frame header: Dictionary_ID_flag 1 in the descriptor (byte 4), and
+    // one ID byte after the window descriptor, which single-segment frames do not have.
+    Bytes f = zstdFrame(b);
+    f[4] = static_cast<uint8_t>(f[4] | 1);
+    f.insert(f.begin() + 5 + ((f[4] & 0x20) ? 0 : 1), 42);
+    return f;
+  };
+  EXPECT_NE(zstdError(zstdLiteral(1 << 20, {content}, withDictionary), 8, 100).find("dictionary"), std::string::npos);
+  // Framing: the block size, truncation, bytes after the last block.
+  EXPECT_NE(zstdError(zstdLiteral(0, {content}, plain), 8, 100).find("invalid block size"), std::string::npos);
+  EXPECT_NE(zstdError(zstdLiteral(uint64_t{1} << 27, {content}, plain), 8, 100).find("larger than any encoder writes"),
+            std::string::npos);
+  Bytes good = zstdLiteral(1 << 20, {content}, plain);
+  for (size_t cut = 0; cut < good.size(); ++cut)
+    EXPECT_NE(zstdError(Bytes(good.begin(), good.begin() + cut), 8, 100), "decoded") << "cut to " << cut;
+  Bytes trailing = good;
+  trailing.push_back(0);
+  EXPECT_NE(zstdError(trailing, 8, 100).find("trailing bytes"), std::string::npos);
+  // A count no payload could hold is refused from the block count alone.
+  EXPECT_NE(zstdError(good, 8, uint64_t{1} << 50).find("truncated"), std::string::npos);
+  // Two blocks: each frame has its block's length.
+  EXPECT_EQ(zstdError(zstdLiteral(60, {Bytes(60, 1), Bytes(40, 2)}, plain), 8, 100), "decoded");
+  EXPECT_NE(zstdError(zstdLiteral(60, {Bytes(50, 1), Bytes(50, 2)}, plain), 8, 100).find("block 0 records 50 bytes"),
+            std::string::npos);
+  // Decoded bytes must fit the literal's width.
+  EXPECT_NE(zstdError(zstdLiteral(1 << 20, {Bytes(100, 0x10)}, plain), 4, 100).find("wider than 4 bits"),
+            std::string::npos);
+  EXPECT_EQ(zstdError(zstdLiteral(1 << 20, {Bytes(100, 0x0f)}, plain), 4, 100), "decoded");
 }
 
 TEST(Codec, RansRejectsBytesWiderThanTheLiteral) {

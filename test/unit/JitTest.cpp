@@ -1,9 +1,10 @@
 // The JIT decoder against the interpreter and against words computed here directly: every
-// literal encoding and width, nested merges, chunk boundaries, the interpreter fallback and its
-// notice, and payload specialization.
+// literal encoding and width, nested merges, chunk boundaries, ranges that start mid-literal, the
+// interpreter fallback and its notice, and payload specialization.
 #include "codegen/JitDecoder.h"
 #include "runtime/execution/Interpreter.h"
 #include "runtime/codecs/LitEncode.h"
+#include "runtime/codecs/zstd/ZstdCodec.h"
 
 #include <gtest/gtest.h>
 
@@ -11,6 +12,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "WordShapes.h"
 
 namespace brevis {
 namespace {
@@ -231,6 +234,68 @@ TEST(Jit, EveryLiteralWidthAndEncoding) {
   EXPECT_EQ(jit->compiledRegions(), c.regions.size());
   EXPECT_EQ(jit->interpretedRegions(), 0u);
   EXPECT_TRUE(notices.empty());
+}
+
+// Literals that only a cursor decodes reach the generated code through chunk buffers: whole
+// regions and ranges that start mid-literal (the cursor skips, jumping blocks), alone and as
+// merge fields, at lengths around the chunk size and past a zstd block.
+TEST(Jit, CursorDecodedLiteralsMatchInWholeRegionsAndRanges) {
+  std::mt19937_64 rng(99);
+  auto jit = makeJit();
+  ASSERT_TRUE(jit);
+  const uint64_t chunkWords = JitDecoder::kChunkBytes;
+  for (Encoding enc : {Encoding::Huffman, Encoding::Rans, Encoding::Zstd, Encoding::RansO1}) {
+    for (unsigned width : {1u, 5u, 8u}) {
+      for (uint64_t n : {uint64_t{1}, uint64_t{1000}, chunkWords + 1, 2 * chunkWords + 5}) {
+        // Repeated phrases with changes, so that zstd codes matches as well as literals.
+        std::vector<uint64_t> phrase(50), words;
+        for (auto &w : phrase) w = rng() & widthMask(width);
+        while (words.size() < n) {
+          words.insert(words.end(), phrase.begin(), phrase.end());
+          phrase[rng() % phrase.size()] = rng() & widthMask(width);
+        }
+        words.resize(n);
+        Bytes payloadBytes;
+        ASSERT_TRUE(encodeLit(enc, words, width, payloadBytes));
+        Payload payload = Payload::fromBytes(payloadBytes);
+        const std::string what =
+            std::string(encodingName(enc)) + " u" + std::to_string(width) + "[" + std::to_string(n) + "]";
+        auto lit = [&] { return Lit::make(StreamType{width, n}, enc, ByteRange{0, payloadBytes.size()}); };
+        // Alone when it fills bytes; else as the low field of a byte under a constant.
+        Built b{lit(), words, width};
+        if (width < 8) {
+          std::vector<Built> fields;
+          fields.push_back(ProgramBuilder(width).constant(8 - width, n));
+          fields.push_back(std::move(b));
+          b = ProgramBuilder::merge(std::move(fields));
+        }
+        const Bytes expected = storeWords(b.words, b.width);
+        Region region = makeRegion(b);
+        expectSameBytes(*jit, region, payload, expected, what);
+        for (uint64_t first : {n / 3, n - 1}) {
+          RecordingSink sink;
+          auto r = jit->decodeWords(region, payload, first, n - first, sink);
+          ASSERT_TRUE(r) << what << " from " << first << ": " << r.error().message;
+          EXPECT_TRUE(std::equal(sink.bytes.begin(), sink.bytes.end(), expected.begin() + first, expected.end()) &&
+                      sink.bytes.size() == n - first)
+              << what << " from word " << first;
+        }
+      }
+    }
+  }
+  // Past a zstd block: the second block's words, from a skip that lands in it.
+  std::vector<uint64_t> words = jsonHeaderBytes(kZstdBlockWords + 3000);
+  Bytes payloadBytes;
+  ASSERT_TRUE(encodeLit(Encoding::Zstd, words, 8, payloadBytes, 1));
+  Payload payload = Payload::fromBytes(payloadBytes);
+  Built b{Lit::make(StreamType{8, words.size()}, Encoding::Zstd, ByteRange{0, payloadBytes.size()}), words, 8};
+  const Bytes expected = storeWords(b.words, 8);
+  Region region = makeRegion(b);
+  expectSameBytes(*jit, region, payload, expected, "zstd, two blocks");
+  RecordingSink sink;
+  ASSERT_TRUE(jit->decodeWords(region, payload, kZstdBlockWords + 10, 2000, sink));
+  EXPECT_TRUE(std::equal(sink.bytes.begin(), sink.bytes.end(), expected.begin() + kZstdBlockWords + 10));
+  EXPECT_EQ(sink.bytes.size(), 2000u);
 }
 
 // Random nested programs at every region width and at lengths around the chunk size, compiled

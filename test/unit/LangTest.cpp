@@ -94,6 +94,18 @@ TEST(TypeChecker, RejectsEachBrokenRule) {
   EXPECT_EQ(err, "payload range @10+3 lies outside the payload of 12 bytes");
   EXPECT_FALSE(typeOf(*Lit::make({4, 2}, std::vector<uint64_t>{1, 16}), &err));
   EXPECT_EQ(err, "inline word 1 (16) does not fit in 4 bits");
+
+  // Entropy- and LZ-coded literals: the widest words each holds, and a non-empty range (zstd's
+  // holds its block size even for no words).
+  EXPECT_FALSE(typeOf(*Lit::make({9, 2}, Encoding::Zstd, ByteRange{0, 20}), &err));
+  EXPECT_EQ(err, "zstd literals hold words of at most 8 bits, but this one is u9[2]");
+  EXPECT_TRUE(typeOf(*Lit::make({8, 2}, Encoding::Zstd, ByteRange{0, 20}), &err));
+  EXPECT_TRUE(typeOf(*Lit::make({1, 2}, Encoding::Zstd, ByteRange{0, 20}), &err));
+  EXPECT_FALSE(typeOf(*Lit::make({8, 2}, Encoding::Zstd, ByteRange{0, 0}), &err));
+  EXPECT_EQ(err, "zstd literal u8[2] has an empty payload range");
+  EXPECT_FALSE(typeOf(*Lit::make({8, 0}, Encoding::Zstd, ByteRange{0, 0}), &err));
+  EXPECT_EQ(err, "zstd literal u8[0] has an empty payload range");
+  EXPECT_TRUE(typeOf(*Lit::make({8, 0}, Encoding::Huffman, ByteRange{0, 0}), &err));
 }
 
 TEST(OperatorTyping, NamesTheChildThatBreaksARule) {

@@ -1,10 +1,12 @@
 #pragma once
 // Random word streams of the shapes the codec and cost-model tests cover: uniform, skewed
-// (geometric), one symbol, a few symbols.
+// (geometric), one symbol, a few symbols; and the bytes of a safetensors-like JSON header, whose
+// repeated strings LZ coding is for.
 #include "lang/StreamType.h"
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace brevis {
@@ -24,6 +26,24 @@ inline std::vector<uint64_t> makeWords(std::mt19937_64 &rng, size_t n, unsigned 
     }
   }
   return w;
+}
+
+/// n bytes of a JSON header as safetensors files have: tensor names that differ in a layer
+/// number and a suffix, dtypes, shapes and growing offsets.
+inline std::vector<uint64_t> jsonHeaderBytes(size_t n) {
+  static const char *const kParts[] = {"attention.wq", "attention.wk", "attention.wv", "attention.wo",
+                                       "feed_forward.w1", "feed_forward.w2", "feed_forward.w3", "attention_norm"};
+  std::string text = "{\"__metadata__\":{\"format\":\"pt\"}";
+  uint64_t offset = 0;
+  for (unsigned i = 0; text.size() < n; ++i) {
+    const uint64_t rows = 64 << (i % 3), size = rows * 64 * 2;
+    text += ",\"layers." + std::to_string(i / 8) + "." + kParts[i % 8] + ".weight\":{\"dtype\":\"BF16\",\"shape\":[" +
+            std::to_string(rows) + ",64],\"data_offsets\":[" + std::to_string(offset) + "," +
+            std::to_string(offset + size) + "]}";
+    offset += size;
+  }
+  text.resize(n);
+  return std::vector<uint64_t>(text.begin(), text.end());
 }
 
 } // namespace brevis
