@@ -4,6 +4,8 @@
 #include "runtime/codecs/huffman/HuffmanEncode.h"
 #include "runtime/codecs/rans/Rans16.h"
 #include "runtime/codecs/rans/RansCodec.h"
+#include "runtime/codecs/zstd/ZstdCodec.h"
+#include "runtime/common/Histogram.h"
 
 #include <algorithm>
 #include <cmath>
@@ -29,17 +31,84 @@ uint64_t blocksOf(uint64_t n, uint64_t blockWords) { return n / blockWords + (n 
 /// From this size of the best encoding so far, estimates decide which slower candidates to try.
 constexpr uint64_t kPromiseMinBytes = uint64_t{1} << 16;
 
+/// zstd's promise is measured on at most this many words: the whole of a shorter stream, else
+/// kZstdProbeChunks evenly spaced runs (compressed as one frame, so that repeats across them
+/// count). Probing costs about as much per byte as the level-1 encoding it is; on the corpus,
+/// samples of 16 or 32 KiB found no more literals that zstd wins.
+constexpr uint64_t kZstdProbeWords = 8192;
+constexpr uint64_t kZstdProbeChunks = 4;
+constexpr int kZstdProbeLevel = 1;
+/// How far above the size zstd must reach its probe may come out for zstd to be encoded, where
+/// the probe finds matches (codes its sample below the sample's order-0 entropy): a sample
+/// misjudges its stream a little, and higher levels find matches level 1 misses. Where it finds
+/// none, higher levels code the same literals (within 0.3% on the corpus' mantissa fields, which
+/// took two thirds of zstd's encoding time for nothing kept), and the probe must promise the win
+/// itself. Float fields that only the optimal parsers code well probe 20-50% above: a slack of
+/// 1.5 would make level 9's zstd time twelve times as long for a tenth more of its gain
+/// (docs/benchmarks.md).
+constexpr double kZstdProbeSlack = 1.05;
+/// No zstd literal of one word or more is smaller: 3 bytes of block size, 1 of frame size and a
+/// frame of at least 10.
+constexpr uint64_t kZstdMinBytes = 14;
+
+/// Whether zstd at policy.zstdLevel may beat `bestSize` by the policy's gain, judged by zstd at
+/// the probe level on (a sample of) the stream.
+bool zstdMayWin(std::span<const uint64_t> words, uint64_t bestSize, const EncodePolicy &policy) {
+  if (policy.zstdLevel <= 0 || bestSize <= kZstdMinBytes) return false;
+  const uint64_t n = words.size();
+  thread_local Bytes sample;
+  sample.clear();
+  if (n <= kZstdProbeWords) {
+    sample.assign(words.begin(), words.end());
+  } else {
+    const uint64_t chunk = kZstdProbeWords / kZstdProbeChunks;
+    const uint64_t stride = (n - chunk) / (kZstdProbeChunks - 1);
+    for (uint64_t k = 0; k < kZstdProbeChunks; ++k)
+      sample.insert(sample.end(), words.begin() + k * stride, words.begin() + k * stride + chunk);
+  }
+  const uint64_t probe = zstdFrameSize(sample, kZstdProbeLevel);
+  uint64_t counts[256] = {};
+  countSmallValues(std::span<const uint8_t>(sample), counts);
+  const bool matches = static_cast<double>(probe) * 8 < entropyBits(counts, sample.size());
+  return static_cast<double>(probe) * static_cast<double>(n) / static_cast<double>(sample.size()) <
+         static_cast<double>(bestSize) * (1 - policy.minGain) * (matches ? kZstdProbeSlack : 1.0);
+}
+
+/// Whether a candidate that is known only by encoding may beat `bestSize` by the policy's gain:
+/// an entropy coder by its estimate, zstd by a probe.
+bool worthEncoding(Encoding e, std::span<const uint64_t> words, unsigned width, uint64_t bestSize,
+                   const EncodePolicy &policy) {
+  if (e == Encoding::Zstd) return encodingApplies(e, words, width) && zstdMayWin(words, bestSize, policy);
+  // Only encode a candidate whose estimate comes near the best so far.
+  auto estimate = estimateSize(e, words, width);
+  if (!estimate ||
+      static_cast<double>(*estimate) > static_cast<double>(bestSize) * (1 + kEstimateRelative) + kEstimateAbsolute)
+    return false;
+  // On large literals, a policy asking for a gain encodes only candidates whose estimate
+  // promises it: near-uniform mantissa bytes come within a fraction of a percent of bitpack
+  // in every coder, and trying all three took half of the compression time for nothing kept.
+  // (There the estimates are within ~0.1%: tables and framing, which they model least well,
+  // are a small part. Small literals are cheap to try and are always tried.)
+  return !(policy.minGain > 0 && bestSize >= kPromiseMinBytes &&
+           static_cast<double>(*estimate) >= static_cast<double>(bestSize) * (1 - policy.minGain));
+}
+
 } // namespace
 
 EncodePolicy policyForLevel(int level) {
   static constexpr double kMinGain[] = {0.05, 0.04, 0.03, 0.02, 0.01, 0.005, 0.002, 0.001, 0.0};
-  return EncodePolicy{kMinGain[std::clamp(level, 1, 9) - 1]};
+  // zstd's levels, measured on the corpus with the probe (docs/benchmarks.md): against what 19
+  // gains, 1 gains four fifths in a hundredth of its time, 9 over nine tenths in a twentieth,
+  // 15 all but 0.2 KB in a third.
+  static constexpr int kZstdLevel[] = {1, 1, 3, 6, 9, 12, 13, 14, 15};
+  const size_t row = static_cast<size_t>(std::clamp(level, 1, 9) - 1);
+  return EncodePolicy{kMinGain[row], kZstdLevel[row]};
 }
 
 Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &out, EncodePolicy policy) {
   // kAllEncodings lists the encodings in decreasing decoding speed. Those whose size is known
-  // without encoding compete first, exactly; the others are encoded where estimates say they
-  // may win.
+  // without encoding compete first, exactly; the others are encoded where estimates (or zstd's
+  // probe) say they may win.
   Encoding best = Encoding::Raw;
   uint64_t bestSize = UINT64_MAX;
   for (Encoding e : kAllEncodings)
@@ -49,23 +118,10 @@ Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &
     }
   Bytes bestBytes, candidate;
   for (Encoding e : kAllEncodings) {
-    // zstd's size is known only by encoding it: it is not a candidate yet.
-    if (hasCheapExactSize(e) || e == Encoding::Zstd) continue;
-    // Only encode a candidate whose estimate comes near the best so far.
-    auto estimate = estimateSize(e, words, width);
-    if (!estimate || static_cast<double>(*estimate) > static_cast<double>(bestSize) * (1 + kEstimateRelative) + kEstimateAbsolute)
-      continue;
-    // On large literals, a policy asking for a gain encodes only candidates whose estimate
-    // promises it: near-uniform mantissa bytes come within a fraction of a percent of bitpack
-    // in every coder, and trying all three took half of the compression time for nothing kept.
-    // (There the estimates are within ~0.1%: tables and framing, which they model least well,
-    // are a small part. Small literals are cheap to try and are always tried.)
-    if (policy.minGain > 0 && bestSize >= kPromiseMinBytes &&
-        static_cast<double>(*estimate) >= static_cast<double>(bestSize) * (1 - policy.minGain))
-      continue;
+    if (hasCheapExactSize(e) || !worthEncoding(e, words, width, bestSize, policy)) continue;
     candidate.clear();
     // Candidates come in decreasing decoding speed: a slower one must win by the policy's margin.
-    if (!encodeLit(e, words, width, candidate) ||
+    if (!encodeLit(e, words, width, candidate, policy.zstdLevel) ||
         static_cast<double>(candidate.size()) >= static_cast<double>(bestSize) * (1 - policy.minGain) ||
         candidate.size() >= bestSize)
       continue;

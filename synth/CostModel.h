@@ -4,6 +4,7 @@
 // of encoding and the compression levels that bias that choice towards faster decoding.
 // Decoders never need any of it: runtime/codecs keeps encoding, decoding and exact sizes.
 #include "lang/Ast.h"
+#include "runtime/codecs/LitEncode.h"
 #include "runtime/common/Bytes.h"
 
 #include <initializer_list>
@@ -12,15 +13,19 @@
 
 namespace brevis {
 
-/// How much smaller a slower-decoding encoding must be to be chosen over a faster one. Decoding
-/// speed ranks raw and bitpack first, then huffman, rans, rans_o1: an entropy coder that saves
-/// 0.3% of a mantissa stream would halve that tensor's decoding speed for nothing a user sees.
+/// How much smaller a slower-decoding encoding must be to be chosen over a faster one, and how
+/// hard zstd works. Decoding speed ranks raw and bitpack first, then huffman, rans, zstd,
+/// rans_o1: an entropy coder that saves 0.3% of a mantissa stream would halve that tensor's
+/// decoding speed for nothing a user sees.
 struct EncodePolicy {
   double minGain = 0.0; ///< relative size reduction required; 0 keeps the exact smallest
+  /// libzstd's compression level of zstd literals (1..22); 0: zstd is not tried.
+  int zstdLevel = kDefaultZstdLevel;
 };
 
 /// Compression levels (brevisc --level): 9 keeps the exact smallest encoding; lower levels ask
-/// slower encodings for a larger gain (level 5, the default: 1%; level 1: 5%).
+/// slower encodings for a larger gain (level 5, the default: 1%; level 1: 5%) and code zstd
+/// literals at lower zstd levels (9: zstd 15; 5: zstd 9; 1: zstd 1).
 inline constexpr int kDefaultLevel = 5;
 EncodePolicy policyForLevel(int level);
 
@@ -29,7 +34,7 @@ EncodePolicy policyForLevel(int level);
 /// empirical entropy (order 0, or order 1 for rans_o1) plus modelled table and framing costs,
 /// within kEstimateRelative and kEstimateAbsolute of the exact size (tested on real and
 /// synthetic streams). No statistic of the words predicts LZ matches: zstd's estimate is its
-/// exact size at kDefaultZstdLevel, found by encoding.
+/// exact size at kDefaultZstdLevel, found by encoding (encodeSmallest does not ask for it).
 std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t> words, unsigned width);
 
 /// |estimate - exact| <= kEstimateRelative * exact + kEstimateAbsolute bytes.
@@ -38,7 +43,8 @@ inline constexpr uint64_t kEstimateAbsolute = 600;
 
 /// Appends the chosen encoding of `words` to `out` and returns which one it is: the smallest by
 /// exact size (tables and framing included), except that a slower encoding must beat the best
-/// faster one by policy.minGain. Estimates decide which entropy coders are worth encoding.
+/// faster one by policy.minGain. Estimates decide which entropy coders are worth encoding, and
+/// zstd at level 1 on a sample whether zstd is.
 Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &out, EncodePolicy policy = {});
 
 /// Appends the encoding of `words` that is smallest by exact size among `encodings` (of equal

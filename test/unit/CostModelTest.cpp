@@ -1,5 +1,6 @@
 // The cost model: the size estimators' bound against exact encoded sizes, and the choice of
-// encoding (the exact smallest; the levels' policies; a fixed set of encodings).
+// encoding (the exact smallest; the levels' policies; zstd where strings repeat; a fixed set of
+// encodings).
 #include "runtime/codecs/LitEncode.h"
 #include "runtime/containers/FileIO.h"
 #include "synth/CostModel.h"
@@ -73,13 +74,14 @@ TEST(CostModel, SmallestEncodingIsKeptAndEstimatesStayWithinTheirBound) {
   streams.push_back({"skewed u8", makeWords(rng, 300000, 8, Shape::Skewed)});
   streams.push_back({"uniform u8", makeWords(rng, 100000, 8, Shape::Uniform)});
   streams.push_back({"few u5", makeWords(rng, 50000, 5, Shape::FewSymbols)});
+  streams.push_back({"json header", jsonHeaderBytes(40000)});
   for (const auto &[name, words] : streams) {
     unsigned width = 8;
     uint64_t smallest = ~uint64_t{0};
     for (Encoding enc : kAllEncodings) {
       Bytes bytes;
       if (!encodeLit(enc, words, width, bytes)) continue;
-      if (enc != Encoding::Zstd) smallest = std::min<uint64_t>(smallest, bytes.size()); // not a candidate yet
+      smallest = std::min<uint64_t>(smallest, bytes.size());
       auto estimate = estimateSize(enc, words, width);
       ASSERT_TRUE(estimate) << name;
       double error = std::abs(static_cast<double>(*estimate) - static_cast<double>(bytes.size()));
@@ -111,7 +113,7 @@ TEST(CostModel, LevelPoliciesOnLargeLiteralsChooseWhatTryingEveryEncodingWould) 
   // Below level 9, large literals try a slower encoding only where its estimate promises the
   // level's gain. On these streams that must pick what encoding every candidate and applying
   // the policy (each slower encoding must beat the best faster one by minGain) picks: here
-  // bitpack, huffman, rans and rans_o1 each win somewhere.
+  // bitpack, huffman, rans, zstd and rans_o1 each win somewhere.
   std::mt19937_64 rng(43);
   std::vector<std::pair<std::string, std::vector<uint64_t>>> streams;
   std::vector<uint64_t> mantissa(1 << 20), exponent(1 << 20), markov(1 << 20), twoLevel(1 << 20);
@@ -131,6 +133,7 @@ TEST(CostModel, LevelPoliciesOnLargeLiteralsChooseWhatTryingEveryEncodingWould) 
   streams.push_back({"bf16-like exponents", exponent});
   streams.push_back({"order-1 structured", markov});
   streams.push_back({"gain just under 1%", twoLevel});
+  streams.push_back({"json header", jsonHeaderBytes(1 << 20)});
   const unsigned width = 8;
   for (int level : {1, 5, 8}) {
     const EncodePolicy policy = policyForLevel(level);
@@ -140,9 +143,9 @@ TEST(CostModel, LevelPoliciesOnLargeLiteralsChooseWhatTryingEveryEncodingWould) 
                           ? Encoding::Bitpack
                           : Encoding::Raw;
       uint64_t bestSize = encodedSize(best, words, width);
-      for (Encoding e : {Encoding::Huffman, Encoding::Rans, Encoding::RansO1}) {
+      for (Encoding e : kAllEncodings) {
         Bytes bytes;
-        if (!encodeLit(e, words, width, bytes)) continue;
+        if (hasCheapExactSize(e) || !encodeLit(e, words, width, bytes, policy.zstdLevel)) continue;
         if (static_cast<double>(bytes.size()) < static_cast<double>(bestSize) * (1 - policy.minGain)) {
           best = e;
           bestSize = bytes.size();
@@ -155,3 +158,47 @@ TEST(CostModel, LevelPoliciesOnLargeLiteralsChooseWhatTryingEveryEncodingWould) 
   }
 }
 
+TEST(CostModel, ZstdIsChosenWhereStringsRepeatAndNotForRandomBytes) {
+  std::mt19937_64 rng(17);
+  const auto header = jsonHeaderBytes(100000);
+  // A quantized tensor whose rows repeat: 64-byte rows drawn from a few dozen.
+  std::vector<std::vector<uint64_t>> rows;
+  for (int r = 0; r < 40; ++r) rows.push_back(makeWords(rng, 64, 8, Shape::Skewed));
+  std::vector<uint64_t> tensor;
+  while (tensor.size() < 200000) {
+    const auto &row = rows[rng() % rows.size()];
+    tensor.insert(tensor.end(), row.begin(), row.end());
+  }
+  const auto random = makeWords(rng, 200000, 8, Shape::Uniform);
+  const auto skewed = makeWords(rng, 200000, 8, Shape::Skewed);
+  for (int level = 1; level <= 9; ++level) {
+    const EncodePolicy policy = policyForLevel(level);
+    Bytes out;
+    EXPECT_EQ(encodeSmallest(header, 8, out, policy), Encoding::Zstd) << "header, level " << level;
+    EXPECT_LT(out.size(), header.size() / 5) << "level " << level;
+    out.clear();
+    EXPECT_EQ(encodeSmallest(tensor, 8, out, policy), Encoding::Zstd) << "repeated rows, level " << level;
+    out.clear();
+    EXPECT_EQ(encodeSmallest(random, 8, out, policy), Encoding::Raw) << "random, level " << level;
+    out.clear();
+    EXPECT_NE(encodeSmallest(skewed, 8, out, policy), Encoding::Zstd) << "skewed, level " << level;
+  }
+  // Without a zstd level, zstd is not tried.
+  EncodePolicy none;
+  none.zstdLevel = 0;
+  Bytes out;
+  EXPECT_NE(encodeSmallest(header, 8, out, none), Encoding::Zstd);
+  // Nor for words wider than bytes: a header's bytes as 9-bit words.
+  out.clear();
+  EXPECT_NE(encodeSmallest(header, 9, out), Encoding::Zstd);
+}
+
+TEST(CostModel, LevelsAskZstdForMoreWorkAsTheyRise) {
+  EXPECT_EQ(policyForLevel(1).zstdLevel, 1);
+  EXPECT_EQ(policyForLevel(kDefaultLevel).zstdLevel, kDefaultZstdLevel);
+  EXPECT_EQ(policyForLevel(9).zstdLevel, 15);
+  for (int level = 2; level <= 9; ++level) {
+    EXPECT_GE(policyForLevel(level).zstdLevel, policyForLevel(level - 1).zstdLevel) << level;
+    EXPECT_LE(policyForLevel(level).minGain, policyForLevel(level - 1).minGain) << level;
+  }
+}
