@@ -43,8 +43,8 @@ constexpr int kZstdProbeLevel = 1;
 /// misjudges its stream a little, and higher levels find matches level 1 misses. Where it finds
 /// none, higher levels code the same literals (within 0.3% on the corpus' mantissa fields, which
 /// took two thirds of zstd's encoding time for nothing kept), and the probe must promise the win
-/// itself. Float fields that only the optimal parsers (levels 16 and up) code well probe 20-50%
-/// above; trying them would quadruple level 9's zstd time for a tenth more of its gain
+/// itself. Float fields that only the optimal parsers code well probe 20-50% above: a slack of
+/// 1.5 would make level 9's zstd time twelve times as long for a tenth more of its gain
 /// (docs/benchmarks.md).
 constexpr double kZstdProbeSlack = 1.05;
 /// No zstd literal of one word or more is smaller: 3 bytes of block size, 1 of frame size and a
@@ -101,10 +101,10 @@ bool zstdWorthTrying(std::span<const uint64_t> words, unsigned width, uint64_t b
 
 EncodePolicy policyForLevel(int level) {
   static constexpr double kMinGain[] = {0.05, 0.04, 0.03, 0.02, 0.01, 0.005, 0.002, 0.001, 0.0};
-  // zstd's levels, measured on the corpus (docs/benchmarks.md): 1 already finds nine tenths of
-  // what 19 does at a twentieth of its time; 9 nearly all of the rest outside float fields that
-  // only the optimal parsers (16 and up) code well.
-  static constexpr int kZstdLevel[] = {1, 1, 3, 6, 9, 12, 15, 17, 19};
+  // zstd's levels, measured on the corpus with the probe (docs/benchmarks.md): against what 19
+  // gains, 1 gains four fifths in a hundredth of its time, 9 over nine tenths in a twentieth,
+  // 15 all but 0.2 KB in a third.
+  static constexpr int kZstdLevel[] = {1, 1, 3, 6, 9, 12, 13, 14, 15};
   const size_t row = static_cast<size_t>(std::clamp(level, 1, 9) - 1);
   return EncodePolicy{kMinGain[row], kZstdLevel[row]};
 }

@@ -25,7 +25,7 @@ struct EncodePolicy {
 
 /// Compression levels (brevisc --level): 9 keeps the exact smallest encoding; lower levels ask
 /// slower encodings for a larger gain (level 5, the default: 1%; level 1: 5%) and code zstd
-/// literals at lower zstd levels (9: zstd 19; 5: zstd 9; 1: zstd 1).
+/// literals at lower zstd levels (9: zstd 15; 5: zstd 9; 1: zstd 1).
 inline constexpr int kDefaultLevel = 5;
 EncodePolicy policyForLevel(int level);
 

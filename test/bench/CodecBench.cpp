@@ -4,8 +4,10 @@
 //   codec_bench --order1 CHECKPOINT...                 rans_o1 vs rans on float exponents
 //
 // Streams: the BF16/F16/F32 exponent bytes of the given checkpoints, tiled to N MiB (default
-// 64), and N MiB of uniformly random bytes. Throughput is in MB/s of the stream's bytes, the
-// median of R runs (default 5).
+// 64); their U8 tensors' bytes, tiled likewise (if they have any); their JSON headers, one after
+// another (not tiled: repeats of a header would be matches no real header has); and N MiB of
+// uniformly random bytes. Throughput is in MB/s of the stream's bytes, the median of R runs
+// (default 5).
 #include "codegen/JitDecoder.h"
 #include "runtime/containers/FileIO.h"
 #include "runtime/codecs/huffman/HuffmanDecode.h"
@@ -13,7 +15,9 @@
 #include "runtime/codecs/LitDecode.h"
 #include "runtime/codecs/LitEncode.h"
 #include "runtime/codecs/rans/RansCodec.h"
+#include "runtime/codecs/zstd/ZstdCodec.h"
 #include "runtime/containers/Safetensors.h"
+#include "synth/CostModel.h"
 
 #include <fmt/format.h>
 #include <zstd.h>
@@ -57,6 +61,30 @@ std::vector<uint8_t> exponentBytes(const Bytes &file) {
       out.push_back(static_cast<uint8_t>((w >> info.mantissaBits) & widthMask(info.exponentBits)));
     }
   }
+  return out;
+}
+
+/// The bytes of every U8 tensor of a safetensors file.
+std::vector<uint8_t> u8TensorBytes(const Bytes &file) {
+  std::vector<uint8_t> out;
+  auto layout = parseSafetensors(file);
+  if (!layout) return out;
+  for (const auto &t : layout->tensors)
+    if (t.dtype == DType::U8) out.insert(out.end(), file.begin() + t.begin, file.begin() + t.end);
+  return out;
+}
+
+/// The JSON header of a safetensors file.
+std::vector<uint8_t> headerBytes(const Bytes &file) {
+  auto layout = parseSafetensors(file);
+  if (!layout) return {};
+  return std::vector<uint8_t>(file.begin() + 8, file.begin() + layout->headerSize);
+}
+
+std::vector<uint8_t> tiled(const std::vector<uint8_t> &s, size_t target) {
+  std::vector<uint8_t> out;
+  out.reserve(target);
+  while (out.size() < target) out.insert(out.end(), s.begin(), s.begin() + std::min(s.size(), target - out.size()));
   return out;
 }
 
@@ -126,6 +154,25 @@ void report(const std::string &name, const std::vector<uint8_t> &stream, int run
     });
     if (!ok) fmt::print(stderr, "rans decode failed\n");
     rows.push_back({order ? "brevis rans_o1" : "brevis rans", packed.size(), enc, dec});
+  }
+
+  // The zstd levels of brevisc's --level 1, 5 and 9; the highest once (it encodes at a few MB/s).
+  for (int level : {policyForLevel(1).zstdLevel, policyForLevel(5).zstdLevel, policyForLevel(9).zstdLevel}) {
+    const int levelRuns = level > policyForLevel(5).zstdLevel ? 1 : runs;
+    Bytes packed;
+    double enc = medianSeconds(levelRuns, [&] {
+      packed.clear();
+      encodeLit(Encoding::Zstd, words, 8, packed, level);
+    });
+    auto decoder = ZstdDecoder::create(packed, 8, words.size());
+    std::vector<uint8_t> out((*decoder)->blockWords());
+    bool ok = true;
+    double dec = medianSeconds(runs, [&] {
+      for (size_t b = 0; b < (*decoder)->blockCount(); ++b)
+        ok &= static_cast<bool>((*decoder)->decodeBlock(b, out.data()));
+    });
+    if (!ok) fmt::print(stderr, "zstd decode failed\n");
+    rows.push_back({fmt::format("brevis zstd, level {}", level), packed.size(), enc, dec});
   }
 
   for (Encoding e : {Encoding::Raw, Encoding::Bitpack}) {
@@ -263,7 +310,7 @@ int main(int argc, char **argv) {
     order1Report(files);
     return 0;
   }
-  std::vector<uint8_t> exps;
+  std::vector<uint8_t> exps, u8s, headers;
   for (const auto &f : files) {
     auto file = readFile(f);
     if (!file) {
@@ -272,19 +319,22 @@ int main(int argc, char **argv) {
     }
     auto e = exponentBytes(*file);
     exps.insert(exps.end(), e.begin(), e.end());
+    auto u = u8TensorBytes(*file);
+    u8s.insert(u8s.end(), u.begin(), u.end());
+    auto h = headerBytes(*file);
+    headers.insert(headers.end(), h.begin(), h.end());
   }
   if (exps.empty()) {
     fmt::print(stderr, "no float exponents in the given files\n");
     return 1;
   }
   const size_t target = mib << 20;
-  std::vector<uint8_t> tiled;
-  tiled.reserve(target);
-  while (tiled.size() < target) tiled.insert(tiled.end(), exps.begin(), exps.begin() + std::min(exps.size(), target - tiled.size()));
   std::vector<uint8_t> random(target);
   std::mt19937_64 rng(1);
   for (auto &b : random) b = static_cast<uint8_t>(rng());
-  report("BF16 exponent bytes", tiled, runs);
+  report("BF16 exponent bytes", tiled(exps, target), runs);
+  if (!u8s.empty()) report("U8 tensor bytes", tiled(u8s, target), runs);
+  report("safetensors JSON headers", headers, runs);
   report("uniformly random bytes", random, runs);
   return 0;
 }

@@ -196,7 +196,7 @@ TEST(CostModel, ZstdIsChosenWhereStringsRepeatAndNotForRandomBytes) {
 TEST(CostModel, LevelsAskZstdForMoreWorkAsTheyRise) {
   EXPECT_EQ(policyForLevel(1).zstdLevel, 1);
   EXPECT_EQ(policyForLevel(kDefaultLevel).zstdLevel, kDefaultZstdLevel);
-  EXPECT_EQ(policyForLevel(9).zstdLevel, 19);
+  EXPECT_EQ(policyForLevel(9).zstdLevel, 15);
   for (int level = 2; level <= 9; ++level) {
     EXPECT_GE(policyForLevel(level).zstdLevel, policyForLevel(level - 1).zstdLevel) << level;
     EXPECT_LE(policyForLevel(level).minGain, policyForLevel(level - 1).minGain) << level;
