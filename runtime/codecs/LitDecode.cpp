@@ -259,15 +259,23 @@ private:
 
 namespace {
 
-/// The htscodecs rANS frames of `rans` (order 0) and `rans_o1` literals of bytes.
-Result<std::unique_ptr<LitCursor>> openHtscodecs(const Lit &lit, ByteSpan bytes, bool buildTables) {
-  if (lit.type.width > kRansMaxWidth) return Error{"rans_o1 literals hold words of at most 8 bits"};
-  auto d = RansDecoder::create(bytes, lit.type.width, lit.type.length);
+/// A cursor over a byte literal coded in blocks by `Decoder` (htscodecs rANS frames of `rans`
+/// and `rans_o1`, zstd frames): `what` names the encoding in errors.
+template <typename Decoder>
+Result<std::unique_ptr<LitCursor>> openByteBlocks(const Lit &lit, ByteSpan bytes, bool buildTables, const char *what) {
+  if (lit.type.width > 8) return Error{std::string(what) + " literals hold words of at most 8 bits"};
+  auto d = Decoder::create(bytes, lit.type.width, lit.type.length);
   if (!d) return d.error();
   if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
-    return Error{"rans literal has blocks larger than any encoder writes"};
+    return Error{std::string(what) + " literal has blocks larger than any encoder writes"};
   if (!buildTables) return std::unique_ptr<LitCursor>();
-  return std::unique_ptr<LitCursor>(new BlockCursor<RansDecoder, uint8_t, false>(std::move(*d)));
+  return std::unique_ptr<LitCursor>(new BlockCursor<Decoder, uint8_t, false>(std::move(*d)));
+}
+
+/// The htscodecs rANS frames of `rans` (order 0) and `rans_o1` literals of bytes.
+Result<std::unique_ptr<LitCursor>> openHtscodecs(const Lit &lit, ByteSpan bytes, bool buildTables) {
+  static_assert(kRansMaxWidth == 8);
+  return openByteBlocks<RansDecoder>(lit, bytes, buildTables, lit.encoding == Encoding::RansO1 ? "rans_o1" : "rans");
 }
 
 /// Parses an entropy-coded literal and returns its cursor (tables built), or with
@@ -297,15 +305,9 @@ Result<std::unique_ptr<LitCursor>> openEntropyDecoder(const Lit &lit, const Payl
     return std::unique_ptr<LitCursor>(new BlockCursor<Rans16Decoder, uint16_t, true>(std::move(*d)));
   }
   case Encoding::RansO1: return openHtscodecs(lit, bytes, buildTables);
-  case Encoding::Zstd: {
-    if (lit.type.width > kZstdMaxWidth) return Error{"zstd literals hold words of at most 8 bits"};
-    auto d = ZstdDecoder::create(bytes, lit.type.width, lit.type.length);
-    if (!d) return d.error();
-    if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
-      return Error{"zstd literal has blocks larger than any encoder writes"};
-    if (!buildTables) return std::unique_ptr<LitCursor>();
-    return std::unique_ptr<LitCursor>(new BlockCursor<ZstdDecoder, uint8_t, false>(std::move(*d)));
-  }
+  case Encoding::Zstd:
+    static_assert(kZstdMaxWidth == 8);
+    return openByteBlocks<ZstdDecoder>(lit, bytes, buildTables, "zstd");
   case Encoding::Raw:
   case Encoding::Bitpack: break;
   }

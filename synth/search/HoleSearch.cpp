@@ -151,6 +151,21 @@ uint64_t statisticsCut(std::span<const uint64_t> words, const DTypeInfo *floatTy
   return best * kShiftWindowWords;
 }
 
+/// A plan node of `op` counted by the prior as `production`, children and cost to be filled.
+Plan planOf(PlanOp op, std::string production) {
+  Plan p;
+  p.op = op;
+  p.production = std::move(production);
+  return p;
+}
+
+/// `parent` over its one child: what the child costs and `overhead`.
+Plan over(Plan parent, Plan child, double overhead) {
+  parent.cost = overhead + child.cost;
+  parent.children.push_back(std::move(child));
+  return parent;
+}
+
 Plan constPlan() {
   Plan p;
   p.op = PlanOp::Const;
@@ -326,9 +341,7 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
   }
   if (!pieces.empty())
     productions.push_back({"concat:runs", [&]() -> std::optional<Plan> {
-                             Plan concat;
-                             concat.op = PlanOp::Concat;
-                             concat.production = "concat:runs";
+                             Plan concat = planOf(PlanOp::Concat, "concat:runs");
                              concat.cost = kNodeTextBytes;
                              uint64_t offset = 0;
                              for (const auto &[length, isRun] : pieces) {
@@ -346,26 +359,23 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
   // concat where the statistics change (regions of different scale joined in one tensor).
   if (const uint64_t cut = depth > 0 ? statisticsCut(words, context.floatType) : 0)
     productions.push_back({"concat:shift", [&, cut]() -> std::optional<Plan> {
-                             Plan concat;
-                             concat.op = PlanOp::Concat;
-                             concat.production = "concat:shift";
+                             Plan concat = planOf(PlanOp::Concat, "concat:shift");
                              concat.pieceLengths = {cut, words.size() - cut};
-                             concat.children.push_back(solveHole(words.first(cut), width, pieceContext, depth - 1));
-                             concat.children.push_back(solveHole(words.subspan(cut), width, pieceContext, depth - 1));
-                             concat.cost = kNodeTextBytes + 2 + concat.children[0].cost + concat.children[1].cost;
+                             concat.cost = kNodeTextBytes + 2;
+                             for (auto piece : {words.first(cut), words.subspan(cut)}) {
+                               concat.children.push_back(solveHole(piece, width, pieceContext, depth - 1));
+                               concat.cost += concat.children.back().cost;
+                             }
                              return concat;
                            }});
 
   // repeat at the smallest exact period.
   if (const uint64_t period = depth > 0 ? smallestPeriod(words, context.shape) : 0)
     productions.push_back({"repeat", [&, period]() -> std::optional<Plan> {
-                             Plan repeat;
-                             repeat.op = PlanOp::Repeat;
-                             repeat.production = "repeat";
+                             Plan repeat = planOf(PlanOp::Repeat, "repeat");
                              repeat.count = words.size() / period;
-                             repeat.children.push_back(solveHole(words.first(period), width, pieceContext, depth - 1));
-                             repeat.cost = kNodeTextBytes + 2 + repeat.children[0].cost;
-                             return repeat;
+                             return over(std::move(repeat), solveHole(words.first(period), width, pieceContext, depth - 1),
+                                         kNodeTextBytes + 2);
                            }});
 
   if (depth > 0 && !context.floatType && width >= 2 && words.size() >= 2) {
@@ -376,13 +386,9 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
                                const uint64_t mask = widthMask(width);
                                for (size_t i = 1; i < words.size(); ++i)
                                  steps[i - 1] = op == ScanOp::Add ? (words[i] - words[i - 1]) & mask : words[i] ^ words[i - 1];
-                               Plan scan;
-                               scan.op = PlanOp::Scan;
-                               scan.production = "scan:" + std::string(scanOpName(op));
+                               Plan scan = planOf(PlanOp::Scan, "scan:" + std::string(scanOpName(op)));
                                scan.scanOp = op;
-                               scan.children.push_back(solveHole(steps, width, {}, depth - 1));
-                               scan.cost = kNodeTextBytes + 3 + scan.children[0].cost;
-                               return scan;
+                               return over(std::move(scan), solveHole(steps, width, {}, depth - 1), kNodeTextBytes + 3);
                              }});
     // map add: words offset from a minimum pack into fewer bits.
     const auto [lowest, highest] = std::minmax_element(words.begin(), words.end());
@@ -390,14 +396,10 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
       productions.push_back({"map:add", [&, low = *lowest]() -> std::optional<Plan> {
                                std::vector<uint64_t> offsets(words.size());
                                for (size_t i = 0; i < words.size(); ++i) offsets[i] = words[i] - low;
-                               Plan map;
-                               map.op = PlanOp::Map;
-                               map.production = "map:add";
+                               Plan map = planOf(PlanOp::Map, "map:add");
                                map.mapFn = MapFn::Add;
                                map.mapParam = low;
-                               map.children.push_back(solveHole(offsets, width, {}, depth - 1));
-                               map.cost = kNodeTextBytes + 3 + map.children[0].cost;
-                               return map;
+                               return over(std::move(map), solveHole(offsets, width, {}, depth - 1), kNodeTextBytes + 3);
                              }});
   }
 
