@@ -94,7 +94,7 @@ void printText(const RegionReport &r, size_t candidates) {
 }
 
 int runExplain(const ExplainOptions &o, const Verbosity &) {
-  auto file = openInput(o.input, archiveMagic());
+  auto file = openInput(o.input); // a checkpoint or an archive, from a file or a pipe
   if (!file) return fail(file.error().message);
   const StrategyOptions options = strategyOptionsForLevel(o.level);
 
