@@ -17,9 +17,11 @@ namespace brevis {
 
 namespace {
 
-// What a node adds to the program text after the program section's compression (measured on
-// the corpus's programs: a keyword, a type and parentheses compress to a few bytes; a literal's
-// payload range to about eight).
+// What a node adds to the program text after the program section's compression: a keyword, a
+// type and parentheses compress to a few bytes, a literal's payload range to about eight. (On
+// facemesh, efficientpose.bf16 and stories260K.bf16, 8 per literal and 3 per operator come to
+// 72-84% of each program's `zstd -19` size; the rest is the region lines, the same for every
+// candidate.)
 constexpr double kNodeTextBytes = 3;
 constexpr double kLitTextBytes = 8;
 // Literals this short are written inline, as words in the program text.
