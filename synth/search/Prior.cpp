@@ -79,16 +79,53 @@ std::string ProductionPrior::toJson() const {
   return j.dump(1);
 }
 
+namespace {
+
+bool isKnownContext(const std::string &context) {
+  // dtype or width | top or inner | z0-3 | d0-3, as priorContext writes them.
+  std::vector<std::string> parts;
+  for (size_t at = 0;;) {
+    const size_t bar = context.find('|', at);
+    parts.push_back(context.substr(at, bar == std::string::npos ? std::string::npos : bar - at));
+    if (bar == std::string::npos) break;
+    at = bar + 1;
+  }
+  auto bucket = [](const std::string &p, char letter) { return p.size() == 2 && p[0] == letter && p[1] >= '0' && p[1] <= '3'; };
+  const bool known = parts.size() == 4 && !parts[0].empty() && (parts[1] == "top" || parts[1] == "inner");
+  return known && bucket(parts[2], 'z') && bucket(parts[3], 'd');
+}
+
+bool isKnownProduction(const std::string &production) {
+  static const char *const kPlain[] = {"const", "lit", "concat:runs", "concat:shift", "repeat", "scan:add", "scan:xor", "map:add"};
+  for (const char *p : kPlain)
+    if (production == p) return true;
+  if (production.rfind("merge:", 0) != 0) return false;
+  std::string kind = production.substr(6);
+  if (kind.size() > 6 && kind.substr(kind.size() - 6) == "/const") kind.resize(kind.size() - 6);
+  static const char *const kKinds[] = {"ieee",      "exp+1",     "exp+2",     "exp+3",  "signexp+0", "signexp+1",
+                                       "signexp+2", "signexp+3", "halves",    "bytes",  "word"};
+  for (const char *k : kKinds)
+    if (kind == k) return true;
+  return false;
+}
+
+} // namespace
+
 Result<ProductionPrior> ProductionPrior::fromJson(std::string_view text) {
   auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Error{"not a prior file (not JSON)"};
+  if (j.is_discarded()) return Error{"not a prior file (not JSON)"};
+  if (!j.is_object()) return Error{"not a prior file (not a JSON object)"};
   if (!j.contains("brevis_prior") || j["brevis_prior"] != 1)
-    return Error{"not a prior file of this version (\"brevis_prior\": 1 is missing)"};
+    return Error{"not a prior file of this version (\"brevis_prior\" must be 1)"};
+  for (const auto &[key, value] : j.items())
+    if (key != "brevis_prior" && key != "contexts") return Error{"a prior file has no \"" + key + "\""};
   if (!j.contains("contexts") || !j["contexts"].is_object()) return Error{"a prior file needs \"contexts\""};
   ProductionPrior prior;
   for (const auto &[context, productions] : j["contexts"].items()) {
+    if (!isKnownContext(context)) return Error{"unknown prior context \"" + context + "\""};
     if (!productions.is_object()) return Error{"prior context \"" + context + "\" is not an object"};
     for (const auto &[production, wins] : productions.items()) {
+      if (!isKnownProduction(production)) return Error{"unknown production \"" + production + "\" in a prior file"};
       if (!wins.is_number_unsigned()) return Error{"prior count of \"" + production + "\" is not a count"};
       prior.count(context, production, wins.get<uint64_t>());
     }

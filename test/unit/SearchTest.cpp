@@ -222,7 +222,17 @@ TEST(Prior, CountsBackOffToTheDtypeAndRoundTripThroughJson) {
   EXPECT_EQ(again->toJson(), prior.toJson());
   EXPECT_FALSE(ProductionPrior::fromJson("{}"));
   EXPECT_FALSE(ProductionPrior::fromJson("not json"));
-  EXPECT_FALSE(ProductionPrior::fromJson(R"({"brevis_prior": 1, "contexts": {"x": {"lit": -1}}})"));
+  EXPECT_FALSE(ProductionPrior::fromJson(R"({"brevis_prior": 1, "contexts": {"bf16|top|z0|d3": {"lit": -1}}})"));
+  auto unknown = ProductionPrior::fromJson(R"({"brevis_prior": 1, "contexts": {"bf16|top|z0|d3": {"nonsense": 3}}})");
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().message, "unknown production \"nonsense\" in a prior file");
+  auto context = ProductionPrior::fromJson(R"({"brevis_prior": 1, "contexts": {"bf16|sideways|z0|d3": {"lit": 3}}})");
+  ASSERT_FALSE(context);
+  EXPECT_EQ(context.error().message, "unknown prior context \"bf16|sideways|z0|d3\"");
+  EXPECT_EQ(ProductionPrior::fromJson("[1, 2]").error().message, "not a prior file (not a JSON object)");
+  EXPECT_FALSE(ProductionPrior::fromJson(R"({"brevis_prior": "1", "contexts": {}})"));
+  EXPECT_FALSE(ProductionPrior::fromJson(R"({"brevis_prior": 1, "contexts": {}, "bogus": {}})"));
+  EXPECT_TRUE(ProductionPrior::fromJson(R"({"brevis_prior": 1, "contexts": {"u8|inner|z3|d0": {"merge:exp+2/const": 1}}})"));
 }
 
 TEST(Prior, ASmallBudgetIsSpentOnTheLikelyCandidatesFirst) {

@@ -208,7 +208,9 @@ void registerCompress(CLI::App &app, Context &ctx) {
                   "(1: 5%, the fastest decoding; 5: 1%; 9: any gain, the smallest archive)")
       ->check(CLI::Range(1, 9))
       ->capture_default_str();
-  cmd->add_option("--prior", o->prior, kPriorHelp);
+  cmd->add_option("--prior", o->prior, kPriorHelp)->check([](const std::string &value) {
+    return value.empty() ? std::string("--prior needs a prior file or \"uniform\"") : std::string();
+  });
   cmd->add_flag("-f,--force", o->force, "overwrite an existing archive");
   cmd->add_flag("--json", o->json, "print the summary as JSON on stdout");
   cmd->callback([o, &ctx] { ctx.exitCode = runCompress(*o, ctx.verbosity); });

@@ -87,13 +87,14 @@ void printText(const RegionReport &r, size_t candidates) {
   for (const auto &l : r.literals)
     std::cout << fmt::format("    {:<32} {:<8} u{}[{}]  {:>10}  {:6.2f} bits/word\n", l.path, l.encoding, l.width,
                              l.length, humanBytes(l.bytes), bitsPerWord(l.bytes, l.length));
-  std::cout << "  candidates (estimated, cheapest first):\n";
+  if (candidates > 0 && !r.candidates.empty()) std::cout << "  candidates (estimated, cheapest first):\n";
   for (size_t i = 0; i < r.candidates.size() && i < candidates; ++i)
     std::cout << fmt::format("    {} {:>10}  {}\n", r.candidates[i].chosen ? "*" : " ",
                              humanBytes(static_cast<uint64_t>(r.candidates[i].estimatedBytes)), r.candidates[i].program);
 }
 
 int runExplain(const ExplainOptions &o, const Verbosity &) {
+  const std::string inputName = o.input == "-" ? "standard input" : o.input;
   auto file = openInput(o.input); // a checkpoint or an archive, from a file or a pipe
   if (!file) return fail(file.error().message);
   const StrategyOptions options = strategyOptionsForLevel(o.level);
@@ -102,6 +103,7 @@ int runExplain(const ExplainOptions &o, const Verbosity &) {
     RegionInput input;
     const Expr *stored = nullptr;
     Bytes decoded;
+    std::string file; ///< the member file, in a directory archive
   };
   std::vector<Job> jobs;
   std::vector<Region> regions; // owns the names and shapes the jobs point at
@@ -112,27 +114,24 @@ int runExplain(const ExplainOptions &o, const Verbosity &) {
     if (!opened) return fail(opened.error().message);
     archive.emplace(std::move(*opened));
     tensors = archive->tensors();
+    // Every tensor of that name, in every member file of a directory archive.
     for (const TensorInfo &t : tensors) {
       if (!o.tensor.empty() && t.name != o.tensor) continue;
       Job job;
       job.stored = archive->checkpoint(t.member).regions[t.region].program.get();
+      job.file = archive->isDirectory() ? t.file : std::string();
+      // Decoded (and checked against the archive's digests) to search it again.
+      job.decoded.resize(t.bytes);
+      VectorPositionalSink sink(job.decoded);
+      if (auto read = archive->readTensor(t, sink, DecodeOptions{.threads = resolveThreads(o.threads)}); !read)
+        return fail(read.error().message);
       jobs.push_back(std::move(job));
-      jobs.back().input = RegionInput{RegionKind::Tensor, t.name, t.dtype, t.shape, {}};
-    }
-    // Decode the chosen tensors (verified against the archive's digests).
-    size_t k = 0;
-    for (const TensorInfo &t : tensors) {
-      if (!o.tensor.empty() && t.name != o.tensor) continue;
-      auto bytes = archive->readTensor(t.name, DecodeOptions{.threads = resolveThreads(o.threads)});
-      if (!bytes) return fail(bytes.error().message);
-      jobs[k].decoded = std::move(*bytes);
-      jobs[k].input.bytes = jobs[k].decoded;
-      ++k;
+      jobs.back().input = RegionInput{RegionKind::Tensor, t.name, t.dtype, t.shape, jobs.back().decoded};
     }
   } else {
     std::optional<std::string> notSafetensors;
     regions = tileRegions((*file)->bytes(), notSafetensors);
-    if (notSafetensors) return fail(o.input + " is neither an archive nor safetensors (" + *notSafetensors + ")");
+    if (notSafetensors) return fail(inputName + " is neither an archive nor safetensors (" + *notSafetensors + ")");
     for (const Region &r : regions) {
       if (r.kind != RegionKind::Tensor || (!o.tensor.empty() && r.name != o.tensor)) continue;
       jobs.push_back(Job{RegionInput{r.kind, r.name, r.dtype, r.shape,
@@ -141,18 +140,22 @@ int runExplain(const ExplainOptions &o, const Verbosity &) {
                          {}});
     }
   }
-  if (!o.tensor.empty() && jobs.empty()) return fail(o.input + " has no tensor called \"" + o.tensor + "\"");
+  if (!o.tensor.empty() && jobs.empty()) return fail(inputName + " has no tensor called \"" + o.tensor + "\"");
 
   std::vector<RegionReport> reports(jobs.size());
   parallelFor(jobs.size(), resolveThreads(o.threads),
               [&](size_t i) { reports[i] = explainRegion(jobs[i].input, options, jobs[i].stored); });
   if (o.json) {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto &r : reports) out.push_back(toJson(r, o.candidates));
-    printJson({{"command", "explain"}, {"input", o.input}, {"level", o.level}, {"tensors", out}});
+    for (size_t i = 0; i < reports.size(); ++i) {
+      out.push_back(toJson(reports[i], o.candidates));
+      if (!jobs[i].file.empty()) out.back()["file"] = jobs[i].file;
+    }
+    printJson({{"command", "explain"}, {"input", inputName}, {"level", o.level}, {"tensors", out}});
   } else {
     for (size_t i = 0; i < reports.size(); ++i) {
       if (i) std::cout << "\n";
+      if (!jobs[i].file.empty()) std::cout << "in " << jobs[i].file << ":\n";
       printText(reports[i], o.candidates);
     }
   }
@@ -167,11 +170,13 @@ void registerExplain(CLI::App &app, Context &ctx) {
                                             "weight against order-0 entropies, and the candidates the search scored");
   cmd->add_option("input", o->input, "an archive (its stored programs) or a safetensors checkpoint (searched now)")
       ->required();
-  cmd->add_option("--tensor", o->tensor, "only this tensor");
+  cmd->add_option("--tensor", o->tensor, "only this tensor (in a directory archive, in every file that has one)");
   cmd->add_option("-l,--level", o->level, "1-9: the search's level, as for compress")
       ->check(CLI::Range(1, 9))
       ->capture_default_str();
-  cmd->add_option("--candidates", o->candidates, "how many candidates to list per tensor")->capture_default_str();
+  cmd->add_option("--candidates", o->candidates, "how many candidates to list per tensor")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   cmd->add_option("-T,--threads", o->threads, "threads (default 0: all cores)");
   cmd->add_flag("--json", o->json, "print the report as JSON on stdout");
   cmd->callback([o, &ctx] { ctx.exitCode = runExplain(*o, ctx.verbosity); });

@@ -69,7 +69,8 @@ int runFill(const SynthCommandOptions &o, const std::string &sketchPath, std::st
   }
   if (referencesPayload) {
     auto loaded = Payload::readFile(beside(c.payloadFile));
-    if (!loaded) return fail(loaded.error().message);
+    if (!loaded)
+      return fail(fmt::format("{}: the payload file its `payload` line names: {}", sketchPath, loaded.error().message));
     oldPayload = std::move(*loaded);
     if (oldPayload.size() != c.payloadSize)
       return fail(fmt::format("{}: the payload {} holds {} bytes, the program declares {}", sketchPath,
@@ -97,6 +98,8 @@ int runFill(const SynthCommandOptions &o, const std::string &sketchPath, std::st
                               error->message));
     filled += std::get<size_t>(result);
   }
+  if (filled == 0 && !v.quiet && !o.json)
+    std::cerr << "brevisc: note: " << sketchPath << " has no holes ('?'); it is written as it is\n";
   c.payloadFile = baseName(payloadPath);
   c.payloadSize = payload.size();
   const std::string filledText = printCheckpoint(c);
@@ -179,7 +182,9 @@ void registerSynth(CLI::App &app, Context &ctx) {
                                             "the payload goes to OUTPUT.bin");
   cmd->add_option("-T,--threads", o->threads, "synthesis threads (default 0: all cores)");
   cmd->add_option("-l,--level", o->level, "1-9, as for compress")->check(CLI::Range(1, 9))->capture_default_str();
-  cmd->add_option("--prior", o->prior, kPriorHelp);
+  cmd->add_option("--prior", o->prior, kPriorHelp)->check([](const std::string &value) {
+    return value.empty() ? std::string("--prior needs a prior file or \"uniform\"") : std::string();
+  });
   cmd->add_flag("-f,--force", o->force, "overwrite existing output files");
   cmd->add_flag("--json", o->json, "print the result as JSON on stdout (docs/cli.md)");
   cmd->callback([o, &ctx] { ctx.exitCode = runSynth(*o, ctx.verbosity); });
