@@ -1,8 +1,10 @@
 #include "synth/Explain.h"
 
+#include "lang/MergeLayout.h"
 #include "lang/Printer.h"
 #include "synth/Literals.h"
 #include "synth/search/HoleSearch.h"
+#include "synth/strategies/Search.h"
 
 #include <algorithm>
 #include <cmath>
@@ -66,16 +68,14 @@ RegionReport explainRegion(const RegionInput &region, const StrategyOptions &opt
   r.name = std::string(region.name);
   r.dtype = region.dtype;
   r.shape.assign(region.shape.begin(), region.shape.end());
-  const bool tensor = region.kind == RegionKind::Tensor;
-  const DTypeInfo &info = dtypeInfo(tensor ? region.dtype : DType::U8);
+  const DTypeInfo &info = regionWordType(region);
   const unsigned width = info.wordBits;
   const std::vector<uint64_t> words = readWords(region.bytes, width / 8);
   r.words = words.size();
   r.originalBytes = region.bytes.size();
 
-  const HoleContext context{tensor && info.isFloat() ? &info : nullptr,
-                            tensor ? region.shape : std::span<const uint64_t>{}};
-  HoleSearch search(options.policy, SearchLimits{SearchLimits{}.maxDepth, options.searchExpansions});
+  const HoleContext context = regionContext(region);
+  HoleSearch search(options.policy, searchLimits(options));
   std::vector<HoleSearch::Candidate> trace;
   search.traceCandidates(&trace);
   const Plan best = search.solve(words, width, context);
@@ -98,11 +98,9 @@ RegionReport explainRegion(const RegionInput &region, const StrategyOptions &opt
   if (context.floatType) {
     const char *names[] = {"sign", "exp", "mant"};
     const unsigned widths[] = {info.signBits, info.exponentBits, info.mantissaBits};
-    unsigned shift = width;
+    const std::vector<unsigned> shifts = mergeFieldShifts(widths);
     for (size_t k = 0; k < 3; ++k) {
-      shift -= widths[k];
-      std::vector<uint64_t> field(words.size());
-      for (size_t i = 0; i < words.size(); ++i) field[i] = (words[i] >> shift) & ((uint64_t{1} << widths[k]) - 1);
+      std::vector<uint64_t> field = extractField(words, shifts[k], widths[k]);
       r.fieldEntropyBits.emplace_back(names[k], entropyBitsPerWord(std::move(field)));
     }
   }

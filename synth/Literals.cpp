@@ -29,6 +29,13 @@ std::vector<uint64_t> readWords(ByteSpan bytes, unsigned wordBytes) {
   return words;
 }
 
+std::vector<uint64_t> extractField(std::span<const uint64_t> words, unsigned shift, unsigned width) {
+  std::vector<uint64_t> field(words.size());
+  const uint64_t mask = widthMask(width);
+  for (size_t i = 0; i < words.size(); ++i) field[i] = (words[i] >> shift) & mask;
+  return field;
+}
+
 namespace {
 
 /// A Lit node for what `encode` appends to `payload`.

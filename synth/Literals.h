@@ -14,6 +14,9 @@ namespace brevis {
 /// The little-endian words of `wordBytes` bytes each in `bytes`.
 std::vector<uint64_t> readWords(ByteSpan bytes, unsigned wordBytes);
 
+/// Bits [shift, shift + width) of each word: one field of a merge.
+std::vector<uint64_t> extractField(std::span<const uint64_t> words, unsigned shift, unsigned width);
+
 /// A literal of `words` in the encoding `policy` picks, its payload appended to `payload`.
 ExprPtr makeLit(std::span<const uint64_t> words, unsigned width, Bytes &payload, EncodePolicy policy);
 

@@ -30,7 +30,10 @@ static_assert(kStrategies[0].name == kDefaultStrategy, "the default comes first"
 StrategyOptions strategyOptionsForLevel(int level) {
   static constexpr uint64_t kExpansions[] = {0, 4, 16, 32, kDefaultSearchExpansions, 96, 128, 256, 512};
   static_assert(kExpansions[kDefaultLevel - 1] == kDefaultSearchExpansions);
-  return StrategyOptions{policyForLevel(level), kExpansions[std::clamp(level, 1, 9) - 1]};
+  StrategyOptions options;
+  options.policy = policyForLevel(level);
+  options.searchExpansions = kExpansions[std::clamp(level, 1, 9) - 1];
+  return options;
 }
 
 std::vector<std::string_view> strategyNames() {

@@ -4,6 +4,8 @@
 #include "lang/Ast.h"
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 namespace brevis {
 
@@ -53,6 +55,18 @@ inline uint64_t inverseMap(MapFn fn, uint64_t param, unsigned width, uint64_t y)
 /// One scan step: the next output word from the previous one and an update word.
 inline uint64_t scanStep(ScanOp op, unsigned width, uint64_t previous, uint64_t update) {
   return op == ScanOp::Xor ? previous ^ update : (previous + update) & widthMask(width);
+}
+
+/// scanStep's inverse: the update word that takes `previous` to `next`.
+inline uint64_t scanDifference(ScanOp op, unsigned width, uint64_t previous, uint64_t next) {
+  return op == ScanOp::Xor ? next ^ previous : (next - previous) & widthMask(width);
+}
+
+/// The update words of a scan producing `words` (one fewer than there are words).
+inline std::vector<uint64_t> scanDifferences(ScanOp op, unsigned width, std::span<const uint64_t> words) {
+  std::vector<uint64_t> steps(words.empty() ? 0 : words.size() - 1);
+  for (size_t i = 1; i < words.size(); ++i) steps[i - 1] = scanDifference(op, width, words[i - 1], words[i]);
+  return steps;
 }
 
 } // namespace brevis

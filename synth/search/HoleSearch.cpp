@@ -79,13 +79,6 @@ Sample sampleOf(std::span<const uint64_t> words) {
   return s;
 }
 
-std::vector<uint64_t> extractField(std::span<const uint64_t> words, unsigned shift, unsigned width) {
-  std::vector<uint64_t> field(words.size());
-  const uint64_t mask = widthMask(width);
-  for (size_t i = 0; i < words.size(); ++i) field[i] = (words[i] >> shift) & mask;
-  return field;
-}
-
 /// The smallest exact period of `words` among the shape's trailing dimensions and the periods
 /// up to kMaxSmallPeriod; 0 if none.
 uint64_t smallestPeriod(std::span<const uint64_t> words, std::span<const uint64_t> shape) {
@@ -384,10 +377,7 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
     // scan: differences (ramps, sorted indices, smooth integer sequences).
     for (ScanOp op : {ScanOp::Add, ScanOp::Xor})
       productions.push_back({"scan:" + std::string(scanOpName(op)), [&, op]() -> std::optional<Plan> {
-                               std::vector<uint64_t> steps(words.size() - 1);
-                               const uint64_t mask = widthMask(width);
-                               for (size_t i = 1; i < words.size(); ++i)
-                                 steps[i - 1] = op == ScanOp::Add ? (words[i] - words[i - 1]) & mask : words[i] ^ words[i - 1];
+                               const std::vector<uint64_t> steps = scanDifferences(op, width, words);
                                Plan scan = planOf(PlanOp::Scan, "scan:" + std::string(scanOpName(op)));
                                scan.scanOp = op;
                                return over(std::move(scan), solveHole(steps, width, {}, depth - 1), kNodeTextBytes + 3);
@@ -464,11 +454,8 @@ ExprPtr HoleSearch::emit(const Plan &plan, std::span<const uint64_t> words, unsi
   }
   case PlanOp::Scan: {
     if (n == 0 || plan.children.size() != 1) return literal();
-    const uint64_t mask = widthMask(width);
-    std::vector<uint64_t> steps(n - 1);
-    for (uint64_t i = 1; i < n; ++i)
-      steps[i - 1] = plan.scanOp == ScanOp::Add ? (words[i] - words[i - 1]) & mask : words[i] ^ words[i - 1];
-    return Scan::make(plan.scanOp, words[0], emit(plan.children[0], steps, width, payload));
+    return Scan::make(plan.scanOp, words[0],
+                      emit(plan.children[0], scanDifferences(plan.scanOp, width, words), width, payload));
   }
   case PlanOp::Merge: {
     unsigned total = 0;

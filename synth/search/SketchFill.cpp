@@ -2,6 +2,7 @@
 
 #include "lang/MergeLayout.h"
 #include "runtime/common/WordOps.h"
+#include "synth/Literals.h"
 
 #include <fmt/format.h>
 
@@ -65,11 +66,7 @@ struct Filler {
       if (words.empty()) return fail(*e, "a scan produces at least one word");
       if (words[0] != s.init)
         return fail(*e, fmt::format("scan starts at {:#x} but the first word is {:#x}", s.init, words[0]));
-      const uint64_t mask = widthMask(type.width);
-      std::vector<uint64_t> steps(words.size() - 1);
-      for (size_t i = 1; i < words.size(); ++i)
-        steps[i - 1] = s.op == ScanOp::Add ? (words[i] - words[i - 1]) & mask : words[i] ^ words[i - 1];
-      return fill(s.body, steps, inner);
+      return fill(s.body, scanDifferences(s.op, type.width, words), inner);
     }
     case NodeKind::Merge: {
       Merge &m = as<Merge>(*e);
@@ -78,10 +75,7 @@ struct Filler {
       const std::vector<unsigned> shifts = mergeFieldShifts(widths);
       for (size_t k = 0; k < m.fields.size(); ++k) {
         if (!containsHole(*m.fields[k].expr)) continue;
-        std::vector<uint64_t> field(words.size());
-        const uint64_t mask = widthMask(widths[k]);
-        for (size_t i = 0; i < words.size(); ++i) field[i] = (words[i] >> shifts[k]) & mask;
-        if (!fill(m.fields[k].expr, field, inner)) return false;
+        if (!fill(m.fields[k].expr, extractField(words, shifts[k], widths[k]), inner)) return false;
       }
       return true;
     }

@@ -7,15 +7,6 @@ namespace brevis {
 
 namespace {
 
-HoleContext contextOf(const RegionInput &region, const DTypeInfo &info) {
-  const bool tensor = region.kind == RegionKind::Tensor;
-  return HoleContext{tensor && info.isFloat() ? &info : nullptr, tensor ? region.shape : std::span<const uint64_t>{}};
-}
-
-const DTypeInfo &wordTypeOf(const RegionInput &region) {
-  return dtypeInfo(region.kind == RegionKind::Tensor ? region.dtype : DType::U8);
-}
-
 /// The budget of the search whose winners the prior counts: every candidate, as at level 9.
 constexpr uint64_t kLearningExpansions = 512;
 /// A sampled tensor is learned from at most this many words, in 16 runs at evenly spaced
@@ -37,6 +28,20 @@ std::vector<uint64_t> learningWords(ByteSpan bytes, unsigned wordBytes) {
 
 } // namespace
 
+const DTypeInfo &regionWordType(const RegionInput &region) {
+  return dtypeInfo(region.kind == RegionKind::Tensor ? region.dtype : DType::U8);
+}
+
+HoleContext regionContext(const RegionInput &region) {
+  const DTypeInfo &info = regionWordType(region);
+  const bool tensor = region.kind == RegionKind::Tensor;
+  return HoleContext{tensor && info.isFloat() ? &info : nullptr, tensor ? region.shape : std::span<const uint64_t>{}};
+}
+
+SearchLimits searchLimits(const StrategyOptions &options) {
+  return SearchLimits{SearchLimits{}.maxDepth, options.searchExpansions};
+}
+
 ProductionPrior learnPrior(std::span<const RegionInput> regions, EncodePolicy policy, unsigned threads) {
   std::vector<size_t> tensors;
   for (size_t i = 0; i < regions.size(); ++i)
@@ -47,11 +52,11 @@ ProductionPrior learnPrior(std::span<const RegionInput> regions, EncodePolicy po
   std::vector<ProductionPrior> learned(sample.size());
   parallelFor(sample.size(), threads, [&](size_t j) {
     const RegionInput &region = regions[sample[j]];
-    const DTypeInfo &info = wordTypeOf(region);
+    const DTypeInfo &info = regionWordType(region);
     const std::vector<uint64_t> words = learningWords(region.bytes, info.wordBits / 8);
     HoleSearch search(policy, SearchLimits{SearchLimits{}.maxDepth, kLearningExpansions});
     search.recordWinners(&learned[j]);
-    HoleContext context = contextOf(region, info);
+    HoleContext context = regionContext(region);
     if (words.size() * (info.wordBits / 8) != region.bytes.size()) context.shape = {}; // a sample has no shape
     search.solve(words, info.wordBits, context);
   });
@@ -66,10 +71,10 @@ void SearchStrategy::prepare(std::span<const RegionInput> regions, unsigned thre
 }
 
 RegionProgram SearchStrategy::synthesize(const RegionInput &region) const {
-  const DTypeInfo &info = wordTypeOf(region);
+  const DTypeInfo &info = regionWordType(region);
   const unsigned width = info.wordBits;
   const std::vector<uint64_t> words = readWords(region.bytes, width / 8);
-  const HoleContext context = contextOf(region, info);
+  const HoleContext context = regionContext(region);
 
   HoleSearch search(policy_, limits_);
   search.usePrior(prior_.get());

@@ -7,10 +7,17 @@
 
 namespace brevis {
 
+/// The words a region is read as: its dtype's for a tensor, bytes otherwise.
+const DTypeInfo &regionWordType(const RegionInput &region);
+/// What the search knows of a region beyond its words: a float tensor's dtype, a tensor's shape.
+HoleContext regionContext(const RegionInput &region);
+/// The search's limits under `options`.
+SearchLimits searchLimits(const StrategyOptions &options);
+
 class SearchStrategy final : public Strategy {
 public:
   explicit SearchStrategy(const StrategyOptions &options)
-      : policy_(options.policy), limits_{SearchLimits{}.maxDepth, options.searchExpansions}, prior_(options.prior),
+      : policy_(options.policy), limits_(searchLimits(options)), prior_(options.prior),
         learnPrior_(options.learnPrior) {}
   /// Learns the prior from a sample of the tensors, unless one was given or the budget is 0.
   void prepare(std::span<const RegionInput> regions, unsigned threads) override;

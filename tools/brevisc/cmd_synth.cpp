@@ -12,6 +12,7 @@
 #include "synth/Driver.h"
 #include "synth/Literals.h"
 #include "synth/search/SketchFill.h"
+#include "synth/strategies/Search.h"
 
 #include <functional>
 #include <iostream>
@@ -84,17 +85,15 @@ int runFill(const SynthCommandOptions &o, const std::string &sketchPath, std::st
   size_t filled = 0;
   for (Region &r : c.regions) {
     movePayload(*r.program, ByteSpan(oldPayload.data(), oldPayload.size()), payload);
-    const bool tensor = r.kind == RegionKind::Tensor;
-    const DTypeInfo &info = dtypeInfo(tensor ? r.dtype : DType::U8);
-    const std::vector<uint64_t> words = readWords(file.subspan(r.bytes.offset, r.bytes.size), info.wordBits / 8);
-    HoleSearch search(options.policy, SearchLimits{SearchLimits{}.maxDepth, options.searchExpansions});
-    const HoleContext context{tensor && info.isFloat() ? &info : nullptr,
-                              tensor ? std::span<const uint64_t>(r.shape) : std::span<const uint64_t>{}};
-    auto result = fillHoles(r.program, words, context, search, payload);
+    const RegionInput input{r.kind, r.name, r.dtype, r.shape, file.subspan(r.bytes.offset, r.bytes.size)};
+    const std::vector<uint64_t> words = readWords(input.bytes, regionWordType(input).wordBits / 8);
+    HoleSearch search(options.policy, searchLimits(options));
+    auto result = fillHoles(r.program, words, regionContext(input), search, payload);
     if (auto *error = std::get_if<FillError>(&result))
       return fail(fmt::format("{}:{}:{}: cannot fill the holes of {}: {}", sketchPath, error->loc.line,
                               error->loc.column,
-                              tensor ? "tensor " + quoteString(r.name) : std::string(regionKindName(r.kind)),
+                              r.kind == RegionKind::Tensor ? "tensor " + quoteString(r.name)
+                                                           : std::string(regionKindName(r.kind)),
                               error->message));
     filled += std::get<size_t>(result);
   }
