@@ -172,7 +172,8 @@ private:
     case Encoding::Huffman:
     case Encoding::Rans:
     case Encoding::RansO1:
-    case Encoding::Zstd: {
+    case Encoding::Zstd:
+    case Encoding::Context: {
       // Pre-decoded by the runtime: word `index` is element index - first of the chunk buffer.
       const unsigned cb = containerBytes(width);
       auto *elemTy = b_.getIntNTy(8 * cb);

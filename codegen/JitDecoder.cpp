@@ -187,7 +187,8 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
     case Encoding::Huffman:
     case Encoding::Rans:
     case Encoding::RansO1:
-    case Encoding::Zstd: break;
+    case Encoding::Zstd:
+    case Encoding::Context: break;
     }
     auto cursor = LitCursor::open(l, payload);
     if (!cursor) return cursor.error();

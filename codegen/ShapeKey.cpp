@@ -79,6 +79,7 @@ Result<void> appendKey(const Expr &e, const Payload &payload, std::string &key) 
   case Encoding::Rans:
   case Encoding::RansO1:
   case Encoding::Zstd:
+  case Encoding::Context:
     // Read from a buffer the runtime fills: the code depends only on the word width.
     key += 'E';
     appendU64(key, width);

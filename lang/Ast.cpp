@@ -96,6 +96,50 @@ std::unique_ptr<Hole> Hole::make(StreamType t) {
   return n;
 }
 
+ExprPtr cloneExpr(const Expr &e) {
+  ExprPtr copy;
+  switch (e.kind) {
+  case NodeKind::Lit: {
+    const Lit &l = as<Lit>(e);
+    auto n = std::make_unique<Lit>();
+    n->type = l.type;
+    n->encoding = l.encoding;
+    n->data = l.data;
+    copy = std::move(n);
+    break;
+  }
+  case NodeKind::Const: copy = Const::make(as<Const>(e).type, as<Const>(e).value); break;
+  case NodeKind::Concat: {
+    std::vector<ExprPtr> parts;
+    for (const ExprPtr &p : as<Concat>(e).parts) parts.push_back(cloneExpr(*p));
+    copy = Concat::make(std::move(parts));
+    break;
+  }
+  case NodeKind::Repeat: copy = Repeat::make(as<Repeat>(e).count, cloneExpr(*as<Repeat>(e).body)); break;
+  case NodeKind::Map: {
+    const Map &m = as<Map>(e);
+    copy = Map::make(m.fn, m.param, cloneExpr(*m.body));
+    break;
+  }
+  case NodeKind::Scan: {
+    const Scan &s = as<Scan>(e);
+    copy = Scan::make(s.op, s.init, cloneExpr(*s.body));
+    break;
+  }
+  case NodeKind::Merge: {
+    std::vector<MergeField> fields;
+    for (const MergeField &f : as<Merge>(e).fields) fields.push_back(MergeField{f.name, cloneExpr(*f.expr)});
+    copy = Merge::make(std::move(fields));
+    break;
+  }
+  case NodeKind::Hole: copy = Hole::make(as<Hole>(e).type); break;
+  }
+  if (!copy) __builtin_trap(); // not a NodeKind
+  copy->loc = e.loc;
+  copy->annotation = e.annotation;
+  return copy;
+}
+
 std::vector<const Expr *> children(const Expr &e) {
   std::vector<const Expr *> out;
   forEachChild(e, [&](const Expr &c) { out.push_back(&c); });

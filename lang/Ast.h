@@ -176,6 +176,10 @@ template <typename F> void forEachChild(const Expr &e, F &&f) {
 std::vector<const Expr *> children(const Expr &e);
 std::vector<Expr *> children(Expr &e);
 
+/// A deep copy of `e`: the same nodes, locations and annotations (payload references point at
+/// the same bytes).
+ExprPtr cloneExpr(const Expr &e);
+
 /// The stream type of a well-typed expression (the type checker's result, derived again by the
 /// same rules, lang/OperatorTyping.h, without diagnostics). Precondition: the expression has
 /// passed the checker.

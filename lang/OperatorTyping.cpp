@@ -40,12 +40,13 @@ std::optional<TypeError> checkPayloadRange(const Lit &l) {
   case Encoding::Rans:
   case Encoding::RansO1:
   case Encoding::Zstd:
+  case Encoding::Context:
     // Entropy- or LZ-coded: sizes depend on the data; the codec validates the payload itself.
     if (l.type.width > maxEncodingWidth(l.encoding))
       return nodeError(fmt::format("{} literals hold words of at most {} bits, but this one is {}",
                                    encodingName(l.encoding), maxEncodingWidth(l.encoding), toString(l.type)));
-    // A zstd literal, even of no words, holds its block size.
-    if (r.size == 0 && (l.type.length != 0 || l.encoding == Encoding::Zstd))
+    // A zstd or context literal, even of no words, holds its block size.
+    if (r.size == 0 && (l.type.length != 0 || l.encoding == Encoding::Zstd || l.encoding == Encoding::Context))
       return nodeError(
           fmt::format("{} literal {} has an empty payload range", encodingName(l.encoding), toString(l.type)));
     return std::nullopt;

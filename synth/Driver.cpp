@@ -4,6 +4,8 @@
 #include "runtime/containers/Safetensors.h"
 #include "runtime/execution/ThreadPool.h"
 
+#include <cstring>
+#include <unordered_map>
 #include <vector>
 
 namespace brevis {
@@ -51,6 +53,32 @@ void rebase(Expr &e, uint64_t base) {
   for (Expr *c : children(e)) rebase(*c, base);
 }
 
+/// For each region, the earlier region of the same kind and dtype with the same bytes, if any
+/// (else its own index). Checkpoints repeat whole tensors (a shared bias, a copied block); a
+/// repeat gets the program of the first, reading the same payload bytes, at no payload cost.
+std::vector<size_t> firstWithSameBytes(const std::vector<Region> &regions, ByteSpan file) {
+  std::vector<size_t> first(regions.size());
+  std::unordered_multimap<uint64_t, size_t> seen;
+  for (size_t i = 0; i < regions.size(); ++i) {
+    first[i] = i;
+    const Region &r = regions[i];
+    if (r.bytes.size == 0) continue;
+    const ByteSpan bytes = file.subspan(r.bytes.offset, r.bytes.size);
+    const uint64_t key = xxh3(bytes);
+    auto [begin, end] = seen.equal_range(key);
+    for (auto it = begin; it != end; ++it) {
+      const Region &q = regions[it->second];
+      if (q.kind == r.kind && q.dtype == r.dtype && q.bytes.size == r.bytes.size &&
+          std::memcmp(file.data() + q.bytes.offset, bytes.data(), bytes.size()) == 0) {
+        first[i] = it->second;
+        break;
+      }
+    }
+    if (first[i] == i) seen.emplace(key, i);
+  }
+  return first;
+}
+
 } // namespace
 
 SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, const std::string &payloadName,
@@ -71,7 +99,12 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
   // Each region's program into a payload of its own, so that the regions run on any threads in
   // any order and the joined payload is still the same.
   std::vector<Bytes> payloads(c.regions.size());
+  const std::vector<size_t> first = firstWithSameBytes(c.regions, file);
   parallelFor(c.regions.size(), options.threads, [&](size_t i) {
+    if (first[i] != i) { // a repeat: the first's program, below
+      if (options.progress) options.progress->fetch_add(inputs[i].bytes.size(), std::memory_order_relaxed);
+      return;
+    }
     RegionProgram p = strategy.synthesize(inputs[i]);
     c.regions[i].program = std::move(p.program);
     payloads[i] = std::move(p.payload);
@@ -82,6 +115,10 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
   for (const Bytes &p : payloads) total += p.size();
   out.payload.reserve(total);
   for (size_t i = 0; i < c.regions.size(); ++i) {
+    if (first[i] != i) { // the first is earlier, so its program already points at its payload
+      c.regions[i].program = cloneExpr(*c.regions[first[i]].program);
+      continue;
+    }
     rebase(*c.regions[i].program, out.payload.size());
     out.payload.insert(out.payload.end(), payloads[i].begin(), payloads[i].end());
     Bytes().swap(payloads[i]);

@@ -1,6 +1,7 @@
 #include "runtime/codecs/LitDecode.h"
 
 #include "runtime/codecs/bitpack/BitpackDecode.h"
+#include "runtime/codecs/context/ContextCodec.h"
 #include "runtime/codecs/huffman/HuffmanDecode.h"
 #include "runtime/codecs/rans/Rans16.h"
 #include "runtime/codecs/rans/RansCodec.h"
@@ -33,7 +34,8 @@ Result<void> validateLit(const Lit &lit, const Payload &payload) {
   case Encoding::Huffman:
   case Encoding::Rans:
   case Encoding::RansO1:
-  case Encoding::Zstd: {
+  case Encoding::Zstd:
+  case Encoding::Context: {
     // The layout is checked here; the decoding tables are built when a cursor opens it.
     auto parsed = openEntropyDecoder(lit, payload, /*buildTables=*/false);
     if (!parsed) return Error{fmt::format("{}: {}", where(), parsed.error().message)};
@@ -52,7 +54,8 @@ bool isRandomAccess(const Lit &lit) {
   case Encoding::Huffman:
   case Encoding::Rans:
   case Encoding::RansO1:
-  case Encoding::Zstd: return false;
+  case Encoding::Zstd:
+  case Encoding::Context: return false;
   }
   __builtin_trap(); // not an Encoding
 }
@@ -72,7 +75,8 @@ void decodeLitWords(const Lit &lit, const Payload &payload, uint64_t first, size
   case Encoding::Huffman:
   case Encoding::Rans:
   case Encoding::RansO1:
-  case Encoding::Zstd: break;
+  case Encoding::Zstd:
+  case Encoding::Context: break;
   }
   __builtin_trap(); // entropy-coded literals are decoded by a LitCursor
 }
@@ -118,7 +122,8 @@ void decodeLitNarrow(const Lit &lit, const Payload &payload, uint64_t first, siz
   case Encoding::Huffman:
   case Encoding::Rans:
   case Encoding::RansO1:
-  case Encoding::Zstd: break;
+  case Encoding::Zstd:
+  case Encoding::Context: break;
   }
   __builtin_trap(); // entropy-coded literals are decoded by a LitCursor
 }
@@ -308,6 +313,17 @@ Result<std::unique_ptr<LitCursor>> openEntropyDecoder(const Lit &lit, const Payl
   case Encoding::Zstd:
     static_assert(kZstdMaxWidth == 8);
     return openByteBlocks<ZstdDecoder>(lit, bytes, buildTables, "zstd");
+  case Encoding::Context: {
+    auto d = ContextDecoder::create(bytes, lit.type.width, lit.type.length);
+    if (!d) return d.error();
+    if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
+      return Error{"context literal has blocks larger than any encoder writes"};
+    if (!buildTables) return std::unique_ptr<LitCursor>();
+    const unsigned width = lit.type.width;
+    if (width <= 8) return std::unique_ptr<LitCursor>(new BlockCursor<ContextDecoder, uint8_t, false>(std::move(*d)));
+    if (width <= 16) return std::unique_ptr<LitCursor>(new BlockCursor<ContextDecoder, uint16_t, false>(std::move(*d)));
+    return std::unique_ptr<LitCursor>(new BlockCursor<ContextDecoder, uint32_t, false>(std::move(*d)));
+  }
   case Encoding::Raw:
   case Encoding::Bitpack: break;
   }

@@ -2,10 +2,13 @@
 
 #include "lang/BitpackFormat.h"
 #include "runtime/codecs/bitpack/BitpackEncode.h"
+#include "runtime/codecs/context/ContextCodec.h"
 #include "runtime/codecs/huffman/HuffmanEncode.h"
 #include "runtime/codecs/rans/Rans16.h"
 #include "runtime/codecs/rans/RansCodec.h"
 #include "runtime/codecs/zstd/ZstdCodec.h"
+
+#include <algorithm>
 
 namespace brevis {
 
@@ -16,7 +19,8 @@ bool encodingApplies(Encoding encoding, std::span<const uint64_t> words, unsigne
   case Encoding::Huffman: return !words.empty() && (width <= 16 || histogram(words, width, kHuffmanMaxSymbols));
   case Encoding::Rans:
   case Encoding::RansO1: return !words.empty() && width <= maxEncodingWidth(encoding);
-  case Encoding::Zstd: return width <= maxEncodingWidth(encoding);
+  case Encoding::Zstd:
+  case Encoding::Context: return width <= maxEncodingWidth(encoding);
   }
   return false;
 }
@@ -36,6 +40,14 @@ bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned widt
     if (width > maxEncodingWidth(encoding)) return false;
     encodeZstd(words, zstdLevel, out);
     return true;
+  case Encoding::Context: {
+    if (width > maxEncodingWidth(encoding)) return false;
+    // The adaptation rate that codes these words smallest.
+    const auto bits = contextCodeBits(words, width, words.size());
+    const auto best = std::min_element(bits.begin(), bits.end()) - bits.begin();
+    encodeContext(words, width, kContextMinRate + static_cast<unsigned>(best), out);
+    return true;
+  }
   }
   return false;
 }
@@ -47,7 +59,8 @@ bool hasCheapExactSize(Encoding encoding) {
   case Encoding::Huffman:
   case Encoding::Rans:
   case Encoding::RansO1:
-  case Encoding::Zstd: return false;
+  case Encoding::Zstd:
+  case Encoding::Context: return false;
   }
   return false;
 }
@@ -59,7 +72,8 @@ uint64_t encodedSize(Encoding encoding, std::span<const uint64_t> words, unsigne
   case Encoding::Huffman:
   case Encoding::Rans:
   case Encoding::RansO1:
-  case Encoding::Zstd: break;
+  case Encoding::Zstd:
+  case Encoding::Context: break;
   }
   __builtin_trap(); // entropy coders' sizes depend on encoding: estimateSize(), or encodeLit()
 }

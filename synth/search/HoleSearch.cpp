@@ -206,7 +206,7 @@ double estimateLitCost(std::span<const uint64_t> words, unsigned width, EncodePo
     auto estimate = estimateSize(e, words, width);
     if (!estimate) continue;
     const auto size = static_cast<double>(*estimate);
-    if (best < 0 || (size < best * (1 - policy.minGain) && size < best)) best = size;
+    if (best < 0 || (size < best * (1 - policy.gainFor(e)) && size < best)) best = size;
   }
   return best + kLitTextBytes;
 }

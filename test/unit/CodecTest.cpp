@@ -2,6 +2,7 @@
 // one symbol, uniform, skewed, full 16-bit alphabets, repeated strings, block boundaries),
 // rejection of truncated, corrupt and hostile payloads, Huffman code construction.
 #include "runtime/containers/FileIO.h"
+#include "runtime/codecs/context/ContextCodec.h"
 #include "runtime/codecs/huffman/HuffmanEncode.h"
 #include "runtime/codecs/LitDecode.h"
 #include "runtime/codecs/LitEncode.h"
@@ -60,7 +61,7 @@ void expectRoundTrip(Encoding enc, const std::vector<uint64_t> &words, unsigned 
   (*cursor)->reset();
   const uint64_t n = words.size();
   std::vector<uint64_t> targets = {0, 1, 7, n / 3, n / 2, n / 2 + 1};
-  for (uint64_t b : {kHuffmanBlockWords, kRansBlockWords, kZstdBlockWords})
+  for (uint64_t b : {kHuffmanBlockWords, kRansBlockWords, kZstdBlockWords, kContextBlockWords})
     for (uint64_t k = 1; k * b <= n && k < 7; ++k) targets.insert(targets.end(), {k * b - 1, k * b, k * b + 3});
   targets.push_back(n > 2 ? n - 2 : 0);
   targets.push_back(n);
@@ -223,6 +224,8 @@ TEST(Codec, BlockBoundariesRoundTrip) {
   auto bytes = makeWords(rng, kRansBlockWords + 3, 8, Shape::Skewed);
   expectRoundTrip(Encoding::Rans, bytes, 8, "rans, two blocks");
   expectRoundTrip(Encoding::RansO1, bytes, 8, "rans_o1, two blocks");
+  auto halves = makeWords(rng, kContextBlockWords + 3, 16, Shape::Skewed);
+  expectRoundTrip(Encoding::Context, halves, 16, "context, two blocks");
   // rans blocks are decoded two at a time: skips land in either block of a pair, or past it.
   auto six = makeWords(rng, kRansBlockWords * 5 + 3, 8, Shape::Skewed);
   expectRoundTrip(Encoding::Rans, six, 8, "rans, six blocks");
@@ -251,7 +254,7 @@ TEST(Codec, TruncatedAndCorruptPayloadsAreRejectedSafely) {
   // zstd twice: on skewed bytes (literals, few matches) and on a header (mostly matches).
   for (auto [enc, header] : {std::pair{Encoding::Huffman, false}, std::pair{Encoding::Rans, false},
                              std::pair{Encoding::RansO1, false}, std::pair{Encoding::Zstd, false},
-                             std::pair{Encoding::Zstd, true}}) {
+                             std::pair{Encoding::Zstd, true}, std::pair{Encoding::Context, false}}) {
     auto words = header ? jsonHeaderBytes(5000) : makeWords(rng, 5000, 8, Shape::Skewed);
     Bytes good;
     ASSERT_TRUE(encodeLit(enc, words, 8, good));
@@ -700,4 +703,91 @@ TEST(RansX32, DamagedFramesFailOrDecodeAsHtscodecsDoes) {
   }
   EXPECT_GT(refused, 100u);
   EXPECT_GT(agreed, 10u);
+}
+
+namespace {
+
+/// A context literal's payload from its parts: block size, rate byte, blocks.
+Bytes contextLiteral(uint64_t blockWords, uint8_t rate, const std::vector<Bytes> &blocks) {
+  Bytes out;
+  putVarint(out, blockWords);
+  out.push_back(rate);
+  for (const Bytes &b : blocks) {
+    putVarint(out, b.size());
+    out.insert(out.end(), b.begin(), b.end());
+  }
+  return out;
+}
+
+std::string decodeError(Encoding enc, const Bytes &bytes, unsigned width, uint64_t count) {
+  Payload payload = Payload::fromBytes(bytes);
+  auto lit = Lit::make(StreamType{width, count}, enc, ByteRange{0, bytes.size()});
+  if (auto valid = validateLit(*lit, payload); !valid) return valid.error().message;
+  auto decoded = decodeLit(*lit, payload);
+  return decoded ? "decoded" : decoded.error().message;
+}
+
+} // namespace
+
+TEST(Codec, ContextCodesEveryWidthAndItsEstimateIsItsSize) {
+  std::mt19937_64 rng(5);
+  for (unsigned width : {1u, 3u, 8u, 9u, 12u, 16u, 17u, 24u, 31u, 32u}) {
+    for (Shape shape : {Shape::Uniform, Shape::Skewed, Shape::OneSymbol}) {
+      auto words = makeWords(rng, 3000, width, shape);
+      expectRoundTrip(Encoding::Context, words, width, fmt::format("context u{} shape {}", width, static_cast<int>(shape)));
+      // The simulated code length is what the coder writes, up to its flush and framing.
+      Bytes coded;
+      ASSERT_TRUE(encodeLit(Encoding::Context, words, width, coded));
+      const auto bits = contextCodeBits(words, width, words.size());
+      ASSERT_EQ(bits.size(), kContextTriedRates);
+      double best = bits[0][0];
+      for (const auto &rate : bits) {
+        EXPECT_EQ(rate[1], 0.0); // nothing after the split at the end
+        best = std::min(best, rate[0]);
+      }
+      EXPECT_NEAR(static_cast<double>(coded.size()), best / 8, 12.0) << "u" << width;
+    }
+  }
+  // Words beyond the widest the coder takes do not apply.
+  EXPECT_FALSE(encodingApplies(Encoding::Context, std::vector<uint64_t>{1}, 33));
+}
+
+TEST(Codec, ContextRefusesMalformedLiterals) {
+  std::mt19937_64 rng(9);
+  auto words = makeWords(rng, 1000, 8, Shape::Skewed);
+  Bytes good;
+  ASSERT_TRUE(encodeLit(Encoding::Context, words, 8, good));
+  EXPECT_EQ(decodeError(Encoding::Context, good, 8, 1000), "decoded");
+  // The parts of the good literal: block size, rate, one block.
+  ByteReader in(good);
+  ASSERT_TRUE(in.varint());
+  const uint8_t rate = *in.byte();
+  auto size = in.varint();
+  const Bytes block(in.position(), in.position() + *size);
+  EXPECT_EQ(decodeError(Encoding::Context, contextLiteral(kContextBlockWords, rate, {block}), 8, 1000), "decoded");
+  // A rate outside 4..7.
+  for (uint8_t bad : {0, 3, 8, 255})
+    EXPECT_NE(decodeError(Encoding::Context, contextLiteral(kContextBlockWords, bad, {block}), 8, 1000)
+                  .find("adaptation rate"),
+              std::string::npos);
+  // Block size zero, or larger than any encoder writes.
+  EXPECT_NE(decodeError(Encoding::Context, contextLiteral(0, rate, {block}), 8, 1000).find("invalid block size"),
+            std::string::npos);
+  EXPECT_NE(decodeError(Encoding::Context, contextLiteral(uint64_t{1} << 40, rate, {block}), 8, 1000).find("larger"),
+            std::string::npos);
+  // Bytes after the last block; a block missing its last bytes (the coder reads past its end).
+  Bytes trailing = good;
+  trailing.push_back(0);
+  EXPECT_NE(decodeError(Encoding::Context, trailing, 8, 1000).find("trailing"), std::string::npos);
+  const Bytes cut(block.begin(), block.end() - 2);
+  EXPECT_NE(decodeError(Encoding::Context, contextLiteral(kContextBlockWords, rate, {cut}), 8, 1000).find("truncated"),
+            std::string::npos);
+  // More blocks than the literal's words need, or fewer.
+  EXPECT_NE(decodeError(Encoding::Context, contextLiteral(500, rate, {block}), 8, 1000).find("truncated"),
+            std::string::npos);
+  EXPECT_NE(decodeError(Encoding::Context, contextLiteral(kContextBlockWords, rate, {block, block}), 8, 1000)
+                .find("trailing"),
+            std::string::npos);
+  // Wider than 32 bits is refused by the checker's rule, and by the decoder alike.
+  EXPECT_NE(decodeError(Encoding::Context, good, 40, 1000).find("1 to 32 bits"), std::string::npos);
 }

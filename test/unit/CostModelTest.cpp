@@ -202,3 +202,45 @@ TEST(CostModel, LevelsAskZstdForMoreWorkAsTheyRise) {
     EXPECT_LE(policyForLevel(level).minGain, policyForLevel(level - 1).minGain) << level;
   }
 }
+
+namespace {
+
+/// A sparse 16-bit stream: runs of zero words between runs of non-zero words whose top byte
+/// drifts by at most one from word to word (an exponent), the low byte depending on it.
+std::vector<uint64_t> sparseHalves(std::mt19937_64 &rng, size_t n) {
+  std::vector<uint64_t> words(n);
+  uint64_t top = 0x38;
+  bool zeros = true;
+  for (auto &w : words) {
+    if (rng() % 20 == 0) zeros = !zeros;
+    if (zeros) continue;
+    top = 0x30 + (top - 0x30 + 16 + rng() % 3 - 1) % 16;
+    w = top << 8 | ((top * 37 + rng() % 16) & 0xff);
+  }
+  return words;
+}
+
+} // namespace
+
+TEST(CostModel, ContextCodesSparseStreamsBelowOrderZeroAndOrderOneTables) {
+  // An order-0 code pays for every zero's fields; a static order-1 table (rans_o1) pays for its
+  // table. The adaptive context coder learns both the zero runs and the bytes under each top byte.
+  std::mt19937_64 rng(11);
+  auto words = sparseHalves(rng, 20000);
+  Bytes context, huffman;
+  ASSERT_TRUE(encodeLit(Encoding::Context, words, 16, context));
+  ASSERT_TRUE(encodeLit(Encoding::Huffman, words, 16, huffman));
+  EXPECT_LT(context.size() * 10, huffman.size() * 8) << context.size() << " vs huffman " << huffman.size();
+  // And encodeSmallest chooses it at the default level.
+  Bytes chosen;
+  EXPECT_EQ(encodeSmallest(words, 16, chosen, policyForLevel(kDefaultLevel)), Encoding::Context);
+  // The estimate of a long stream (simulated on a run of it) is within the cost model's bound.
+  auto longer = sparseHalves(rng, 1500000);
+  Bytes coded;
+  ASSERT_TRUE(encodeLit(Encoding::Context, longer, 16, coded));
+  auto estimate = estimateSize(Encoding::Context, longer, 16);
+  ASSERT_TRUE(estimate);
+  EXPECT_NEAR(static_cast<double>(*estimate), static_cast<double>(coded.size()),
+              kEstimateRelative * static_cast<double>(coded.size()) + kEstimateAbsolute);
+}
+

@@ -288,7 +288,7 @@ TEST(FrontendLocations, InvalidUtf8InStringsIsKept) {
 // --- errors --------------------------------------------------------------------------------
 
 TEST(FrontendErrors, UnknownNames) {
-  EXPECT_EQ(firstError("lit rawx u8[3] @0+3"), "t.bdsl:1:5: error: unknown encoding 'rawx'; expected raw, bitpack, huffman, rans, zstd or rans_o1");
+  EXPECT_EQ(firstError("lit rawx u8[3] @0+3"), "t.bdsl:1:5: error: unknown encoding 'rawx'; expected raw, bitpack, huffman, rans, zstd, rans_o1 or context");
   EXPECT_EQ(firstError("lit raw x8[3] @0+3"),
             "t.bdsl:1:9: error: expected a stream type like u8[1024], found 'x8'");
   EXPECT_EQ(firstError("? u[3]"), "t.bdsl:1:3: error: expected a stream type like u8[1024], found 'u'");

@@ -289,6 +289,52 @@ TEST(RoundTripSafetensors, TensorsOfDtypesWithoutWordsAreKeptAsBytes) {
   EXPECT_EQ(synth.checkpoint.regions[2].name, "w");
 }
 
+TEST(RoundTripSafetensors, RepeatedTensorsShareTheFirstOnesPayload) {
+  // "a" and "c" hold the same BF16 words; "b" the same bytes as U8 (another dtype: its own
+  // program); "d" the same words but one. Only "c" repeats "a".
+  std::mt19937_64 rng(8);
+  Bytes words(4096);
+  for (auto &b : words) b = static_cast<uint8_t>(rng() >> (rng() % 2 ? 0 : 61));
+  Bytes other = words;
+  other[100] ^= 1;
+  const std::string json = R"({"a":{"dtype":"BF16","shape":[2048],"data_offsets":[0,4096]},)"
+                           R"("b":{"dtype":"U8","shape":[4096],"data_offsets":[4096,8192]},)"
+                           R"("c":{"dtype":"BF16","shape":[64,32],"data_offsets":[8192,12288]},)"
+                           R"("d":{"dtype":"BF16","shape":[2048],"data_offsets":[12288,16384]}})";
+  Bytes file;
+  for (int i = 0; i < 8; ++i) file.push_back(static_cast<uint8_t>(json.size() >> (8 * i)));
+  file.insert(file.end(), json.begin(), json.end());
+  for (const Bytes *t : {&words, &words, &words, &other}) file.insert(file.end(), t->begin(), t->end());
+  expectBitExact(file, "repeated tensors");
+
+  SynthOutput synth = synthesize(file, "rep.safetensors", "rep.bdsl.bin");
+  const auto &regions = synth.checkpoint.regions;
+  ASSERT_EQ(regions.size(), 5u);
+  auto ranges = [](const Expr &root) {
+    std::vector<std::pair<uint64_t, uint64_t>> out;
+    auto walk = [&](auto &self, const Expr &e) -> void {
+      if (e.kind == NodeKind::Lit && !as<Lit>(e).isInline())
+        out.emplace_back(as<Lit>(e).payload().offset, as<Lit>(e).payload().size);
+      forEachChild(e, [&](const Expr &c) { self(self, c); });
+    };
+    walk(walk, root);
+    return out;
+  };
+  const auto a = ranges(*regions[1].program), b = ranges(*regions[2].program), c = ranges(*regions[3].program),
+             d = ranges(*regions[4].program);
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(c, a); // the repeat reads the first one's bytes
+  EXPECT_EQ(printExpr(*regions[3].program), printExpr(*regions[1].program));
+  for (const auto &r : b) EXPECT_GE(r.first, a.back().first + a.back().second);
+  for (const auto &r : d) EXPECT_GE(r.first, b.back().first + b.back().second);
+  // The payload holds the header, "a", "b" and "d" once each: nothing for "c".
+  const auto header = ranges(*regions[0].program);
+  uint64_t stored = 0;
+  for (const auto *list : {&header, &a, &b, &d})
+    for (const auto &r : *list) stored += r.second;
+  EXPECT_EQ(synth.payload.size(), stored);
+}
+
 TEST(RoundTripLarge, TensorsSplitIntoPiecesDecodeIdenticallyOnAnyThreadCount) {
   // An embedding of 5000 x 2048 BF16 words (20 MB) spans two 16 MiB pieces, so its second
   // piece starts mid-tensor: every literal must skip to it (entropy-coded ones by jumping to

@@ -137,6 +137,7 @@ int runExplain(const ExplainOptions &o, const Verbosity &) {
       jobs.push_back(Job{RegionInput{r.kind, r.name, r.dtype, r.shape,
                                      (*file)->bytes().subspan(r.bytes.offset, r.bytes.size)},
                          nullptr,
+                         {},
                          {}});
     }
   }

@@ -1,0 +1,285 @@
+#include "runtime/codecs/context/ContextCodec.h"
+
+#include "runtime/common/Varint.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+
+namespace brevis {
+
+namespace {
+
+// Probabilities of a 0 bit, in 1/4096ths; a model starts at even odds.
+constexpr unsigned kProbBits = 12;
+constexpr uint16_t kProbOne = 1u << kProbBits;
+constexpr uint16_t kProbInit = kProbOne / 2;
+// The range is renormalized to keep at least 24 bits.
+constexpr uint32_t kTopValue = 1u << 24;
+
+/// Where each lane's bits and models are: lane 0 is the top.
+struct Lanes {
+  unsigned count = 1;
+  std::array<unsigned, 4> bits{};     ///< bits of each lane
+  std::array<unsigned, 4> shift{};    ///< the lane's lowest bit in the word
+  std::array<size_t, 4> modelBase{};  ///< first model of the lane
+  size_t models = 0;
+
+  explicit Lanes(unsigned width) {
+    count = (width + 7) / 8;
+    for (unsigned l = 0; l < count; ++l) {
+      shift[l] = 8 * (count - 1 - l);
+      bits[l] = l == 0 ? width - 8 * (count - 1) : 8;
+      // Contexts: the previous word's top lane for lane 0, else the lane above; one model per
+      // bit-tree node (1 .. 2^bits - 1) in each.
+      const size_t contexts = size_t{1} << (l == 0 ? bits[0] : bits[l - 1]);
+      modelBase[l] = models;
+      models += contexts << bits[l];
+    }
+  }
+};
+
+/// Bits of coding a 0 with probability p (a 1: the same of kProbOne - p), in 1/4096ths.
+struct CostTable {
+  std::array<float, kProbOne + 1> bits{};
+  CostTable() {
+    bits[0] = static_cast<float>(kProbBits + 8); // never coded: models stay inside (0, 4096)
+    for (unsigned p = 1; p <= kProbOne; ++p)
+      bits[p] = static_cast<float>(-std::log2(static_cast<double>(p) / kProbOne));
+  }
+};
+
+inline void adapt(uint16_t &p, unsigned bit, unsigned rate) {
+  if (bit) p = static_cast<uint16_t>(p - (p >> rate));
+  else p = static_cast<uint16_t>(p + ((kProbOne - p) >> rate));
+}
+
+/// The top lane of word w.
+inline unsigned topLane(uint64_t w, const Lanes &lanes) {
+  return static_cast<unsigned>(w >> lanes.shift[0]) & ((1u << lanes.bits[0]) - 1);
+}
+
+/// Calls code(model index, bit) for every bit of `words`' lanes in coding order, the first
+/// word in the context of a previous top lane `previousTop`.
+template <typename Code>
+void walkBits(std::span<const uint64_t> words, const Lanes &lanes, Code &&code, unsigned previousTop = 0) {
+  for (uint64_t w : words) {
+    unsigned context = previousTop;
+    for (unsigned l = 0; l < lanes.count; ++l) {
+      const unsigned bits = lanes.bits[l];
+      const unsigned value = static_cast<unsigned>(w >> lanes.shift[l]) & ((1u << bits) - 1);
+      const size_t base = lanes.modelBase[l] + (size_t{context} << bits);
+      unsigned node = 1;
+      for (unsigned i = bits; i-- > 0;) {
+        const unsigned bit = (value >> i) & 1;
+        code(base + node, bit);
+        node = node * 2 + bit;
+      }
+      if (l == 0) previousTop = value;
+      context = value;
+    }
+  }
+}
+
+class RangeEncoder {
+public:
+  explicit RangeEncoder(Bytes &out) : out_(out) {}
+  void encode(uint16_t &p, unsigned bit, unsigned rate) {
+    const uint32_t bound = (range_ >> kProbBits) * p;
+    if (bit) {
+      low_ += bound;
+      range_ -= bound;
+    } else {
+      range_ = bound;
+    }
+    adapt(p, bit, rate);
+    while (range_ < kTopValue) {
+      range_ <<= 8;
+      shiftLow();
+    }
+  }
+  void finish() {
+    for (int i = 0; i < 5; ++i) shiftLow();
+  }
+
+private:
+  // Bytes wait in cache_ (and a run of 0xff after it) until a carry can no longer reach them.
+  void shiftLow() {
+    if (static_cast<uint32_t>(low_) < 0xff000000u || (low_ >> 32) != 0) {
+      const auto carry = static_cast<uint8_t>(low_ >> 32);
+      if (!first_) out_.push_back(static_cast<uint8_t>(cache_ + carry));
+      first_ = false;
+      for (; pending_; --pending_) out_.push_back(static_cast<uint8_t>(0xff + carry));
+      cache_ = static_cast<uint8_t>(low_ >> 24);
+    } else {
+      ++pending_;
+    }
+    low_ = (low_ & 0x00ffffffu) << 8;
+  }
+  Bytes &out_;
+  uint64_t low_ = 0;
+  uint32_t range_ = 0xffffffffu;
+  uint8_t cache_ = 0;
+  uint64_t pending_ = 0;
+  bool first_ = true; // the first byte out is always 0 (low starts below 2^32): not stored
+};
+
+class RangeDecoder {
+public:
+  RangeDecoder(const uint8_t *begin, const uint8_t *end) : p_(begin), end_(end) {
+    for (int i = 0; i < 4; ++i) code_ = (code_ << 8) | next();
+  }
+  unsigned decode(uint16_t &p, unsigned rate) {
+    const uint32_t bound = (range_ >> kProbBits) * p;
+    unsigned bit;
+    if (code_ < bound) {
+      range_ = bound;
+      bit = 0;
+    } else {
+      code_ -= bound;
+      range_ -= bound;
+      bit = 1;
+    }
+    adapt(p, bit, rate);
+    while (range_ < kTopValue) {
+      range_ <<= 8;
+      code_ = (code_ << 8) | next();
+    }
+    return bit;
+  }
+  /// Whether the block needed bytes beyond its end.
+  bool overran() const { return overrun_; }
+
+private:
+  uint32_t next() {
+    if (p_ == end_) {
+      overrun_ = true;
+      return 0;
+    }
+    return *p_++;
+  }
+  const uint8_t *p_;
+  const uint8_t *end_;
+  uint32_t code_ = 0;
+  uint32_t range_ = 0xffffffffu;
+  bool overrun_ = false;
+};
+
+} // namespace
+
+std::vector<std::array<double, 2>> contextCodeBits(std::span<const uint64_t> words, unsigned width, size_t split) {
+  static const CostTable table;
+  const Lanes lanes(std::clamp(width, 1u, kContextMaxWidth));
+  split = std::min(split, words.size());
+  std::vector<std::array<double, 2>> total(kContextTriedRates);
+  thread_local std::vector<uint16_t> models;
+  for (unsigned r = 0; r < kContextTriedRates; ++r) {
+    const unsigned rate = kContextMinRate + r;
+    models.assign(lanes.models, kProbInit);
+    double bits = 0;
+    auto cost = [&](size_t m, unsigned bit) {
+      uint16_t &p = models[m];
+      bits += table.bits[bit ? kProbOne - p : p];
+      adapt(p, bit, rate);
+    };
+    // The second part continues from the first's last word, as one block would.
+    walkBits(words.first(split), lanes, cost, 0);
+    total[r][0] = bits;
+    bits = 0;
+    walkBits(words.subspan(split), lanes, cost, split ? topLane(words[split - 1], lanes) : 0);
+    total[r][1] = bits;
+  }
+  return total;
+}
+
+void encodeContext(std::span<const uint64_t> words, unsigned width, unsigned rate, Bytes &out) {
+  const Lanes lanes(std::clamp(width, 1u, kContextMaxWidth));
+  rate = std::clamp(rate, kContextMinRate, kContextMaxRate);
+  putVarint(out, kContextBlockWords);
+  out.push_back(static_cast<uint8_t>(rate));
+  thread_local std::vector<uint16_t> models;
+  thread_local Bytes block;
+  for (uint64_t begin = 0; begin < words.size(); begin += kContextBlockWords) {
+    const uint64_t end = std::min<uint64_t>(words.size(), begin + kContextBlockWords);
+    models.assign(lanes.models, kProbInit);
+    block.clear();
+    RangeEncoder coder(block);
+    walkBits(words.subspan(begin, end - begin), lanes,
+             [&](size_t m, unsigned bit) { coder.encode(models[m], bit, rate); });
+    coder.finish();
+    putVarint(out, block.size());
+    out.insert(out.end(), block.begin(), block.end());
+  }
+}
+
+Result<std::unique_ptr<ContextDecoder>> ContextDecoder::create(ByteSpan bytes, unsigned width, uint64_t count) {
+  if (width == 0 || width > kContextMaxWidth)
+    return Error{fmt::format("context literals hold words of 1 to {} bits", kContextMaxWidth)};
+  auto d = std::unique_ptr<ContextDecoder>(new ContextDecoder());
+  d->width_ = width;
+  d->count_ = count;
+  ByteReader in(bytes);
+  auto blockWords = in.varint();
+  if (!blockWords || *blockWords == 0) return Error{"context literal has an invalid block size"};
+  d->blockWords_ = *blockWords;
+  auto rate = in.byte();
+  if (!rate) return Error{"context literal is truncated"};
+  if (*rate < kContextMinRate || *rate > kContextMaxRate)
+    return Error{fmt::format("context literal has adaptation rate {}, not {}..{}", *rate, kContextMinRate,
+                             kContextMaxRate)};
+  d->rate_ = *rate;
+  const uint64_t blocks = count / *blockWords + (count % *blockWords != 0);
+  // Every block has at least its size varint and the coder's four starting bytes.
+  if (blocks > in.remaining() / 5) return Error{"context literal is truncated"};
+  d->blocks_.reserve(blocks);
+  for (uint64_t b = 0; b < blocks; ++b) {
+    auto size = in.varint();
+    const uint8_t *block = size ? in.take(*size) : nullptr;
+    if (!block) return Error{"context literal is truncated"};
+    d->blocks_.emplace_back(block, static_cast<size_t>(*size));
+  }
+  if (in.remaining() != 0) return Error{"context literal has trailing bytes"};
+  return d;
+}
+
+uint64_t ContextDecoder::blockLength(size_t b) const { return std::min(blockWords_, count_ - b * blockWords_); }
+
+template <typename T> Result<void> ContextDecoder::decodeBlock(size_t b, T *out) const {
+  const Lanes lanes(width_);
+  thread_local std::vector<uint16_t> models;
+  models.assign(lanes.models, kProbInit);
+  const ByteSpan bytes = blocks_[b];
+  RangeDecoder coder(bytes.data(), bytes.data() + bytes.size());
+  const uint64_t length = blockLength(b);
+  const unsigned rate = rate_;
+  unsigned previousTop = 0;
+  for (uint64_t i = 0; i < length; ++i) {
+    unsigned context = previousTop;
+    uint64_t word = 0;
+    for (unsigned l = 0; l < lanes.count; ++l) {
+      const unsigned bits = lanes.bits[l];
+      uint16_t *tree = models.data() + lanes.modelBase[l] + (size_t{context} << bits);
+      unsigned node = 1;
+      for (unsigned k = 0; k < bits; ++k) node = node * 2 + coder.decode(tree[node], rate);
+      const unsigned value = node - (1u << bits);
+      word = (word << bits) | value;
+      if (l == 0) previousTop = value;
+      context = value;
+    }
+    out[i] = static_cast<T>(word);
+  }
+  // A well-formed block holds every byte the decoder reads (the encoder flushes four more than
+  // the last bit needs); past its end, the words decoded are not the block's.
+  if (coder.overran()) return Error{fmt::format("context block {} is truncated", b)};
+  return {};
+}
+
+template Result<void> ContextDecoder::decodeBlock(size_t, uint8_t *) const;
+template Result<void> ContextDecoder::decodeBlock(size_t, uint16_t *) const;
+template Result<void> ContextDecoder::decodeBlock(size_t, uint32_t *) const;
+template Result<void> ContextDecoder::decodeBlock(size_t, uint64_t *) const;
+
+} // namespace brevis

@@ -1,0 +1,69 @@
+#pragma once
+// `context` literals: words of up to 32 bits, each split into lanes of bits from the top (the
+// top lane holds W mod 8 bits, or 8; the others a byte each), every lane coded bit by bit by
+// an adaptive binary range coder whose models are chosen by a context (docs/format/literals.md):
+//
+//   varint B        words per block
+//   u8 rate         models adapt by 1/2^rate of the distance to each bit seen (4..7)
+//   per block: varint size, then the range coder's bytes of the block's words
+//
+// The top lane's context is the previous word's top lane; each further lane's is the lane just
+// above it in the same word. So an exponent is coded in the context of the exponent before it,
+// and a sparse tensor's zero flags and the mantissa under each exponent learn their own
+// statistics, where an order-0 code pays for every field's zero again. The models start from
+// even odds in every block and adapt as they go, so nothing like a table is stored: contexts
+// that occur a few times cost little, which is what makes a context affordable on small
+// tensors, where a static order-1 table (rans_o1) costs more than it saves.
+//
+// It is the slowest encoding to decode (one range-coder step per bit), and is kept where it
+// wins by the level's margin.
+#include "lang/Result.h"
+#include "runtime/common/Bytes.h"
+
+#include <array>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace brevis {
+
+inline constexpr unsigned kContextMaxWidth = 32;
+/// Words per block: the models restart at each block, so a decoder can start at any.
+inline constexpr uint64_t kContextBlockWords = uint64_t{1} << 20;
+inline constexpr unsigned kContextMinRate = 4, kContextMaxRate = 7;
+
+/// The rates encodeLit chooses from (kContextMinRate on) and the cost model compares.
+inline constexpr unsigned kContextTriedRates = 2;
+
+/// Code length in bits of `words` (each < 2^width) at each tried adaptation rate, as
+/// encodeContext would code them in one block (within a few bytes of the coded size), without a
+/// coder: per rate, the bits of words [0, split) and of words [split, end). The second part is
+/// coded by models that have learnt from the first, which lets the cost model tell the models'
+/// learning from their steady cost.
+std::vector<std::array<double, 2>> contextCodeBits(std::span<const uint64_t> words, unsigned width, size_t split);
+
+/// Appends the `context` encoding of `words` (each < 2^width, width <= kContextMaxWidth) at
+/// adaptation `rate`.
+void encodeContext(std::span<const uint64_t> words, unsigned width, unsigned rate, Bytes &out);
+
+/// A parsed `context` literal: its block layout and rate are checked; a block's bytes are
+/// checked while decoding (a block that needs bytes it does not have is an error).
+class ContextDecoder {
+public:
+  /// `bytes` must stay alive while the decoder is used.
+  static Result<std::unique_ptr<ContextDecoder>> create(ByteSpan bytes, unsigned width, uint64_t count);
+  uint64_t blockWords() const { return blockWords_; }
+  size_t blockCount() const { return blocks_.size(); }
+  uint64_t blockLength(size_t b) const;
+  /// Decodes block b into `out` (at least blockLength(b) words; the width fits T).
+  template <typename T> Result<void> decodeBlock(size_t b, T *out) const;
+
+private:
+  unsigned width_ = 8;
+  unsigned rate_ = kContextMinRate;
+  uint64_t count_ = 0;
+  uint64_t blockWords_ = 0;
+  std::vector<ByteSpan> blocks_;
+};
+
+} // namespace brevis
