@@ -10,6 +10,7 @@
 // (default 5).
 #include "codegen/JitDecoder.h"
 #include "runtime/containers/FileIO.h"
+#include "runtime/codecs/context/ContextCodec.h"
 #include "runtime/codecs/huffman/HuffmanDecode.h"
 #include "runtime/codecs/huffman/HuffmanEncode.h"
 #include "runtime/codecs/LitDecode.h"
@@ -173,6 +174,23 @@ void report(const std::string &name, const std::vector<uint8_t> &stream, int run
     });
     if (!ok) fmt::print(stderr, "zstd decode failed\n");
     rows.push_back({fmt::format("brevis zstd, level {}", level), packed.size(), enc, dec});
+  }
+
+  { // The adaptive context coder: one range-coder step per bit.
+    Bytes packed;
+    double enc = medianSeconds(runs, [&] {
+      packed.clear();
+      encodeLit(Encoding::Context, words, 8, packed);
+    });
+    auto decoder = ContextDecoder::create(packed, 8, words.size());
+    std::vector<uint8_t> out((*decoder)->blockWords());
+    bool ok = true;
+    double dec = medianSeconds(runs, [&] {
+      for (size_t b = 0; b < (*decoder)->blockCount(); ++b)
+        ok &= static_cast<bool>((*decoder)->decodeBlock(b, out.data()));
+    });
+    if (!ok) fmt::print(stderr, "context decode failed\n");
+    rows.push_back({"brevis context", packed.size(), enc, dec});
   }
 
   for (Encoding e : {Encoding::Raw, Encoding::Bitpack}) {
