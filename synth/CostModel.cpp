@@ -38,6 +38,9 @@ constexpr uint64_t kPromiseMinBytes = uint64_t{1} << 16;
 /// count). Probing costs about as much per byte as the level-1 encoding it is; on the corpus,
 /// samples of 16 or 32 KiB found no more literals that zstd wins.
 constexpr uint64_t kZstdProbeWords = 8192;
+/// rans_o1's estimate of a longer stream counts the pairs of one block's worth from its middle
+/// and scales them (its tables are per block, so the scaled table cost stays per block).
+constexpr uint64_t kOrder1EstimateWords = kRansBlockWords;
 /// The context coder's estimate simulates it on at most this many words (about 20 ms for
 /// 16-bit words): adaptive models learn for tens of thousands of words, so that the cost of
 /// short runs says little about a long stream's.
@@ -80,13 +83,19 @@ bool zstdMayWin(std::span<const uint64_t> words, uint64_t bestSize, const Encode
          static_cast<double>(bestSize) * (1 - policy.minGain) * (matches ? kZstdProbeSlack : 1.0);
 }
 
+/// estimateSize, given the words' byte histogram where the caller has it (words of at most 8
+/// bits; null otherwise): the order-0 estimates then need no pass over the words.
+std::optional<uint64_t> estimateWith(Encoding encoding, std::span<const uint64_t> words, unsigned width,
+                                     const uint64_t *byteCounts);
+
 /// Whether a candidate that is known only by encoding may beat `bestSize` by the policy's gain:
 /// an entropy coder by its estimate, zstd by a probe.
+
 bool worthEncoding(Encoding e, std::span<const uint64_t> words, unsigned width, uint64_t bestSize,
-                   const EncodePolicy &policy) {
+                   const EncodePolicy &policy, const uint64_t *byteCounts) {
   if (e == Encoding::Zstd) return encodingApplies(e, words, width) && zstdMayWin(words, bestSize, policy);
   // Only encode a candidate whose estimate comes near the best so far.
-  auto estimate = estimateSize(e, words, width);
+  auto estimate = estimateWith(e, words, width, byteCounts);
   if (!estimate ||
       static_cast<double>(*estimate) > static_cast<double>(bestSize) * (1 + kEstimateRelative) + kEstimateAbsolute)
     return false;
@@ -144,18 +153,29 @@ Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &
   // probe) say they may win.
   Encoding best = Encoding::Raw;
   uint64_t bestSize = UINT64_MAX;
-  for (Encoding e : kAllEncodings)
-    if (hasCheapExactSize(e) && encodedSize(e, words, width) < bestSize) {
+  for (Encoding e : kAllEncodings) {
+    if (!hasCheapExactSize(e)) continue;
+    const uint64_t size = encodedSize(e, words, width); // bitpack's is a pass over the words
+    if (size < bestSize) {
       best = e;
-      bestSize = encodedSize(e, words, width);
+      bestSize = size;
     }
+  }
   Bytes bestBytes, candidate;
   const bool skipTableCoders = tableCodersCannotPay(words, width);
+  // One histogram of a byte stream for every order-0 estimate (one pass each was a sixth of
+  // level 1's time).
+  uint64_t counts[256] = {};
+  const uint64_t *byteCounts = nullptr;
+  if (width <= 8 && !words.empty()) {
+    countWords(words, width, counts);
+    byteCounts = counts;
+  }
   for (Encoding e : kAllEncodings) {
     // context needs no table, but on such streams it cannot win either: no bit of a
     // near-uniform mantissa is predictable from the lane above it.
     if (hasCheapExactSize(e) || (skipTableCoders && e != Encoding::Zstd) ||
-        !worthEncoding(e, words, width, bestSize, policy))
+        !worthEncoding(e, words, width, bestSize, policy, byteCounts))
       continue;
     candidate.clear();
     // Candidates come in decreasing decoding speed: a slower one must win by the policy's margin.
@@ -194,13 +214,30 @@ Encoding encodeSmallestOf(std::span<const uint64_t> words, unsigned width, Bytes
 }
 
 std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t> words, unsigned width) {
+  return estimateWith(encoding, words, width, nullptr);
+}
+
+namespace {
+
+std::optional<uint64_t> estimateWith(Encoding encoding, std::span<const uint64_t> words, unsigned width,
+                                     const uint64_t *byteCounts) {
   const uint64_t n = words.size();
   switch (encoding) {
   case Encoding::Raw:
   case Encoding::Bitpack: return encodedSize(encoding, words, width);
   case Encoding::Huffman: {
     if (n == 0) return std::nullopt;
-    auto h = histogram(words, width, kHuffmanMaxSymbols);
+    std::optional<WordHistogram> h;
+    if (byteCounts) {
+      h.emplace();
+      for (unsigned v = 0; v < 256; ++v)
+        if (byteCounts[v]) {
+          h->words.push_back(v);
+          h->counts.push_back(byteCounts[v]);
+        }
+    } else {
+      h = histogram(words, width, kHuffmanMaxSymbols);
+    }
     if (!h) return std::nullopt;
     const size_t k = h->words.size();
     HuffmanCode code;
@@ -226,7 +263,8 @@ std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t
       return static_cast<uint64_t>(entropyBits(h->counts, n) / 8) + h->words.size() * 4 + blocks * 20 + 8;
     }
     uint64_t counts[256] = {};
-    countWords(words, width, counts);
+    if (byteCounts) std::copy(byteCounts, byteCounts + 256, counts);
+    else countWords(words, width, counts);
     unsigned distinct = 0;
     for (uint64_t c : counts) distinct += c != 0;
     uint64_t blocks = blocksOf(n, kRansBlockWords);
@@ -264,6 +302,15 @@ std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t
   }
   case Encoding::RansO1: {
     if (n == 0 || width > kRansMaxWidth) return std::nullopt;
+    if (n > kOrder1EstimateWords) {
+      // A run from the middle, scaled: counting every pair of a long stream in a table of 64 K
+      // counters was a tenth of level 1's time, for a coder that seldom wins on such streams.
+      auto sample = estimateWith(encoding, words.subspan((n - kOrder1EstimateWords) / 2, kOrder1EstimateWords),
+                                 width, nullptr);
+      if (!sample) return std::nullopt;
+      return static_cast<uint64_t>(static_cast<double>(*sample) * static_cast<double>(n) /
+                                    static_cast<double>(kOrder1EstimateWords));
+    }
     double bits = 0;
     uint64_t used = 0;
     if (n <= kSparsePairsMaxWords) {
@@ -316,5 +363,7 @@ std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t
   }
   return std::nullopt;
 }
+
+} // namespace
 
 } // namespace brevis

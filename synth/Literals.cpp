@@ -30,10 +30,15 @@ std::vector<uint64_t> readWords(ByteSpan bytes, unsigned wordBytes) {
 }
 
 std::vector<uint64_t> extractField(std::span<const uint64_t> words, unsigned shift, unsigned width) {
-  std::vector<uint64_t> field(words.size());
+  std::vector<uint64_t> field;
+  extractField(words, shift, width, field);
+  return field;
+}
+
+void extractField(std::span<const uint64_t> words, unsigned shift, unsigned width, std::vector<uint64_t> &field) {
+  field.resize(words.size());
   const uint64_t mask = widthMask(width);
   for (size_t i = 0; i < words.size(); ++i) field[i] = (words[i] >> shift) & mask;
-  return field;
 }
 
 namespace {

@@ -16,6 +16,8 @@ std::vector<uint64_t> readWords(ByteSpan bytes, unsigned wordBytes);
 
 /// Bits [shift, shift + width) of each word: one field of a merge.
 std::vector<uint64_t> extractField(std::span<const uint64_t> words, unsigned shift, unsigned width);
+/// The same into `field` (resized to the words'), so that one buffer serves field after field.
+void extractField(std::span<const uint64_t> words, unsigned shift, unsigned width, std::vector<uint64_t> &field);
 
 /// A literal of `words` in the encoding `policy` picks, its payload appended to `payload`.
 ExprPtr makeLit(std::span<const uint64_t> words, unsigned width, Bytes &payload, EncodePolicy policy);

@@ -299,6 +299,9 @@ Plan HoleSearch::solveHole(std::span<const uint64_t> words, unsigned width, cons
 
 void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, unsigned depth, Plan &best,
                                std::vector<Candidate> *trace, const std::string &priorKey) {
+  // With no expansions to spend (level 1) nothing below would be tried: skip finding runs,
+  // periods and cuts, each a pass over the words.
+  if (expansions_ >= limits_.maxExpansions) return;
   const std::span<const uint64_t> words = hole.words;
   const unsigned width = hole.width;
   const HoleContext pieceContext{context.floatType, {}};
@@ -463,9 +466,12 @@ ExprPtr HoleSearch::emit(const Plan &plan, std::span<const uint64_t> words, unsi
     if (total != width || plan.children.size() != plan.fieldWidths.size() || n == 0) return literal();
     const std::vector<unsigned> shifts = mergeFieldShifts(plan.fieldWidths);
     std::vector<MergeField> fields;
+    // One field at a time, in one buffer: a large tensor holds one field's words beside its
+    // own at most, and the buffer's pages are touched once (a fresh one per field was a fifth
+    // of level 1's time in page faults and zeroing).
+    std::vector<uint64_t> field;
     for (size_t k = 0; k < plan.fieldWidths.size(); ++k) {
-      // One field at a time: a large tensor holds one field's words beside its own at most.
-      std::vector<uint64_t> field = extractField(words, shifts[k], plan.fieldWidths[k]);
+      extractField(words, shifts[k], plan.fieldWidths[k], field);
       std::string name = k < plan.fieldNames.size() ? plan.fieldNames[k] : std::string();
       fields.push_back(MergeField{std::move(name), emit(plan.children[k], field, plan.fieldWidths[k], payload)});
     }

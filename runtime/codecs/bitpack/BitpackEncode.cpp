@@ -24,20 +24,32 @@ void encodeRaw(std::span<const uint64_t> words, unsigned width, Bytes &out) {
 void encodeBitpack(std::span<const uint64_t> words, Bytes &out) {
   const unsigned b = bitpackBits(words);
   static_assert(kBitpackHeaderBytes == 1, "the header is the bit count's one byte");
-  out.push_back(static_cast<uint8_t>(b));
-  // Accumulate LSB-first into a 128-bit window and flush whole bytes.
-  unsigned __int128 window = 0;
-  unsigned filled = 0;
+  const size_t start = out.size();
+  const size_t bytes = bitpackPayloadSize(words.size(), b);
+  out.resize(start + bytes);
+  uint8_t *p = out.data() + start;
+  *p++ = static_cast<uint8_t>(b);
+  // Accumulate LSB-first into 64 bits and store them whole when full; the bits of the word
+  // that did not fit start the next accumulator (byte pushes from a 128-bit window took
+  // 3.8 ns a word, most of packing a large mantissa field).
+  uint8_t *const end = out.data() + out.size();
+  uint64_t acc = 0;
+  unsigned filled = 0; // < 64
   for (uint64_t w : words) {
-    window |= static_cast<unsigned __int128>(w) << filled;
+    acc |= w << filled;
     filled += b;
-    while (filled >= 8) {
-      out.push_back(static_cast<uint8_t>(window));
-      window >>= 8;
-      filled -= 8;
+    if (filled >= 64) {
+      for (unsigned k = 0; k < 8; ++k) p[k] = static_cast<uint8_t>(acc >> (8 * k));
+      p += 8;
+      filled -= 64;
+      acc = filled ? w >> (b - filled) : 0;
     }
   }
-  if (filled) out.push_back(static_cast<uint8_t>(window));
+  for (; filled > 0; filled = filled > 8 ? filled - 8 : 0) {
+    *p++ = static_cast<uint8_t>(acc);
+    acc >>= 8;
+  }
+  if (p != end) __builtin_trap(); // bitpackPayloadSize disagrees with the layout written
 }
 
 } // namespace brevis
