@@ -1,6 +1,8 @@
 #include "synth/CostModel.h"
 
+#include "lang/BitpackFormat.h"
 #include "runtime/codecs/LitEncode.h"
+#include "runtime/codecs/bitpack/BitpackEncode.h"
 #include "runtime/codecs/context/ContextCodec.h"
 #include "runtime/codecs/huffman/HuffmanEncode.h"
 #include "runtime/codecs/rans/Rans16.h"
@@ -153,9 +155,10 @@ Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &
   // probe) say they may win.
   Encoding best = Encoding::Raw;
   uint64_t bestSize = UINT64_MAX;
+  const unsigned bits = bitpackBits(words); // one pass, for bitpack's size and its encoding
   for (Encoding e : kAllEncodings) {
     if (!hasCheapExactSize(e)) continue;
-    const uint64_t size = encodedSize(e, words, width); // bitpack's is a pass over the words
+    const uint64_t size = e == Encoding::Bitpack ? bitpackPayloadSize(words.size(), bits) : encodedSize(e, words, width);
     if (size < bestSize) {
       best = e;
       bestSize = size;
@@ -187,7 +190,9 @@ Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &
     bestSize = candidate.size();
     std::swap(bestBytes, candidate);
   }
-  if (hasCheapExactSize(best))
+  if (best == Encoding::Bitpack)
+    encodeBitpack(words, bits, out);
+  else if (hasCheapExactSize(best))
     encodeLit(best, words, width, out);
   else
     out.insert(out.end(), bestBytes.begin(), bestBytes.end());

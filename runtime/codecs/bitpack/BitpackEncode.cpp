@@ -4,6 +4,7 @@
 #include "lang/StreamType.h"
 
 #include <bit>
+#include <cstring>
 
 namespace brevis {
 
@@ -21,8 +22,9 @@ void encodeRaw(std::span<const uint64_t> words, unsigned width, Bytes &out) {
     for (unsigned k = 0; k < cb; ++k, ++at) out[at] = static_cast<uint8_t>(w >> (8 * k));
 }
 
-void encodeBitpack(std::span<const uint64_t> words, Bytes &out) {
-  const unsigned b = bitpackBits(words);
+void encodeBitpack(std::span<const uint64_t> words, Bytes &out) { encodeBitpack(words, bitpackBits(words), out); }
+
+void encodeBitpack(std::span<const uint64_t> words, unsigned b, Bytes &out) {
   static_assert(kBitpackHeaderBytes == 1, "the header is the bit count's one byte");
   const size_t start = out.size();
   const size_t bytes = bitpackPayloadSize(words.size(), b);
@@ -33,9 +35,20 @@ void encodeBitpack(std::span<const uint64_t> words, Bytes &out) {
   // that did not fit start the next accumulator (byte pushes from a 128-bit window took
   // 3.8 ns a word, most of packing a large mantissa field).
   uint8_t *const end = out.data() + out.size();
+  size_t i = 0;
+  if (b <= 8) {
+    // Eight words fill exactly b bytes: gather them in one register and store it, each group
+    // starting where the last one's b bytes end (8-byte stores while 8 bytes remain).
+    for (; i + 8 <= words.size() && end - p >= 8; i += 8) {
+      uint64_t group = 0;
+      for (unsigned k = 0; k < 8; ++k) group |= words[i + k] << (k * b);
+      std::memcpy(p, &group, 8);
+      p += b;
+    }
+  }
   uint64_t acc = 0;
   unsigned filled = 0; // < 64
-  for (uint64_t w : words) {
+  for (uint64_t w : words.subspan(i)) {
     acc |= w << filled;
     filled += b;
     if (filled >= 64) {

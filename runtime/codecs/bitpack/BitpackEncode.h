@@ -16,5 +16,7 @@ void encodeRaw(std::span<const uint64_t> words, unsigned width, Bytes &out);
 
 /// Appends the `bitpack` encoding of `words` to `out`, at bitpackBits(words) bits per word.
 void encodeBitpack(std::span<const uint64_t> words, Bytes &out);
+/// The same where the caller knows bits == bitpackBits(words) (a pass over the words less).
+void encodeBitpack(std::span<const uint64_t> words, unsigned bits, Bytes &out);
 
 } // namespace brevis
