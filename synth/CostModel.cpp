@@ -117,18 +117,20 @@ bool zstdWorthTrying(std::span<const uint64_t> words, unsigned width, uint64_t b
 }
 
 EncodePolicy policyForLevel(int level) {
-  constexpr double kContextGainFactor = 5.0;
+  constexpr double kContextGainFactor = 5.0, kContextMinGain = 0.01;
   static constexpr double kMinGain[] = {0.05, 0.04, 0.03, 0.02, 0.01, 0.005, 0.002, 0.001, 0.0};
   // zstd's levels, measured on the corpus with the probe (docs/benchmarks.md): against what 19
   // gains, 1 gains four fifths in a hundredth of its time, 9 over nine tenths in a twentieth,
   // 15 all but 0.2 KB in a third.
   static constexpr int kZstdLevel[] = {1, 1, 3, 6, 9, 12, 13, 14, 15};
   const size_t row = static_cast<size_t>(std::clamp(level, 1, 9) - 1);
-  // context decodes at a tenth of rans' speed: below level 9 it must save five times the
-  // level's margin (5% at the default). Pooled over the corpus at level 5, archives came out
+  // context decodes at a tenth of rans_o1's speed: it must save five times the level's
+  // margin (5% at the default). Pooled over the corpus at level 5, archives came out
   // 0.96%, 1.05% and 1.03% below the best peers with factors 1, 3 and 5: on small gains the
   // search's estimate (on a sample, learning counted in full) and the truth disagree.
-  return EncodePolicy{kMinGain[row], kZstdLevel[row], kContextGainFactor};
+  // Level 9 too asks 1% of it: kept for any gain, a 131 MB embedding tensor saved 0.4% and
+  // decoded 20 times slower (0.17 s -> 3.5 s), its compression four times slower.
+  return EncodePolicy{kMinGain[row], kZstdLevel[row], std::max(kMinGain[row] * kContextGainFactor, kContextMinGain)};
 }
 
 bool tableCodersCannotPay(std::span<const uint64_t> words, unsigned width) {

@@ -21,15 +21,15 @@ struct EncodePolicy {
   double minGain = 0.0; ///< relative size reduction required; 0 keeps the exact smallest
   /// libzstd's compression level of zstd literals (1..22); 0: zstd is not tried.
   int zstdLevel = kDefaultZstdLevel;
-  /// The gain `context` must bring, as a multiple of minGain: it decodes one range-coder step
-  /// per bit, several times slower than any other encoding.
-  double contextGainFactor = 1.0;
-  double gainFor(Encoding e) const { return e == Encoding::Context ? minGain * contextGainFactor : minGain; }
+  /// The gain `context` must bring over the best faster encoding: it decodes one range-coder
+  /// step per bit, ten times slower than rans_o1 (0 keeps it wherever it is smallest).
+  double contextMinGain = 0.0;
+  double gainFor(Encoding e) const { return e == Encoding::Context ? contextMinGain : minGain; }
 };
 
 /// Compression levels (brevisc --level): 9 keeps the exact smallest encoding; lower levels ask
 /// slower encodings for a larger gain (level 5, the default: 1%; level 1: 5%; `context` five
-/// times that) and code zstd literals at lower zstd levels (9: zstd 15; 5: zstd 9; 1: zstd 1).
+/// times that, and 1% at least) and code zstd literals at lower zstd levels (9: zstd 15; 5: zstd 9; 1: zstd 1).
 inline constexpr int kDefaultLevel = 5;
 EncodePolicy policyForLevel(int level);
 
