@@ -8,6 +8,7 @@
 
 #include <iostream>
 #include <map>
+#include <optional>
 
 namespace brevis::cli {
 
@@ -22,8 +23,15 @@ struct Tally {
   uint64_t count = 0, original = 0, stored = 0;
 };
 
-/// Payload bytes a program's literals take, and its literal and operator counts.
-void survey(const Expr &e, uint64_t &stored, std::map<std::string, Tally> &encodings,
+/// Payload ranges already counted, each with the region that first read it: a tensor that
+/// repeats an earlier one's bytes reads that one's payload, which is stored once.
+using RangeOwners = std::map<std::pair<uint64_t, uint64_t>, std::string>;
+
+/// Payload bytes a program's literals take (ranges in `owners` are not counted again; new ones
+/// are added, owned by `region`), and its literal and operator counts. `sharedWith` is the
+/// owner of the ranges it shares, if any.
+void survey(const Expr &e, const std::string &region, RangeOwners &owners, uint64_t &stored,
+            std::optional<std::string> &sharedWith, std::map<std::string, Tally> &encodings,
             std::map<std::string, uint64_t> &operators) {
   ++operators[std::string(nodeKindName(e.kind))];
   if (auto *l = dynAs<Lit>(e)) {
@@ -34,11 +42,16 @@ void survey(const Expr &e, uint64_t &stored, std::map<std::string, Tally> &encod
     // containers they are written to.
     t.original += static_cast<uint64_t>((static_cast<unsigned __int128>(l->type.length) * l->type.width + 7) / 8);
     if (!l->isInline()) {
-      t.stored += l->payload().size;
-      stored += l->payload().size;
+      auto [it, added] = owners.emplace(std::pair{l->payload().offset, l->payload().size}, region);
+      if (added) {
+        t.stored += l->payload().size;
+        stored += l->payload().size;
+      } else if (it->second != region) {
+        sharedWith = it->second;
+      }
     }
   }
-  for (const Expr *c : children(e)) survey(*c, stored, encodings, operators);
+  for (const Expr *c : children(e)) survey(*c, region, owners, stored, sharedWith, encodings, operators);
 }
 
 std::string percent(uint64_t part, uint64_t whole) {
@@ -62,9 +75,13 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
                    {"xxh64", fmt::format("{:016x}", c.source.xxh64)},
                    {"payload_bytes", c.payloadSize},
                    {"regions", c.regions.size()}});
+  RangeOwners owners;
   for (const Region &r : c.regions) {
     uint64_t stored = 0;
-    survey(*r.program, stored, encodings, operators);
+    std::optional<std::string> sharedWith;
+    const std::string regionName =
+        r.kind == RegionKind::Tensor ? "tensor " + quoteString(r.name) : std::string(regionKindName(r.kind));
+    survey(*r.program, regionName, owners, stored, sharedWith, encodings, operators);
     Tally &rt = regions[std::string(regionKindName(r.kind))];
     ++rt.count;
     rt.original += r.bytes.size;
@@ -81,6 +98,7 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
                        {"payload_bytes", stored},
                        {"program", nodeKindName(r.program->kind)}});
     if (a.directory) tensors.back()["file"] = a.members[m].path;
+    if (sharedWith) tensors.back()["shares_payload_with"] = *sharedWith;
   }
   }
 
@@ -135,9 +153,12 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
   std::cout << "\n";
   if (v.verbose)
     for (const auto &t : tensors)
-      std::cout << fmt::format("  {} {}{} {} -> {} ({})\n", quoteString(t["name"].get<std::string>()),
+      std::cout << fmt::format("  {} {}{} {} -> {} ({}{})\n", quoteString(t["name"].get<std::string>()),
                                t["dtype"].get<std::string>(), t["shape"].dump(), humanBytes(t["original_bytes"].get<uint64_t>()),
-                               humanBytes(t["payload_bytes"].get<uint64_t>()), t["program"].get<std::string>());
+                               humanBytes(t["payload_bytes"].get<uint64_t>()), t["program"].get<std::string>(),
+                               t.contains("shares_payload_with")
+                                   ? ", reads the payload of " + t["shares_payload_with"].get<std::string>()
+                                   : std::string());
   return kExitOk;
 }
 
