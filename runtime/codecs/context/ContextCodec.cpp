@@ -274,7 +274,7 @@ template <typename T> Result<void> ContextDecoder::decodeBlock(size_t b, T *out)
   }
   // A well-formed block holds every byte the decoder reads (the encoder flushes four more than
   // the last bit needs); past its end, the words decoded are not the block's.
-  if (coder.overran()) return Error{fmt::format("context block {} is truncated", b)};
+  if (coder.overran()) return Error{fmt::format("context block {} is corrupt or truncated: its coder reads past its end", b)};
   return {};
 }
 
