@@ -193,9 +193,9 @@ Result<Archive> readArchive(std::shared_ptr<const MappedFile> file, const std::s
   if (a.size() < kArchiveHeaderSize + kPayloadPadding + kTrailerSize)
     return Error{fmt::format("{} is truncated: {} bytes", name, a.size())};
   uint32_t version = getU32(a.data() + 8);
-  if (version != kArchiveVersion)
-    return Error{fmt::format("{} has archive format version {}; this brevisc reads version {}", name, version,
-                             kArchiveVersion)};
+  if (version < kOldestReadableArchiveVersion || version > kArchiveVersion)
+    return Error{fmt::format("{} has archive format version {}; this brevisc reads versions {} to {}", name, version,
+                             kOldestReadableArchiveVersion, kArchiveVersion)};
   uint32_t flags = getU32(a.data() + 12);
   if (flags & ~kFlagDirectory)
     return Error{fmt::format("{} uses archive features this brevisc does not know (flags {:#x})", name, flags)};

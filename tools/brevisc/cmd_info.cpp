@@ -38,11 +38,12 @@ void survey(const Expr &e, const std::string &region, RangeOwners &owners, uint6
     std::string name = l->isInline() ? "inline" : std::string(encodingName(l->encoding));
     Tally &t = encodings[name];
     ++t.count;
-    // The information it holds: its words' bits (a u1 literal of 8 words is one byte), not the
-    // containers they are written to.
-    t.original += static_cast<uint64_t>((static_cast<unsigned __int128>(l->type.length) * l->type.width + 7) / 8);
-    if (!l->isInline()) {
+    // A range read before (by a repeated tensor) counts neither its bytes nor its words again,
+    // so that each encoding's ratio is of what it stores. Empty ranges are no one's.
+    bool counted = true;
+    if (!l->isInline() && l->payload().size > 0) {
       auto [it, added] = owners.emplace(std::pair{l->payload().offset, l->payload().size}, region);
+      counted = added;
       if (added) {
         t.stored += l->payload().size;
         stored += l->payload().size;
@@ -50,6 +51,10 @@ void survey(const Expr &e, const std::string &region, RangeOwners &owners, uint6
         sharedWith = it->second;
       }
     }
+    // The information it holds: its words' bits (a u1 literal of 8 words is one byte), not the
+    // containers they are written to.
+    if (counted)
+      t.original += static_cast<uint64_t>((static_cast<unsigned __int128>(l->type.length) * l->type.width + 7) / 8);
   }
   for (const Expr *c : children(e)) survey(*c, region, owners, stored, sharedWith, encodings, operators);
 }
@@ -79,8 +84,7 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
   for (const Region &r : c.regions) {
     uint64_t stored = 0;
     std::optional<std::string> sharedWith;
-    const std::string regionName =
-        r.kind == RegionKind::Tensor ? "tensor " + quoteString(r.name) : std::string(regionKindName(r.kind));
+    const std::string regionName = r.kind == RegionKind::Tensor ? r.name : std::string(regionKindName(r.kind));
     survey(*r.program, regionName, owners, stored, sharedWith, encodings, operators);
     Tally &rt = regions[std::string(regionKindName(r.kind))];
     ++rt.count;
@@ -157,7 +161,7 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
                                t["dtype"].get<std::string>(), t["shape"].dump(), humanBytes(t["original_bytes"].get<uint64_t>()),
                                humanBytes(t["payload_bytes"].get<uint64_t>()), t["program"].get<std::string>(),
                                t.contains("shares_payload_with")
-                                   ? ", reads the payload of " + t["shares_payload_with"].get<std::string>()
+                                   ? ", reads the payload of " + quoteString(t["shares_payload_with"].get<std::string>())
                                    : std::string());
   return kExitOk;
 }

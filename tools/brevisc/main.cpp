@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
       },
       "print nothing but errors (no summaries, notes or progress)");
   app.add_flag("-v,--verbose", ctx.verbosity.verbose, "print more about what is done");
-  app.set_version_flag("-V,--version", "brevisc 0.1.0 (language version 1, archive format version 3)");
+  app.set_version_flag("-V,--version", "brevisc 0.1.0 (language version 1, archive format version 4)");
   registerSynth(app, ctx);
   registerCheck(app, ctx);
   registerFmt(app, ctx);
