@@ -53,9 +53,8 @@ void rebase(Expr &e, uint64_t base) {
   for (Expr *c : children(e)) rebase(*c, base);
 }
 
-/// For each region, the earlier region of the same kind and dtype with the same bytes, if any
-/// (else its own index). Checkpoints repeat whole tensors (a shared bias, a copied block); a
-/// repeat gets the program of the first, reading the same payload bytes, at no payload cost.
+} // namespace
+
 std::vector<size_t> firstWithSameBytes(const std::vector<Region> &regions, ByteSpan file) {
   std::vector<size_t> first(regions.size());
   std::unordered_multimap<uint64_t, size_t> seen;
@@ -78,8 +77,6 @@ std::vector<size_t> firstWithSameBytes(const std::vector<Region> &regions, ByteS
   }
   return first;
 }
-
-} // namespace
 
 SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, const std::string &payloadName,
                                  Strategy &strategy, const SynthOptions &options) {

@@ -30,6 +30,12 @@ struct SynthOptions {
 /// reason in `notSafetensorsReason`).
 std::vector<Region> tileRegions(ByteSpan file, std::optional<std::string> &notSafetensorsReason);
 
+/// For each of `file`'s regions, the first region of the same kind and dtype with the same bytes
+/// (its own index if none is earlier). Checkpoints repeat whole tensors (a shared bias, a copied
+/// block); synthesizeCheckpoint gives a repeat the first one's program, reading the same payload
+/// bytes, at no payload cost.
+std::vector<size_t> firstWithSameBytes(const std::vector<Region> &regions, ByteSpan file);
+
 /// The program of `file`, named `sourceName`, whose literals point into a payload file named
 /// `payloadName`; every region synthesized by `strategy`.
 SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, const std::string &payloadName,
