@@ -2,7 +2,7 @@
 # Regenerates the fuzz seed corpora (test/fuzz/corpus/) after a wire-format change:
 #   test/fuzz/make_seeds.sh [BUILD_DIR]        (default: build)
 # Literal seeds come from make_literal_seeds; archive seeds are brevisc archives of a tiny
-# safetensors file, a byte blob and a checkpoint directory; encoder, compress and JIT seeds are
+# safetensors file, a byte blob, a checkpoint directory and a pruned tensor (a context literal); encoder, compress and JIT seeds are
 # written by the script below.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -36,6 +36,19 @@ os.makedirs(os.path.join(out, 'dir'))
 open(os.path.join(out, 'dir', 'model.safetensors'), 'wb').write(blob)
 open(os.path.join(out, 'dir', 'config.json'), 'w').write('{"hidden_size": 16}\n')
 open(os.path.join(out, 'blob.bin'), 'wb').write(bytes((i * 37) % 251 for i in range(300)))
+# A pruned F16 tensor (zero runs, drifting exponents): its archive holds a context literal.
+import random
+rng = random.Random(3)
+words, top, zeros = [], 0x38, True
+for _ in range(4096):
+    if rng.randrange(20) == 0: zeros = not zeros
+    if zeros: words.append(0); continue
+    top = 0x30 + (top - 0x30 + 16 + rng.randrange(3) - 1) % 16
+    words.append(top << 8 | ((top * 37 + rng.randrange(16)) & 0xff))
+raw = struct.pack('<%dH' % len(words), *words)
+h = json.dumps({'w': {'dtype': 'F16', 'shape': [64, 64], 'data_offsets': [0, len(raw)]}}, separators=(',', ':')).encode()
+h += b' ' * (-len(h) % 8)
+open(os.path.join(out, 'sparse.safetensors'), 'wb').write(struct.pack('<Q', len(h)) + h + raw)
 PY
 # Encoder, compress-path and JIT-generator seeds: small, deterministic, written here.
 python3 - "$corpus" <<'PY'
@@ -94,4 +107,5 @@ brevisc="$build/tools/brevisc/brevisc"
 "$brevisc" -q compress "$work/small.safetensors" -o "$corpus/archive/small.brv" -f
 "$brevisc" -q compress "$work/blob.bin" -o "$corpus/archive/blob.brv" -f
 "$brevisc" -q compress "$work/dir" -o "$corpus/archive/dir.brv" -f
+"$brevisc" -q compress "$work/sparse.safetensors" -o "$corpus/archive/sparse.brv" -f
 echo "seeds written under $corpus"
