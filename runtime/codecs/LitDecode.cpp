@@ -171,7 +171,9 @@ private:
 /// Rans16Decoder or ZstdDecoder; Symbol: what it writes; with MapsAlphabet, symbols index decoder.alphabet().
 template <typename Decoder, typename Symbol, bool MapsAlphabet> class BlockCursor final : public LitCursor {
 public:
-  explicit BlockCursor(std::unique_ptr<Decoder> d) : decoder_(std::move(d)) {}
+  /// `lit` names the literal in errors (its fields are copied: the cursor may outlive it).
+  BlockCursor(std::unique_ptr<Decoder> d, const Lit &lit)
+      : decoder_(std::move(d)), encoding_(lit.encoding), type_(lit.type), range_(lit.payload()) {}
   Result<void> read(uint64_t *out, size_t n) override { return serve(out, n); }
   Result<void> read8(uint8_t *out, size_t n) override { return serve(out, n); }
   Result<void> read16(uint16_t *out, size_t n) override { return serve(out, n); }
@@ -250,11 +252,20 @@ private:
     pos_ = 0;
     first_ = b;
     next_ = b + n;
-    if constexpr (together() > 1) return decoder_->decodeBlocks(b, n, symbols_.data());
-    else return decoder_->decodeBlock(b, symbols_.data());
+    Result<void> decoded;
+    if constexpr (together() > 1) decoded = decoder_->decodeBlocks(b, n, symbols_.data());
+    else decoded = decoder_->decodeBlock(b, symbols_.data());
+    // Which literal, for a program of several literals coded alike (a merge of two fields).
+    if (!decoded)
+      return Error{fmt::format("{} literal {} at payload @{}+{}: {}", encodingName(encoding_), toString(type_),
+                               range_.offset, range_.size, decoded.error().message)};
+    return {};
   }
 
   std::unique_ptr<Decoder> decoder_;
+  Encoding encoding_;
+  StreamType type_;
+  ByteRange range_;
   std::vector<Symbol> symbols_;
   size_t first_ = 0, next_ = 0; ///< blocks [first_, next_) are in symbols_
   uint64_t pos_ = 0, length_ = 0;
@@ -274,7 +285,7 @@ Result<std::unique_ptr<LitCursor>> openByteBlocks(const Lit &lit, ByteSpan bytes
   if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
     return Error{std::string(what) + " literal has blocks larger than any encoder writes"};
   if (!buildTables) return std::unique_ptr<LitCursor>();
-  return std::unique_ptr<LitCursor>(new BlockCursor<Decoder, uint8_t, false>(std::move(*d)));
+  return std::unique_ptr<LitCursor>(new BlockCursor<Decoder, uint8_t, false>(std::move(*d), lit));
 }
 
 /// The htscodecs rANS frames of `rans` (order 0) and `rans_o1` literals of bytes.
@@ -296,8 +307,8 @@ Result<std::unique_ptr<LitCursor>> openEntropyDecoder(const Lit &lit, const Payl
       return Error{"huffman literal has blocks larger than any encoder writes"};
     if (!buildTables) return std::unique_ptr<LitCursor>();
     if ((*d)->alphabet().size() <= 256)
-      return std::unique_ptr<LitCursor>(new BlockCursor<HuffmanDecoder, uint8_t, true>(std::move(*d)));
-    return std::unique_ptr<LitCursor>(new BlockCursor<HuffmanDecoder, uint16_t, true>(std::move(*d)));
+      return std::unique_ptr<LitCursor>(new BlockCursor<HuffmanDecoder, uint8_t, true>(std::move(*d), lit));
+    return std::unique_ptr<LitCursor>(new BlockCursor<HuffmanDecoder, uint16_t, true>(std::move(*d), lit));
   }
   case Encoding::Rans: {
     if (lit.type.width <= kRansMaxWidth || lit.type.width > maxEncodingWidth(Encoding::Rans)) return openHtscodecs(lit, bytes, buildTables);
@@ -307,7 +318,7 @@ Result<std::unique_ptr<LitCursor>> openEntropyDecoder(const Lit &lit, const Payl
     if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
       return Error{"rans literal has blocks larger than any encoder writes"};
     if (!buildTables) return std::unique_ptr<LitCursor>();
-    return std::unique_ptr<LitCursor>(new BlockCursor<Rans16Decoder, uint16_t, true>(std::move(*d)));
+    return std::unique_ptr<LitCursor>(new BlockCursor<Rans16Decoder, uint16_t, true>(std::move(*d), lit));
   }
   case Encoding::RansO1: return openHtscodecs(lit, bytes, buildTables);
   case Encoding::Zstd:
@@ -320,9 +331,9 @@ Result<std::unique_ptr<LitCursor>> openEntropyDecoder(const Lit &lit, const Payl
       return Error{"context literal has blocks larger than any encoder writes"};
     if (!buildTables) return std::unique_ptr<LitCursor>();
     const unsigned width = lit.type.width;
-    if (width <= 8) return std::unique_ptr<LitCursor>(new BlockCursor<ContextDecoder, uint8_t, false>(std::move(*d)));
-    if (width <= 16) return std::unique_ptr<LitCursor>(new BlockCursor<ContextDecoder, uint16_t, false>(std::move(*d)));
-    return std::unique_ptr<LitCursor>(new BlockCursor<ContextDecoder, uint32_t, false>(std::move(*d)));
+    if (width <= 8) return std::unique_ptr<LitCursor>(new BlockCursor<ContextDecoder, uint8_t, false>(std::move(*d), lit));
+    if (width <= 16) return std::unique_ptr<LitCursor>(new BlockCursor<ContextDecoder, uint16_t, false>(std::move(*d), lit));
+    return std::unique_ptr<LitCursor>(new BlockCursor<ContextDecoder, uint32_t, false>(std::move(*d), lit));
   }
   case Encoding::Raw:
   case Encoding::Bitpack: break;
