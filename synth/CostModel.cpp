@@ -64,18 +64,18 @@ constexpr uint64_t kZstdMinBytes = 14;
 
 /// Whether zstd at policy.zstdLevel may beat `bestSize` by the policy's gain, judged by zstd at
 /// the probe level on (a sample of) the stream.
-bool zstdMayWin(std::span<const uint64_t> words, uint64_t bestSize, const EncodePolicy &policy) {
+bool zstdMayWin(WordsView words, uint64_t bestSize, const EncodePolicy &policy) {
   if (policy.zstdLevel <= 0 || bestSize <= kZstdMinBytes) return false;
   const uint64_t n = words.size();
   thread_local Bytes sample;
   sample.clear();
   if (n <= kZstdProbeWords) {
-    sample.assign(words.begin(), words.end());
+    words.visit([&](auto w) { sample.assign(w.begin(), w.end()); });
   } else {
     const uint64_t chunk = kZstdProbeWords / kZstdProbeChunks;
     const uint64_t stride = (n - chunk) / (kZstdProbeChunks - 1);
     for (uint64_t k = 0; k < kZstdProbeChunks; ++k)
-      sample.insert(sample.end(), words.begin() + k * stride, words.begin() + k * stride + chunk);
+      words.subspan(k * stride, chunk).visit([&](auto w) { sample.insert(sample.end(), w.begin(), w.end()); });
   }
   const uint64_t probe = zstdFrameSize(sample, kZstdProbeLevel);
   uint64_t counts[256] = {};
@@ -87,13 +87,13 @@ bool zstdMayWin(std::span<const uint64_t> words, uint64_t bestSize, const Encode
 
 /// estimateSize, given the words' byte histogram where the caller has it (words of at most 8
 /// bits; null otherwise): the order-0 estimates then need no pass over the words.
-std::optional<uint64_t> estimateWith(Encoding encoding, std::span<const uint64_t> words, unsigned width,
+std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigned width,
                                      const uint64_t *byteCounts);
 
 /// Whether a candidate that is known only by encoding may beat `bestSize` by the policy's gain:
 /// an entropy coder by its estimate, zstd by a probe.
 
-bool worthEncoding(Encoding e, std::span<const uint64_t> words, unsigned width, uint64_t bestSize,
+bool worthEncoding(Encoding e, WordsView words, unsigned width, uint64_t bestSize,
                    const EncodePolicy &policy, const uint64_t *byteCounts) {
   if (e == Encoding::Zstd) return encodingApplies(e, words, width) && zstdMayWin(words, bestSize, policy);
   // Only encode a candidate whose estimate comes near the best so far.
@@ -112,7 +112,7 @@ bool worthEncoding(Encoding e, std::span<const uint64_t> words, unsigned width, 
 
 } // namespace
 
-bool zstdWorthTrying(std::span<const uint64_t> words, unsigned width, uint64_t bestSize, const EncodePolicy &policy) {
+bool zstdWorthTrying(WordsView words, unsigned width, uint64_t bestSize, const EncodePolicy &policy) {
   return encodingApplies(Encoding::Zstd, words, width) && zstdMayWin(words, bestSize, policy);
 }
 
@@ -133,7 +133,7 @@ EncodePolicy policyForLevel(int level) {
   return EncodePolicy{kMinGain[row], kZstdLevel[row], std::max(kMinGain[row] * kContextGainFactor, kContextMinGain)};
 }
 
-bool tableCodersCannotPay(std::span<const uint64_t> words, unsigned width) {
+bool tableCodersCannotPay(WordsView words, unsigned width) {
   constexpr size_t kProbeWords = 1024;
   if (width <= 12 || words.size() < 64) return false;
   std::vector<uint64_t> probe;
@@ -151,7 +151,7 @@ bool tableCodersCannotPay(std::span<const uint64_t> words, unsigned width) {
   return once * 4 >= probe.size() * 3;
 }
 
-Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &out, EncodePolicy policy) {
+Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolicy policy) {
   // kAllEncodings lists the encodings in decreasing decoding speed. Those whose size is known
   // without encoding compete first, exactly; the others are encoded where estimates (or zstd's
   // probe) say they may win.
@@ -184,7 +184,9 @@ Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &
       continue;
     candidate.clear();
     // Candidates come in decreasing decoding speed: a slower one must win by the policy's margin.
-    if (!encodeLit(e, words, width, candidate, policy.zstdLevel) ||
+    const bool encoded = e == Encoding::Huffman ? !words.empty() && encodeHuffman(words, width, candidate, byteCounts)
+                                                : encodeLit(e, words, width, candidate, policy.zstdLevel);
+    if (!encoded ||
         static_cast<double>(candidate.size()) >= static_cast<double>(bestSize) * (1 - policy.gainFor(e)) ||
         candidate.size() >= bestSize)
       continue;
@@ -201,7 +203,7 @@ Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &
   return best;
 }
 
-Encoding encodeSmallestOf(std::span<const uint64_t> words, unsigned width, Bytes &out,
+Encoding encodeSmallestOf(WordsView words, unsigned width, Bytes &out,
                           std::initializer_list<Encoding> encodings) {
   Bytes best, candidate;
   Encoding chosen = Encoding::Raw;
@@ -220,13 +222,13 @@ Encoding encodeSmallestOf(std::span<const uint64_t> words, unsigned width, Bytes
   return chosen;
 }
 
-std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t> words, unsigned width) {
+std::optional<uint64_t> estimateSize(Encoding encoding, WordsView words, unsigned width) {
   return estimateWith(encoding, words, width, nullptr);
 }
 
 namespace {
 
-std::optional<uint64_t> estimateWith(Encoding encoding, std::span<const uint64_t> words, unsigned width,
+std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigned width,
                                      const uint64_t *byteCounts) {
   const uint64_t n = words.size();
   switch (encoding) {
@@ -234,17 +236,8 @@ std::optional<uint64_t> estimateWith(Encoding encoding, std::span<const uint64_t
   case Encoding::Bitpack: return encodedSize(encoding, words, width);
   case Encoding::Huffman: {
     if (n == 0) return std::nullopt;
-    std::optional<WordHistogram> h;
-    if (byteCounts) {
-      h.emplace();
-      for (unsigned v = 0; v < 256; ++v)
-        if (byteCounts[v]) {
-          h->words.push_back(v);
-          h->counts.push_back(byteCounts[v]);
-        }
-    } else {
-      h = histogram(words, width, kHuffmanMaxSymbols);
-    }
+    const std::optional<WordHistogram> h =
+        byteCounts ? histogramOfBytes(byteCounts) : histogram(words, width, kHuffmanMaxSymbols);
     if (!h) return std::nullopt;
     const size_t k = h->words.size();
     HuffmanCode code;
@@ -349,11 +342,13 @@ std::optional<uint64_t> estimateWith(Encoding encoding, std::span<const uint64_t
       std::vector<uint64_t> pairs(256 * 256, 0);
       uint64_t contexts[256] = {};
       uint8_t previous = 0;
-      for (uint64_t w : words) {
-        ++pairs[previous * 256 + w];
-        ++contexts[previous];
-        previous = static_cast<uint8_t>(w);
-      }
+      words.visit([&](auto span) {
+        for (uint64_t w : span) {
+          ++pairs[previous * 256 + w];
+          ++contexts[previous];
+          previous = static_cast<uint8_t>(w);
+        }
+      });
       for (unsigned c = 0; c < 256; ++c) {
         if (!contexts[c]) continue;
         std::span<const uint64_t> row(pairs.data() + c * 256, 256);

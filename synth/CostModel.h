@@ -39,7 +39,7 @@ EncodePolicy policyForLevel(int level);
 /// within kEstimateRelative and kEstimateAbsolute of the exact size (tested on real and
 /// synthetic streams). No statistic of the words predicts LZ matches: zstd's estimate is its
 /// exact size at kDefaultZstdLevel, found by encoding (encodeSmallest does not ask for it).
-std::optional<uint64_t> estimateSize(Encoding encoding, std::span<const uint64_t> words, unsigned width);
+std::optional<uint64_t> estimateSize(Encoding encoding, WordsView words, unsigned width);
 
 /// |estimate - exact| <= kEstimateRelative * exact + kEstimateAbsolute bytes.
 inline constexpr double kEstimateRelative = 0.03;
@@ -48,25 +48,25 @@ inline constexpr uint64_t kEstimateAbsolute = 600;
 /// Whether a zstd literal of `words` may beat `bestSize` bytes by the policy's gain, judged by
 /// zstd's fastest level on a sample: zstd has no estimate from statistics, and encoding every
 /// byte stream the search scores with it would be most of the search's time.
-bool zstdWorthTrying(std::span<const uint64_t> words, unsigned width, uint64_t bestSize, const EncodePolicy &policy);
+bool zstdWorthTrying(WordsView words, unsigned width, uint64_t bestSize, const EncodePolicy &policy);
 
 /// Whether no encoding with a table of symbols (huffman, rans) can be smaller than bitpack for
 /// `words`: they are wider than 12 bits and three quarters of a fixed probe of them occur once in
 /// it, so a table entry per symbol costs more than coding saves (a wide mantissa, near uniform).
 /// Estimating those coders on such a stream (a histogram of every word, a code for each) is
 /// most of the time spent choosing literals; encodeSmallest and the search skip them.
-bool tableCodersCannotPay(std::span<const uint64_t> words, unsigned width);
+bool tableCodersCannotPay(WordsView words, unsigned width);
 
 /// Appends the chosen encoding of `words` to `out` and returns which one it is: the smallest by
 /// exact size (tables and framing included), except that a slower encoding must beat the best
 /// faster one by policy.minGain. Estimates decide which entropy coders are worth encoding, and
 /// zstd at level 1 on a sample whether zstd is.
-Encoding encodeSmallest(std::span<const uint64_t> words, unsigned width, Bytes &out, EncodePolicy policy = {});
+Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolicy policy = {});
 
 /// Appends the encoding of `words` that is smallest by exact size among `encodings` (of equal
 /// sizes, the earlier) and returns which one it is; raw where none of them applies. For fixed
 /// pipelines that allow only some encodings (synth/strategies/ZipNN, DFloat11).
-Encoding encodeSmallestOf(std::span<const uint64_t> words, unsigned width, Bytes &out,
+Encoding encodeSmallestOf(WordsView words, unsigned width, Bytes &out,
                           std::initializer_list<Encoding> encodings);
 
 } // namespace brevis

@@ -1,6 +1,7 @@
 #include "synth/Driver.h"
 
 #include "runtime/containers/Checksum.h"
+#include "runtime/containers/Payload.h"
 #include "runtime/containers/Safetensors.h"
 #include "runtime/execution/ThreadPool.h"
 
@@ -110,7 +111,7 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
 
   size_t total = 0;
   for (const Bytes &p : payloads) total += p.size();
-  out.payload.reserve(total);
+  out.payload.reserve(total + kPayloadSlack); // a Payload made of it adds its slack in place
   for (size_t i = 0; i < c.regions.size(); ++i) {
     if (first[i] != i) { // the first is earlier, so its program already points at its payload
       c.regions[i].program = cloneExpr(*c.regions[first[i]].program);

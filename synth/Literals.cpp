@@ -29,23 +29,42 @@ std::vector<uint64_t> readWords(ByteSpan bytes, unsigned wordBytes) {
   return words;
 }
 
-std::vector<uint64_t> extractField(std::span<const uint64_t> words, unsigned shift, unsigned width) {
-  std::vector<uint64_t> field;
-  extractField(words, shift, width, field);
-  return field;
+std::vector<uint64_t> extractField(WordsView words, unsigned shift, unsigned width) {
+  const uint64_t mask = widthMask(width);
+  return words.visit([&](auto in) {
+    std::vector<uint64_t> field(in.size());
+    for (size_t i = 0; i < in.size(); ++i) field[i] = (uint64_t{in[i]} >> shift) & mask;
+    return field;
+  });
 }
 
-void extractField(std::span<const uint64_t> words, unsigned shift, unsigned width, std::vector<uint64_t> &field) {
+namespace {
+
+template <typename Out> WordsView extractInto(WordsView words, unsigned shift, unsigned width, std::vector<Out> &field) {
+  const auto mask = static_cast<Out>(widthMask(width));
   field.resize(words.size());
-  const uint64_t mask = widthMask(width);
-  for (size_t i = 0; i < words.size(); ++i) field[i] = (words[i] >> shift) & mask;
+  words.visit([&](auto in) {
+    using In = typename decltype(in)::value_type;
+    // Shifted in the input's container: a narrower field of a wider word, or the same width.
+    for (size_t i = 0; i < in.size(); ++i) field[i] = static_cast<Out>(static_cast<In>(in[i] >> shift)) & mask;
+  });
+  return WordsView(field);
+}
+
+} // namespace
+
+WordsView extractField(WordsView words, unsigned shift, unsigned width, FieldBuffers &buffers) {
+  if (width <= 8) return extractInto(words, shift, width, buffers.bytes);
+  if (width <= 16) return extractInto(words, shift, width, buffers.halves);
+  if (width <= 32) return extractInto(words, shift, width, buffers.singles);
+  return extractInto(words, shift, width, buffers.doubles);
 }
 
 namespace {
 
 /// A Lit node for what `encode` appends to `payload`.
 template <typename Encode>
-ExprPtr litOf(std::span<const uint64_t> words, unsigned width, Bytes &payload, Encode encode) {
+ExprPtr litOf(WordsView words, unsigned width, Bytes &payload, Encode encode) {
   const uint64_t offset = payload.size();
   const Encoding encoding = encode();
   return Lit::make(StreamType{width, words.size()}, encoding, ByteRange{offset, payload.size() - offset});
@@ -53,16 +72,16 @@ ExprPtr litOf(std::span<const uint64_t> words, unsigned width, Bytes &payload, E
 
 } // namespace
 
-ExprPtr makeLit(std::span<const uint64_t> words, unsigned width, Bytes &payload, EncodePolicy policy) {
+ExprPtr makeLit(WordsView words, unsigned width, Bytes &payload, EncodePolicy policy) {
   return litOf(words, width, payload, [&] { return encodeSmallest(words, width, payload, policy); });
 }
 
-ExprPtr makeLitFrom(std::span<const uint64_t> words, unsigned width, Bytes &payload,
+ExprPtr makeLitFrom(WordsView words, unsigned width, Bytes &payload,
                     std::initializer_list<Encoding> encodings) {
   return litOf(words, width, payload, [&] { return encodeSmallestOf(words, width, payload, encodings); });
 }
 
-ExprPtr makeHuffmanOrRawLit(std::span<const uint64_t> words, unsigned width, Bytes &payload) {
+ExprPtr makeHuffmanOrRawLit(WordsView words, unsigned width, Bytes &payload) {
   return makeLitFrom(words, width, payload, {Encoding::Raw, Encoding::Huffman});
 }
 

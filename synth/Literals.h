@@ -15,19 +15,28 @@ namespace brevis {
 std::vector<uint64_t> readWords(ByteSpan bytes, unsigned wordBytes);
 
 /// Bits [shift, shift + width) of each word: one field of a merge.
-std::vector<uint64_t> extractField(std::span<const uint64_t> words, unsigned shift, unsigned width);
-/// The same into `field` (resized to the words'), so that one buffer serves field after field.
-void extractField(std::span<const uint64_t> words, unsigned shift, unsigned width, std::vector<uint64_t> &field);
+std::vector<uint64_t> extractField(WordsView words, unsigned shift, unsigned width);
+/// Buffers that fields extracted one after another reuse, one per container: a large tensor's
+/// pages are touched once, not once per field.
+struct FieldBuffers {
+  std::vector<uint8_t> bytes;
+  std::vector<uint16_t> halves;
+  std::vector<uint32_t> singles;
+  std::vector<uint64_t> doubles;
+};
+/// The same in the narrowest container for `width` (a byte per exponent), held in `buffers`
+/// until the next extraction of that container.
+WordsView extractField(WordsView words, unsigned shift, unsigned width, FieldBuffers &buffers);
 
 /// A literal of `words` in the encoding `policy` picks, its payload appended to `payload`.
-ExprPtr makeLit(std::span<const uint64_t> words, unsigned width, Bytes &payload, EncodePolicy policy);
+ExprPtr makeLit(WordsView words, unsigned width, Bytes &payload, EncodePolicy policy);
 
 /// A literal of `words` in the smallest of `encodings` (raw where none applies).
-ExprPtr makeLitFrom(std::span<const uint64_t> words, unsigned width, Bytes &payload,
+ExprPtr makeLitFrom(WordsView words, unsigned width, Bytes &payload,
                     std::initializer_list<Encoding> encodings);
 
 /// A literal of `words` Huffman-coded or raw, whichever is smaller: how the peers' pipelines
 /// (ZipNN's byte planes, DFloat11's exponent) code a stream.
-ExprPtr makeHuffmanOrRawLit(std::span<const uint64_t> words, unsigned width, Bytes &payload);
+ExprPtr makeHuffmanOrRawLit(WordsView words, unsigned width, Bytes &payload);
 
 } // namespace brevis

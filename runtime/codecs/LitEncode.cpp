@@ -12,7 +12,7 @@
 
 namespace brevis {
 
-bool encodingApplies(Encoding encoding, std::span<const uint64_t> words, unsigned width) {
+bool encodingApplies(Encoding encoding, WordsView words, unsigned width) {
   switch (encoding) {
   case Encoding::Raw:
   case Encoding::Bitpack: return true;
@@ -25,7 +25,7 @@ bool encodingApplies(Encoding encoding, std::span<const uint64_t> words, unsigne
   return false;
 }
 
-bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned width, Bytes &out, int zstdLevel) {
+bool encodeLit(Encoding encoding, WordsView words, unsigned width, Bytes &out, int zstdLevel) {
   switch (encoding) {
   case Encoding::Raw: encodeRaw(words, width, out); return true;
   case Encoding::Bitpack: encodeBitpack(words, out); return true;
@@ -65,7 +65,7 @@ bool hasCheapExactSize(Encoding encoding) {
   return false;
 }
 
-uint64_t encodedSize(Encoding encoding, std::span<const uint64_t> words, unsigned width) {
+uint64_t encodedSize(Encoding encoding, WordsView words, unsigned width) {
   switch (encoding) {
   case Encoding::Raw: return words.size() * containerBytes(width);
   case Encoding::Bitpack: return bitpackPayloadSize(words.size(), bitpackBits(words));

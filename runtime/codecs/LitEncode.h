@@ -3,13 +3,14 @@
 // size estimates, are the synthesizer's (synth/CostModel.h): decoders do not link them.
 #include "lang/Ast.h"
 #include "runtime/common/Bytes.h"
+#include "runtime/common/Words.h"
 
 #include <span>
 
 namespace brevis {
 
 /// Whether `encoding` can hold these words (huffman: at most 65,536 distinct; rans_o1, zstd: W <= 8).
-bool encodingApplies(Encoding encoding, std::span<const uint64_t> words, unsigned width);
+bool encodingApplies(Encoding encoding, WordsView words, unsigned width);
 
 /// The compression level of `zstd` literals where the caller names none (libzstd's levels, 1..22).
 inline constexpr int kDefaultZstdLevel = 9;
@@ -17,7 +18,7 @@ inline constexpr int kDefaultZstdLevel = 9;
 /// Appends the encoding of `words` (each < 2^width) to `out`; false, with nothing appended,
 /// if the encoding does not apply. `zstdLevel` is the compression level of a `zstd` literal;
 /// the other encodings have none.
-bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned width, Bytes &out,
+bool encodeLit(Encoding encoding, WordsView words, unsigned width, Bytes &out,
                int zstdLevel = kDefaultZstdLevel);
 
 /// Whether encodedSize() gives the encoding's exact size without encoding (raw and bitpack;
@@ -25,6 +26,6 @@ bool encodeLit(Encoding encoding, std::span<const uint64_t> words, unsigned widt
 bool hasCheapExactSize(Encoding encoding);
 
 /// Exact size of an encoding that hasCheapExactSize (cheap, no encoding).
-uint64_t encodedSize(Encoding encoding, std::span<const uint64_t> words, unsigned width);
+uint64_t encodedSize(Encoding encoding, WordsView words, unsigned width);
 
 } // namespace brevis

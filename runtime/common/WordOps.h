@@ -2,6 +2,7 @@
 // Word-level semantics of `map` and `scan`, shared by every executor (interpreter, JIT
 // fallbacks, synthesizer inverses) so that they cannot drift apart.
 #include "lang/Ast.h"
+#include "runtime/common/Words.h"
 
 #include <cstdint>
 #include <span>
@@ -63,9 +64,11 @@ inline uint64_t scanDifference(ScanOp op, unsigned width, uint64_t previous, uin
 }
 
 /// The update words of a scan producing `words` (one fewer than there are words).
-inline std::vector<uint64_t> scanDifferences(ScanOp op, unsigned width, std::span<const uint64_t> words) {
+inline std::vector<uint64_t> scanDifferences(ScanOp op, unsigned width, WordsView words) {
   std::vector<uint64_t> steps(words.empty() ? 0 : words.size() - 1);
-  for (size_t i = 1; i < words.size(); ++i) steps[i - 1] = scanDifference(op, width, words[i - 1], words[i]);
+  words.visit([&](auto w) {
+    for (size_t i = 1; i < w.size(); ++i) steps[i - 1] = scanDifference(op, width, w[i - 1], w[i]);
+  });
   return steps;
 }
 

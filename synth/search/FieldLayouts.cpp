@@ -6,11 +6,14 @@
 
 namespace brevis {
 
-uint64_t constantBits(std::span<const uint64_t> words, unsigned width) {
+uint64_t constantBits(WordsView words, unsigned width) {
   if (words.empty()) return widthMask(width);
-  uint64_t differs = 0;
-  const uint64_t first = words[0];
-  for (uint64_t w : words) differs |= w ^ first;
+  const uint64_t differs = words.visit([](auto span) {
+    using W = typename decltype(span)::value_type;
+    W any = 0;
+    for (W w : span) any |= static_cast<W>(w ^ span[0]);
+    return uint64_t{any};
+  });
   return ~differs & widthMask(width);
 }
 

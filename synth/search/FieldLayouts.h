@@ -5,6 +5,7 @@
 // the stream become fields of their own, which the search then closes as constants (an F32
 // tensor of F16-origin values has 13 zero low mantissa bits; an up-cast BF16 has 16).
 #include "lang/DType.h"
+#include "runtime/common/Words.h"
 
 #include <cstdint>
 #include <span>
@@ -17,7 +18,7 @@ namespace brevis {
 using FieldLayout = std::vector<unsigned>;
 
 /// Which bits of `width`-bit words take one value in every word (bit i set: constant).
-uint64_t constantBits(std::span<const uint64_t> words, unsigned width);
+uint64_t constantBits(WordsView words, unsigned width);
 
 /// A layout and the family it comes from ("ieee", "exp+2", "signexp+1", "halves", "bytes",
 /// "word"; with "/const" when cut at constant bits): the production the prior counts.

@@ -50,19 +50,19 @@ constexpr double kShiftMinDifference = 0.75;
 // repeat: the longest period looked for beyond the shape's trailing dimensions.
 constexpr uint64_t kMaxSmallPeriod = 64;
 
-bool isUniform(std::span<const uint64_t> words) {
-  return std::all_of(words.begin(), words.end(), [&](uint64_t w) { return w == words[0]; });
+bool isUniform(WordsView words) {
+  return words.visit([](auto w) { return std::all_of(w.begin(), w.end(), [&](auto x) { return x == w[0]; }); });
 }
 
 /// The stream to score candidates on, and how many of the whole stream's words each of its
 /// words stands for.
 struct Sample {
   std::vector<uint64_t> storage;
-  std::span<const uint64_t> words;
+  WordsView words;
   double scale = 1;
 };
 
-Sample sampleOf(std::span<const uint64_t> words) {
+Sample sampleOf(WordsView words) {
   Sample s;
   if (words.size() <= kSampleThreshold) {
     s.words = words;
@@ -71,8 +71,7 @@ Sample sampleOf(std::span<const uint64_t> words) {
   s.storage.reserve(kSampleRuns * kSampleRunWords);
   const size_t stride = (words.size() - kSampleRunWords) / (kSampleRuns - 1);
   for (size_t r = 0; r < kSampleRuns; ++r) {
-    auto run = words.subspan(r * stride, kSampleRunWords);
-    s.storage.insert(s.storage.end(), run.begin(), run.end());
+    words.subspan(r * stride, kSampleRunWords).visit([&](auto run) { s.storage.insert(s.storage.end(), run.begin(), run.end()); });
   }
   s.words = s.storage;
   s.scale = static_cast<double>(words.size()) / static_cast<double>(s.storage.size());
@@ -81,7 +80,7 @@ Sample sampleOf(std::span<const uint64_t> words) {
 
 /// The smallest exact period of `words` among the shape's trailing dimensions and the periods
 /// up to kMaxSmallPeriod; 0 if none.
-uint64_t smallestPeriod(std::span<const uint64_t> words, std::span<const uint64_t> shape) {
+template <typename W> uint64_t smallestPeriod(std::span<const W> words, std::span<const uint64_t> shape) {
   const uint64_t n = words.size();
   std::vector<uint64_t> candidates;
   for (uint64_t p = 2; p <= kMaxSmallPeriod && p < n; ++p) candidates.push_back(p);
@@ -102,7 +101,7 @@ uint64_t smallestPeriod(std::span<const uint64_t> words, std::span<const uint64_
 
 /// Pieces of `words` alternating between runs of at least `minRun` equal words and the stretches
 /// between them, as (length, is a run).
-std::vector<std::pair<uint64_t, bool>> runPieces(std::span<const uint64_t> words, uint64_t minRun) {
+template <typename W> std::vector<std::pair<uint64_t, bool>> runPieces(std::span<const W> words, uint64_t minRun) {
   std::vector<std::pair<uint64_t, bool>> pieces;
   uint64_t gapStart = 0;
   for (uint64_t i = 0; i < words.size();) {
@@ -122,14 +121,14 @@ std::vector<std::pair<uint64_t, bool>> runPieces(std::span<const uint64_t> words
 /// Where to cut `words` in two so that the halves' mean statistic differs most (a window
 /// boundary), if that difference is at least kShiftMinDifference; 0 if none. The statistic is a
 /// float's exponent field, or an integer's bit width: what the coders' tables depend on most.
-uint64_t statisticsCut(std::span<const uint64_t> words, const DTypeInfo *floatType) {
+template <typename W> uint64_t statisticsCut(std::span<const W> words, const DTypeInfo *floatType) {
   const uint64_t windows = words.size() / kShiftWindowWords;
   if (windows < kShiftMinWindows) return 0;
   std::vector<double> sums(windows + 1, 0); // prefix sums of the per-window totals
   for (uint64_t w = 0; w < windows; ++w) {
     double total = 0;
     for (uint64_t i = w * kShiftWindowWords; i < (w + 1) * kShiftWindowWords; ++i)
-      total += floatType ? static_cast<double>((words[i] >> floatType->mantissaBits) & widthMask(floatType->exponentBits))
+      total += floatType ? static_cast<double>((uint64_t{words[i]} >> floatType->mantissaBits) & widthMask(floatType->exponentBits))
                          : static_cast<double>(std::bit_width(words[i]));
     sums[w + 1] = sums[w] + total / kShiftWindowWords;
   }
@@ -181,17 +180,17 @@ bool sameShape(const Plan &a, const Plan &b) {
 } // namespace
 
 struct HoleSearch::Hole {
-  std::span<const uint64_t> words;
+  WordsView words;
   unsigned width = 0;
   uint64_t constant = 0; ///< bits equal in every word
   Sample sample;
 
-  Hole(std::span<const uint64_t> w, unsigned bits)
+  Hole(WordsView w, unsigned bits)
       : words(w), width(bits), constant(constantBits(w, bits)), sample(sampleOf(w)) {}
   bool uniform() const { return constant == widthMask(width); }
 };
 
-double estimateLitCost(std::span<const uint64_t> words, unsigned width, EncodePolicy policy) {
+double estimateLitCost(WordsView words, unsigned width, EncodePolicy policy) {
   if (words.empty()) return kLitTextBytes;
   if (words.size() <= kInlineMaxWords) return kNodeTextBytes + kInlineWordBytes * static_cast<double>(words.size());
   // As encodeSmallest chooses: in decreasing decoding speed, a slower encoding must win by the
@@ -266,16 +265,16 @@ Plan HoleSearch::templatePlan(const Hole &hole, const HoleContext &context) cons
   return litPlan(hole);
 }
 
-Plan HoleSearch::templatePlan(std::span<const uint64_t> words, unsigned width, const HoleContext &context) {
+Plan HoleSearch::templatePlan(WordsView words, unsigned width, const HoleContext &context) {
   return templatePlan(Hole(words, width), context);
 }
 
-Plan HoleSearch::solve(std::span<const uint64_t> words, unsigned width, const HoleContext &context) {
+Plan HoleSearch::solve(WordsView words, unsigned width, const HoleContext &context) {
   expansions_ = 0;
   return solveHole(words, width, context, limits_.maxDepth);
 }
 
-Plan HoleSearch::solveHole(std::span<const uint64_t> words, unsigned width, const HoleContext &context,
+Plan HoleSearch::solveHole(WordsView words, unsigned width, const HoleContext &context,
                            unsigned depth) {
   const Hole hole(words, width);
   const bool top = depth == limits_.maxDepth;
@@ -302,7 +301,7 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
   // With no expansions to spend (level 1) nothing below would be tried: skip finding runs,
   // periods and cuts, each a pass over the words.
   if (expansions_ >= limits_.maxExpansions) return;
-  const std::span<const uint64_t> words = hole.words;
+  const WordsView words = hole.words;
   const unsigned width = hole.width;
   const HoleContext pieceContext{context.floatType, {}};
 
@@ -333,7 +332,7 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
   std::vector<std::pair<uint64_t, bool>> pieces;
   for (uint64_t minRun : kMinRunLengths) {
     if (depth == 0) break;
-    pieces = runPieces(words, minRun);
+    pieces = words.visit([&](auto w) { return runPieces(w, minRun); });
     if (pieces.size() >= 2 && pieces.size() <= kMaxPieces) break;
     pieces.clear();
   }
@@ -355,7 +354,7 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
                            }});
 
   // concat where the statistics change (regions of different scale joined in one tensor).
-  if (const uint64_t cut = depth > 0 ? statisticsCut(words, context.floatType) : 0)
+  if (const uint64_t cut = depth > 0 ? words.visit([&](auto w) { return statisticsCut(w, context.floatType); }) : 0)
     productions.push_back({"concat:shift", [&, cut]() -> std::optional<Plan> {
                              Plan concat = planOf(PlanOp::Concat, "concat:shift");
                              concat.pieceLengths = {cut, words.size() - cut};
@@ -368,7 +367,7 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
                            }});
 
   // repeat at the smallest exact period.
-  if (const uint64_t period = depth > 0 ? smallestPeriod(words, context.shape) : 0)
+  if (const uint64_t period = depth > 0 ? words.visit([&](auto w) { return smallestPeriod(w, context.shape); }) : 0)
     productions.push_back({"repeat", [&, period]() -> std::optional<Plan> {
                              Plan repeat = planOf(PlanOp::Repeat, "repeat");
                              repeat.count = words.size() / period;
@@ -386,11 +385,16 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
                                return over(std::move(scan), solveHole(steps, width, {}, depth - 1), kNodeTextBytes + 3);
                              }});
     // map add: words offset from a minimum pack into fewer bits.
-    const auto [lowest, highest] = std::minmax_element(words.begin(), words.end());
-    if (*lowest > 0 && std::bit_width(*highest - *lowest) < std::bit_width(*highest))
-      productions.push_back({"map:add", [&, low = *lowest]() -> std::optional<Plan> {
+    const auto [lowest, highest] = words.visit([](auto w) {
+      const auto [lo, hi] = std::minmax_element(w.begin(), w.end());
+      return std::pair<uint64_t, uint64_t>(*lo, *hi);
+    });
+    if (lowest > 0 && std::bit_width(highest - lowest) < std::bit_width(highest))
+      productions.push_back({"map:add", [&, low = lowest]() -> std::optional<Plan> {
                                std::vector<uint64_t> offsets(words.size());
-                               for (size_t i = 0; i < words.size(); ++i) offsets[i] = words[i] - low;
+                               words.visit([&](auto w) {
+                                 for (size_t i = 0; i < w.size(); ++i) offsets[i] = w[i] - low;
+                               });
                                Plan map = planOf(PlanOp::Map, "map:add");
                                map.mapFn = MapFn::Add;
                                map.mapParam = low;
@@ -418,11 +422,11 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
   }
 }
 
-ExprPtr HoleSearch::emit(const Plan &plan, std::span<const uint64_t> words, unsigned width, Bytes &payload) const {
+ExprPtr HoleSearch::emit(const Plan &plan, WordsView words, unsigned width, Bytes &payload) const {
   const uint64_t n = words.size();
   auto literal = [&]() -> ExprPtr {
     if (n > 0 && n <= kInlineMaxWords)
-      return Lit::make(StreamType{width, n}, std::vector<uint64_t>(words.begin(), words.end()));
+      return Lit::make(StreamType{width, n}, words.widened());
     return makeLit(words, width, payload, policy_);
   };
   switch (plan.op) {
@@ -433,8 +437,12 @@ ExprPtr HoleSearch::emit(const Plan &plan, std::span<const uint64_t> words, unsi
   case PlanOp::Repeat: {
     if (plan.count < 2 || n % plan.count != 0 || plan.children.size() != 1) return literal();
     const uint64_t period = n / plan.count;
-    for (uint64_t i = period; i < n; ++i)
-      if (words[i] != words[i - period]) return literal();
+    const bool periodic = words.visit([&](auto w) {
+      for (uint64_t i = period; i < n; ++i)
+        if (w[i] != w[i - period]) return false;
+      return true;
+    });
+    if (!periodic) return literal();
     return Repeat::make(plan.count, emit(plan.children[0], words.first(period), width, payload));
   }
   case PlanOp::Concat: {
@@ -452,7 +460,9 @@ ExprPtr HoleSearch::emit(const Plan &plan, std::span<const uint64_t> words, unsi
   case PlanOp::Map: {
     if (plan.children.size() != 1) return literal();
     std::vector<uint64_t> body(n);
-    for (uint64_t i = 0; i < n; ++i) body[i] = inverseMap(plan.mapFn, plan.mapParam, width, words[i]);
+    words.visit([&](auto w) {
+      for (uint64_t i = 0; i < n; ++i) body[i] = inverseMap(plan.mapFn, plan.mapParam, width, w[i]);
+    });
     return Map::make(plan.mapFn, plan.mapParam, emit(plan.children[0], body, width, payload));
   }
   case PlanOp::Scan: {
@@ -469,9 +479,9 @@ ExprPtr HoleSearch::emit(const Plan &plan, std::span<const uint64_t> words, unsi
     // One field at a time, in one buffer: a large tensor holds one field's words beside its
     // own at most, and the buffer's pages are touched once (a fresh one per field was a fifth
     // of level 1's time in page faults and zeroing).
-    std::vector<uint64_t> field;
+    FieldBuffers buffers;
     for (size_t k = 0; k < plan.fieldWidths.size(); ++k) {
-      extractField(words, shifts[k], plan.fieldWidths[k], field);
+      const WordsView field = extractField(words, shifts[k], plan.fieldWidths[k], buffers);
       std::string name = k < plan.fieldNames.size() ? plan.fieldNames[k] : std::string();
       fields.push_back(MergeField{std::move(name), emit(plan.children[k], field, plan.fieldWidths[k], payload)});
     }

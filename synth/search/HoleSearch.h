@@ -38,17 +38,17 @@ public:
   HoleSearch(EncodePolicy policy, SearchLimits limits) : policy_(policy), limits_(limits) {}
 
   /// The cheapest plan found for `words` (of `width` bits) within the limits.
-  Plan solve(std::span<const uint64_t> words, unsigned width, const HoleContext &context);
+  Plan solve(WordsView words, unsigned width, const HoleContext &context);
 
   /// The template's plan: a float tensor's IEEE fields, or one literal; what `solve` returns
   /// with a budget of 0, and the baseline no search result may exceed.
-  Plan templatePlan(std::span<const uint64_t> words, unsigned width, const HoleContext &context);
+  Plan templatePlan(WordsView words, unsigned width, const HoleContext &context);
 
   /// The program for `plan`, its literals appended to `payload` in the encodings the policy picks.
   /// Every structural claim of the plan is checked against `words` (a plan scored on a sample
   /// may be wrong about the whole stream); where one fails, that hole becomes a literal, so the
   /// program always produces `words` exactly.
-  ExprPtr emit(const Plan &plan, std::span<const uint64_t> words, unsigned width, Bytes &payload) const;
+  ExprPtr emit(const Plan &plan, WordsView words, unsigned width, Bytes &payload) const;
 
   uint64_t expansions() const { return expansions_; }
 
@@ -66,7 +66,7 @@ public:
 
 private:
   struct Hole; // a stream with what every candidate reads of it: constant bits, a sample
-  Plan solveHole(std::span<const uint64_t> words, unsigned width, const HoleContext &context, unsigned depth);
+  Plan solveHole(WordsView words, unsigned width, const HoleContext &context, unsigned depth);
   Plan litPlan(const Hole &hole) const;
   Plan templatePlan(const Hole &hole, const HoleContext &context) const;
   /// Estimated costs of fields already scored for the hole being expanded, by (shift, width):
@@ -88,6 +88,6 @@ private:
 
 /// Estimated bytes of a literal of `words` in the encoding `policy` would pick, program text
 /// included.
-double estimateLitCost(std::span<const uint64_t> words, unsigned width, EncodePolicy policy);
+double estimateLitCost(WordsView words, unsigned width, EncodePolicy policy);
 
 } // namespace brevis

@@ -25,7 +25,7 @@ unsigned bucket(double fraction, std::initializer_list<double> bounds) {
 
 } // namespace
 
-std::string priorContext(std::span<const uint64_t> words, unsigned width, const DTypeInfo *floatType, bool top) {
+std::string priorContext(WordsView words, unsigned width, const DTypeInfo *floatType, bool top) {
   constexpr size_t kProbeWords = 256;
   std::vector<uint64_t> probe;
   const size_t step = std::max<size_t>(1, words.size() / kProbeWords);

@@ -9,6 +9,7 @@
 // on the likely ones first; without a prior, in a fixed order.
 #include "lang/DType.h"
 #include "lang/Result.h"
+#include "runtime/common/Words.h"
 
 #include <cstdint>
 #include <map>
@@ -19,7 +20,7 @@
 namespace brevis {
 
 /// The facts a production's probability is conditioned on, as one key ("bf16|top|z0|d3").
-std::string priorContext(std::span<const uint64_t> words, unsigned width, const DTypeInfo *floatType, bool top);
+std::string priorContext(WordsView words, unsigned width, const DTypeInfo *floatType, bool top);
 
 class ProductionPrior {
 public:

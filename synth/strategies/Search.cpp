@@ -73,7 +73,8 @@ void SearchStrategy::prepare(std::span<const RegionInput> regions, unsigned thre
 RegionProgram SearchStrategy::synthesize(const RegionInput &region) const {
   const DTypeInfo &info = regionWordType(region);
   const unsigned width = info.wordBits;
-  const std::vector<uint64_t> words = readWords(region.bytes, width / 8);
+  WordBuffer copy; // only where the bytes are not aligned for their words
+  const WordsView words = viewWords(region.bytes, width / 8, copy);
   const HoleContext context = regionContext(region);
 
   HoleSearch search(policy_, limits_);

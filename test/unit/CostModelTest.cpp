@@ -4,6 +4,7 @@
 #include "runtime/codecs/LitEncode.h"
 #include "runtime/containers/FileIO.h"
 #include "synth/CostModel.h"
+#include "synth/Literals.h"
 
 #include <gtest/gtest.h>
 
@@ -244,3 +245,77 @@ TEST(CostModel, ContextCodesSparseStreamsBelowOrderZeroAndOrderOneTables) {
               kEstimateRelative * static_cast<double>(coded.size()) + kEstimateAbsolute);
 }
 
+
+namespace {
+
+/// `words` copied into containers of T.
+template <typename T> std::vector<T> narrowed(const std::vector<uint64_t> &words) {
+  return std::vector<T>(words.begin(), words.end());
+}
+
+} // namespace
+
+// Encoders and estimates read words in the container they come in (a BF16 tensor as 16-bit
+// words, a field as bytes): the bytes written and the choices made must not depend on it.
+TEST(NarrowWords, EveryContainerEncodesTheSameBytes) {
+  std::mt19937_64 rng(7);
+  for (unsigned width : {1u, 3u, 8u, 9u, 16u, 17u, 32u}) {
+    for (size_t n : {size_t{1}, size_t{37}, size_t{5000}}) {
+      std::vector<uint64_t> words(n);
+      // Skewed, so that the entropy coders apply and compete.
+      for (uint64_t &w : words) w = (rng() % 7 == 0 ? rng() : rng() % 5) & widthMask(width);
+      for (Encoding e : kAllEncodings) {
+        Bytes wide;
+        const bool applies = encodeLit(e, words, width, wide, 3);
+        auto same = [&](WordsView view) {
+          Bytes narrow;
+          EXPECT_EQ(encodeLit(e, view, width, narrow, 3), applies);
+          EXPECT_EQ(narrow, wide) << encodingName(e) << " u" << width << "[" << n << "] from " << view.containerBytes()
+                                  << "-byte words";
+        };
+        if (width <= 32) same(narrowed<uint32_t>(words));
+        if (width <= 16) same(narrowed<uint16_t>(words));
+        if (width <= 8) same(narrowed<uint8_t>(words));
+      }
+      Bytes wide, narrow;
+      const Encoding chosen = encodeSmallest(words, width, wide, policyForLevel(5));
+      if (width <= 16) {
+        EXPECT_EQ(encodeSmallest(narrowed<uint16_t>(words), width, narrow, policyForLevel(5)), chosen);
+        EXPECT_EQ(narrow, wide);
+      }
+    }
+  }
+}
+
+TEST(NarrowWords, FieldsComeOutInTheNarrowestContainer) {
+  std::mt19937_64 rng(9);
+  std::vector<uint16_t> words(1000);
+  for (uint16_t &w : words) w = static_cast<uint16_t>(rng());
+  const std::vector<uint64_t> wide(words.begin(), words.end());
+  FieldBuffers buffers;
+  const WordsView exponent = extractField(words, 7, 8, buffers);
+  EXPECT_EQ(exponent.containerBytes(), 1u);
+  EXPECT_EQ(exponent.widened(), extractField(wide, 7, 8));
+  const WordsView low = extractField(words, 0, 15, buffers);
+  EXPECT_EQ(low.containerBytes(), 2u);
+  EXPECT_EQ(low.widened(), extractField(wide, 0, 15));
+  EXPECT_EQ(extractField(wide, 3, 40, buffers).containerBytes(), 8u);
+}
+
+TEST(NarrowWords, TensorBytesAreViewedInPlaceWhereAligned) {
+  std::vector<uint32_t> backing(65);
+  auto *bytes = reinterpret_cast<uint8_t *>(backing.data());
+  for (size_t i = 0; i < 4 * backing.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 37 + 1);
+  for (unsigned wordBytes : {1u, 2u, 3u, 4u, 8u}) {
+    for (size_t offset : {size_t{0}, size_t{1}}) {
+      const ByteSpan span(bytes + offset, 4 * 64);
+      WordBuffer copy;
+      const WordsView view = viewWords(span, wordBytes, copy);
+      const std::vector<uint64_t> expected = readWords(span, wordBytes);
+      EXPECT_EQ(view.widened(), expected) << wordBytes << "-byte words at offset " << offset;
+      // Only misaligned words, or a size no container has, are copied.
+      const bool copied = offset % wordBytes != 0 || wordBytes == 3;
+      EXPECT_EQ(copy.size(), copied ? expected.size() : 0) << wordBytes << "-byte words at offset " << offset;
+    }
+  }
+}

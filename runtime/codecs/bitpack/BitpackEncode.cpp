@@ -8,23 +8,27 @@
 
 namespace brevis {
 
-unsigned bitpackBits(std::span<const uint64_t> words) {
-  uint64_t all = 0;
-  for (uint64_t w : words) all |= w;
+namespace {
+
+template <typename W> unsigned bitpackBitsOf(std::span<const W> words) {
+  W all = 0;
+  for (W w : words) all |= w;
   return static_cast<unsigned>(std::bit_width(all));
 }
 
-void encodeRaw(std::span<const uint64_t> words, unsigned width, Bytes &out) {
-  unsigned cb = containerBytes(width);
+template <typename W> void encodeRawOf(std::span<const W> words, unsigned width, Bytes &out) {
+  const unsigned cb = containerBytes(width);
   size_t at = out.size();
   out.resize(at + words.size() * cb);
+  if (cb == sizeof(W)) { // the container's bytes as they are (little-endian host)
+    if (!words.empty()) std::memcpy(out.data() + at, words.data(), words.size() * sizeof(W));
+    return;
+  }
   for (uint64_t w : words)
     for (unsigned k = 0; k < cb; ++k, ++at) out[at] = static_cast<uint8_t>(w >> (8 * k));
 }
 
-void encodeBitpack(std::span<const uint64_t> words, Bytes &out) { encodeBitpack(words, bitpackBits(words), out); }
-
-void encodeBitpack(std::span<const uint64_t> words, unsigned b, Bytes &out) {
+template <typename W> void encodeBitpackOf(std::span<const W> words, unsigned b, Bytes &out) {
   static_assert(kBitpackHeaderBytes == 1, "the header is the bit count's one byte");
   const size_t start = out.size();
   const size_t bytes = bitpackPayloadSize(words.size(), b);
@@ -41,7 +45,7 @@ void encodeBitpack(std::span<const uint64_t> words, unsigned b, Bytes &out) {
     // starting where the last one's b bytes end (8-byte stores while 8 bytes remain).
     for (; i + 8 <= words.size() && end - p >= 8; i += 8) {
       uint64_t group = 0;
-      for (unsigned k = 0; k < 8; ++k) group |= words[i + k] << (k * b);
+      for (unsigned k = 0; k < 8; ++k) group |= uint64_t{words[i + k]} << (k * b);
       std::memcpy(p, &group, 8);
       p += b;
     }
@@ -63,6 +67,22 @@ void encodeBitpack(std::span<const uint64_t> words, unsigned b, Bytes &out) {
     acc >>= 8;
   }
   if (p != end) __builtin_trap(); // bitpackPayloadSize disagrees with the layout written
+}
+
+} // namespace
+
+unsigned bitpackBits(WordsView words) {
+  return words.visit([](auto w) { return bitpackBitsOf(w); });
+}
+
+void encodeRaw(WordsView words, unsigned width, Bytes &out) {
+  words.visit([&](auto w) { encodeRawOf(w, width, out); });
+}
+
+void encodeBitpack(WordsView words, Bytes &out) { encodeBitpack(words, bitpackBits(words), out); }
+
+void encodeBitpack(WordsView words, unsigned bits, Bytes &out) {
+  words.visit([&](auto w) { encodeBitpackOf(w, bits, out); });
 }
 
 } // namespace brevis

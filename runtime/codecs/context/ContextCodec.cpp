@@ -65,8 +65,8 @@ inline unsigned topLane(uint64_t w, const Lanes &lanes) {
 
 /// Calls code(model index, bit) for every bit of `words`' lanes in coding order, the first
 /// word in the context of a previous top lane `previousTop`.
-template <typename Code>
-void walkBits(std::span<const uint64_t> words, const Lanes &lanes, Code &&code, unsigned previousTop = 0) {
+template <typename W, typename Code>
+void walkBits(std::span<const W> words, const Lanes &lanes, Code &&code, unsigned previousTop = 0) {
   for (uint64_t w : words) {
     unsigned context = previousTop;
     for (unsigned l = 0; l < lanes.count; ++l) {
@@ -171,7 +171,9 @@ private:
 
 } // namespace
 
-std::vector<std::array<double, 2>> contextCodeBits(std::span<const uint64_t> words, unsigned width, size_t split) {
+namespace {
+
+template <typename W> std::vector<std::array<double, 2>> contextCodeBitsOf(std::span<const W> words, unsigned width, size_t split) {
   static const CostTable table;
   const Lanes lanes(std::clamp(width, 1u, kContextMaxWidth));
   split = std::min(split, words.size());
@@ -196,7 +198,15 @@ std::vector<std::array<double, 2>> contextCodeBits(std::span<const uint64_t> wor
   return total;
 }
 
-void encodeContext(std::span<const uint64_t> words, unsigned width, unsigned rate, Bytes &out) {
+} // namespace
+
+std::vector<std::array<double, 2>> contextCodeBits(WordsView words, unsigned width, size_t split) {
+  return words.visit([&](auto w) { return contextCodeBitsOf(w, width, split); });
+}
+
+namespace {
+
+template <typename W> void encodeContextOf(std::span<const W> words, unsigned width, unsigned rate, Bytes &out) {
   const Lanes lanes(std::clamp(width, 1u, kContextMaxWidth));
   rate = std::clamp(rate, kContextMinRate, kContextMaxRate);
   putVarint(out, kContextBlockWords);
@@ -214,6 +224,12 @@ void encodeContext(std::span<const uint64_t> words, unsigned width, unsigned rat
     putVarint(out, block.size());
     out.insert(out.end(), block.begin(), block.end());
   }
+}
+
+} // namespace
+
+void encodeContext(WordsView words, unsigned width, unsigned rate, Bytes &out) {
+  return words.visit([&](auto w) { return encodeContextOf(w, width, rate, out); });
 }
 
 Result<std::unique_ptr<ContextDecoder>> ContextDecoder::create(ByteSpan bytes, unsigned width, uint64_t count) {

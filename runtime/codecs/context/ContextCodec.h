@@ -19,6 +19,7 @@
 // wins by the level's margin.
 #include "lang/Result.h"
 #include "runtime/common/Bytes.h"
+#include "runtime/common/Words.h"
 
 #include <array>
 #include <memory>
@@ -40,11 +41,11 @@ inline constexpr unsigned kContextTriedRates = 2;
 /// coder: per rate, the bits of words [0, split) and of words [split, end). The second part is
 /// coded by models that have learnt from the first, which lets the cost model tell the models'
 /// learning from their steady cost.
-std::vector<std::array<double, 2>> contextCodeBits(std::span<const uint64_t> words, unsigned width, size_t split);
+std::vector<std::array<double, 2>> contextCodeBits(WordsView words, unsigned width, size_t split);
 
 /// Appends the `context` encoding of `words` (each < 2^width, width <= kContextMaxWidth) at
 /// adaptation `rate`.
-void encodeContext(std::span<const uint64_t> words, unsigned width, unsigned rate, Bytes &out);
+void encodeContext(WordsView words, unsigned width, unsigned rate, Bytes &out);
 
 /// A parsed `context` literal: its block layout and rate are checked; a block's bytes are
 /// checked while decoding (a block that needs bytes it does not have is an error).

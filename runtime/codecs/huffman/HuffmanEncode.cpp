@@ -46,7 +46,9 @@ unsigned ceilLog2(uint64_t n) { return n <= 1 ? 0 : 64 - static_cast<unsigned>(_
 
 } // namespace
 
-void countWords(std::span<const uint64_t> words, unsigned width, uint64_t *counts) {
+namespace {
+
+template <typename W> void countWordsOf(std::span<const W> words, unsigned width, uint64_t *counts) {
   if (width <= 8) {
     uint64_t small[256] = {};
     countSmallValues(words, small);
@@ -56,7 +58,15 @@ void countWords(std::span<const uint64_t> words, unsigned width, uint64_t *count
   for (uint64_t w : words) ++counts[w];
 }
 
-std::optional<WordHistogram> histogram(std::span<const uint64_t> words, unsigned width, uint64_t maxSymbols) {
+} // namespace
+
+void countWords(WordsView words, unsigned width, uint64_t *counts) {
+  return words.visit([&](auto w) { return countWordsOf(w, width, counts); });
+}
+
+namespace {
+
+template <typename W> std::optional<WordHistogram> histogramOf(std::span<const W> words, unsigned width, uint64_t maxSymbols) {
   WordHistogram h;
   if (width <= 16) {
     std::vector<uint64_t> counts(size_t{1} << width, 0);
@@ -79,6 +89,22 @@ std::optional<WordHistogram> histogram(std::span<const uint64_t> words, unsigned
     }
   }
   if (h.words.size() > maxSymbols) return std::nullopt;
+  return h;
+}
+
+} // namespace
+
+std::optional<WordHistogram> histogram(WordsView words, unsigned width, uint64_t maxSymbols) {
+  return words.visit([&](auto w) { return histogramOf(w, width, maxSymbols); });
+}
+
+WordHistogram histogramOfBytes(const uint64_t *counts) {
+  WordHistogram h;
+  for (unsigned v = 0; v < 256; ++v)
+    if (counts[v]) {
+      h.words.push_back(v);
+      h.counts.push_back(counts[v]);
+    }
   return h;
 }
 
@@ -130,8 +156,11 @@ std::vector<uint8_t> huffmanLengths(std::span<const uint64_t> counts, unsigned l
   return lengths;
 }
 
-bool encodeHuffman(std::span<const uint64_t> words, unsigned width, Bytes &out) {
-  auto h = histogram(words, width, kHuffmanMaxSymbols);
+namespace {
+
+template <typename W> bool encodeHuffmanOf(std::span<const W> words, unsigned width, Bytes &out, const uint64_t *byteCounts) {
+  const std::optional<WordHistogram> h =
+      byteCounts && width <= 8 ? histogramOfBytes(byteCounts) : histogram(words, width, kHuffmanMaxSymbols);
   if (!h || h->words.empty()) return false;
   HuffmanCode code;
   code.words = h->words;
@@ -205,6 +234,12 @@ bool encodeHuffman(std::span<const uint64_t> words, unsigned width, Bytes &out) 
     for (const auto &s : streams) out.insert(out.end(), s.begin(), s.end());
   }
   return true;
+}
+
+} // namespace
+
+bool encodeHuffman(WordsView words, unsigned width, Bytes &out, const uint64_t *byteCounts) {
+  return words.visit([&](auto w) { return encodeHuffmanOf(w, width, out, byteCounts); });
 }
 
 } // namespace brevis

@@ -3,6 +3,7 @@
 // method, keeping the code complete) -> write the table -> encode each block's words
 // as four runs of consecutive words, each an LSB-first bit stream.
 #include "runtime/common/Bytes.h"
+#include "runtime/common/Words.h"
 #include "runtime/codecs/huffman/HuffmanCode.h"
 
 #include <optional>
@@ -14,17 +15,20 @@ namespace brevis {
 std::vector<uint8_t> huffmanLengths(std::span<const uint64_t> counts, unsigned limit);
 
 /// Appends the `huffman` encoding of `words` (each < 2^width); false (and nothing appended)
-/// if they have more distinct values than a huffman literal allows.
-bool encodeHuffman(std::span<const uint64_t> words, unsigned width, Bytes &out);
+/// if they have more distinct values than a huffman literal allows. `byteCounts`, where the
+/// caller has counted words of at most 8 bits (256 entries), saves counting them again.
+bool encodeHuffman(WordsView words, unsigned width, Bytes &out, const uint64_t *byteCounts = nullptr);
 
 /// The distinct words and how often each occurs (ascending), or nullopt beyond `maxSymbols`.
 struct WordHistogram {
   std::vector<uint64_t> words;
   std::vector<uint64_t> counts;
 };
-std::optional<WordHistogram> histogram(std::span<const uint64_t> words, unsigned width, uint64_t maxSymbols);
+std::optional<WordHistogram> histogram(WordsView words, unsigned width, uint64_t maxSymbols);
 
+/// The histogram of bytes counted in counts[0..256).
+WordHistogram histogramOfBytes(const uint64_t *counts);
 /// Adds how often each value occurs to `counts` (2^width entries), for width <= 16.
-void countWords(std::span<const uint64_t> words, unsigned width, uint64_t *counts);
+void countWords(WordsView words, unsigned width, uint64_t *counts);
 
 } // namespace brevis

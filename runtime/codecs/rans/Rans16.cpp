@@ -56,7 +56,9 @@ void putU32(Bytes &out, uint32_t v) {
 
 } // namespace
 
-bool encodeRans16(std::span<const uint64_t> words, unsigned width, Bytes &out) {
+namespace {
+
+template <typename W> bool encodeRans16Of(std::span<const W> words, unsigned width, Bytes &out) {
   auto h = histogram(words, width, uint64_t{1} << 16);
   if (!h || h->words.empty()) return false;
   const size_t k = h->words.size();
@@ -101,6 +103,12 @@ bool encodeRans16(std::span<const uint64_t> words, unsigned width, Bytes &out) {
     out.insert(out.end(), block.begin(), block.end());
   }
   return true;
+}
+
+} // namespace
+
+bool encodeRans16(WordsView words, unsigned width, Bytes &out) {
+  return words.visit([&](auto w) { return encodeRans16Of(w, width, out); });
 }
 
 Result<std::unique_ptr<Rans16Decoder>> Rans16Decoder::create(ByteSpan bytes, unsigned width, uint64_t count,

@@ -14,6 +14,7 @@
 // must end at exactly 2^16, having read exactly the block's words.
 #include "lang/Result.h"
 #include "runtime/common/Bytes.h"
+#include "runtime/common/Words.h"
 
 #include <memory>
 #include <span>
@@ -26,7 +27,7 @@ inline constexpr uint64_t kRans16BlockWords = uint64_t{1} << 20;
 
 /// Appends the encoding of `words` (each < 2^width, at most 65,536 distinct); false if there
 /// are more distinct words than that.
-bool encodeRans16(std::span<const uint64_t> words, unsigned width, Bytes &out);
+bool encodeRans16(WordsView words, unsigned width, Bytes &out);
 
 class Rans16Decoder {
 public:

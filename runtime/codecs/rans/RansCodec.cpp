@@ -92,7 +92,9 @@ RarePlan planRarePatches(const uint64_t counts[256], uint64_t n) {
   return plan;
 }
 
-void encodeRans(std::span<const uint64_t> words, unsigned order, Bytes &out) {
+namespace {
+
+template <typename W> void encodeRansOf(std::span<const W> words, unsigned order, Bytes &out) {
   putVarint(out, kRansBlockWords);
   // The block's bytes with kRansInputSlack readable bytes on either side: htscodecs 1.3's
   // AVX-512 order-1 encoder reads in[-1] and in[n], in[n + 1] (from about 3000 bytes on). The
@@ -137,6 +139,12 @@ void encodeRans(std::span<const uint64_t> words, unsigned order, Bytes &out) {
     putVarint(out, patchCount);
     out.insert(out.end(), patches.begin(), patches.end());
   }
+}
+
+} // namespace
+
+void encodeRans(WordsView words, unsigned order, Bytes &out) {
+  return words.visit([&](auto w) { return encodeRansOf(w, order, out); });
 }
 
 Result<std::unique_ptr<RansDecoder>> RansDecoder::create(ByteSpan bytes, unsigned width, uint64_t count) {

@@ -14,6 +14,7 @@
 // mode in their place costs ~0.05%. The entropy coding itself is htscodecs'.
 #include "lang/Result.h"
 #include "runtime/common/Bytes.h"
+#include "runtime/common/Words.h"
 
 #include <memory>
 #include <span>
@@ -26,7 +27,7 @@ inline constexpr uint64_t kRansBlockWords = uint64_t{1} << 20;
 
 /// Appends the rANS encoding (order 0 or 1) of `words`, each < 256. Order 0 moves the rare
 /// bytes of each block into patches where a size model says that pays; order 1 writes none.
-void encodeRans(std::span<const uint64_t> words, unsigned order, Bytes &out);
+void encodeRans(WordsView words, unsigned order, Bytes &out);
 
 /// Which bytes of a block to patch: the set of rarest symbols (replaced by the most frequent
 /// one in the rANS frame) whose removal minimizes modeled frame + patch size. Exposed for tests.

@@ -60,17 +60,29 @@ void compressFrame(std::span<const uint8_t> bytes, int level, Bytes &frame) {
 
 } // namespace
 
-void encodeZstd(std::span<const uint64_t> words, int level, Bytes &out) {
+namespace {
+
+template <typename W> void encodeZstdOf(std::span<const W> words, int level, Bytes &out) {
   putVarint(out, kZstdBlockWords);
   thread_local Bytes block, frame;
   for (uint64_t begin = 0; begin < words.size(); begin += kZstdBlockWords) {
     const uint64_t end = std::min<uint64_t>(words.size(), begin + kZstdBlockWords);
-    block.resize(end - begin);
-    std::copy(words.begin() + begin, words.begin() + end, block.begin());
-    compressFrame(block, level, frame);
+    if constexpr (std::is_same_v<W, uint8_t>) {
+      compressFrame(words.subspan(begin, end - begin), level, frame); // bytes already
+    } else {
+      block.resize(end - begin);
+      std::copy(words.begin() + begin, words.begin() + end, block.begin());
+      compressFrame(block, level, frame);
+    }
     putVarint(out, frame.size());
     out.insert(out.end(), frame.begin(), frame.end());
   }
+}
+
+} // namespace
+
+void encodeZstd(WordsView words, int level, Bytes &out) {
+  return words.visit([&](auto w) { return encodeZstdOf(w, level, out); });
 }
 
 uint64_t zstdFrameSize(std::span<const uint8_t> bytes, int level) {

@@ -12,6 +12,7 @@
 // allocates nothing.
 #include "lang/Result.h"
 #include "runtime/common/Bytes.h"
+#include "runtime/common/Words.h"
 
 #include <memory>
 #include <span>
@@ -28,7 +29,7 @@ inline constexpr int kZstdMaxLevel = 22;
 
 /// Appends the `zstd` encoding of `words` (each < 256) at compression `level` (clamped to
 /// kZstdMinLevel..kZstdMaxLevel). Every frame's window spans its block.
-void encodeZstd(std::span<const uint64_t> words, int level, Bytes &out);
+void encodeZstd(WordsView words, int level, Bytes &out);
 
 /// The size of one zstd frame of `bytes` at `level`, without keeping it: the cost model's
 /// sampling.
