@@ -25,11 +25,13 @@ struct EncodePolicy {
   /// step per bit, ten times slower than rans_o1 (0 keeps it wherever it is smallest).
   double contextMinGain = 0.0;
   double gainFor(Encoding e) const { return e == Encoding::Context ? contextMinGain : minGain; }
+  /// Whether `e` is tried at all: a gain of 100% or more can never be had.
+  bool tries(Encoding e) const { return gainFor(e) < 1; }
 };
 
 /// Compression levels (brevisc --level): 9 keeps the exact smallest encoding; lower levels ask
 /// slower encodings for a larger gain (level 5, the default: 1%; level 1: 5%; `context` five
-/// times that, and 1% at least) and code zstd literals at lower zstd levels (9: zstd 15; 5: zstd 9; 1: zstd 1).
+/// times that, and 1% at least; level 1 does not try `context`) and code zstd literals at lower zstd levels (9: zstd 15; 5: zstd 9; 1: zstd 1).
 inline constexpr int kDefaultLevel = 5;
 EncodePolicy policyForLevel(int level);
 

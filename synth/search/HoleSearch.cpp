@@ -198,7 +198,7 @@ double estimateLitCost(WordsView words, unsigned width, EncodePolicy policy) {
   const bool manySymbols = tableCodersCannotPay(words, width);
   double best = -1;
   for (Encoding e : kAllEncodings) {
-    if (manySymbols && !hasCheapExactSize(e) && e != Encoding::Zstd) continue;
+    if (!policy.tries(e) || (manySymbols && !hasCheapExactSize(e) && e != Encoding::Zstd)) continue;
     // zstd is scored only where a probe says it may win (its estimate is an encoding).
     if (e == Encoding::Zstd && (best < 0 || !zstdWorthTrying(words, width, static_cast<uint64_t>(best), policy)))
       continue;

@@ -146,8 +146,8 @@ TEST(CostModel, LevelPoliciesOnLargeLiteralsChooseWhatTryingEveryEncodingWould) 
       uint64_t bestSize = encodedSize(best, words, width);
       for (Encoding e : kAllEncodings) {
         Bytes bytes;
-        if (hasCheapExactSize(e) || !encodeLit(e, words, width, bytes, policy.zstdLevel)) continue;
-        if (static_cast<double>(bytes.size()) < static_cast<double>(bestSize) * (1 - policy.minGain)) {
+        if (hasCheapExactSize(e) || !policy.tries(e) || !encodeLit(e, words, width, bytes, policy.zstdLevel)) continue;
+        if (static_cast<double>(bytes.size()) < static_cast<double>(bestSize) * (1 - policy.gainFor(e))) {
           best = e;
           bestSize = bytes.size();
         }
@@ -235,6 +235,10 @@ TEST(CostModel, ContextCodesSparseStreamsBelowOrderZeroAndOrderOneTables) {
   // And encodeSmallest chooses it at the default level.
   Bytes chosen;
   EXPECT_EQ(encodeSmallest(words, 16, chosen, policyForLevel(kDefaultLevel)), Encoding::Context);
+  // Level 1, for speed, does not try it.
+  EXPECT_FALSE(policyForLevel(1).tries(Encoding::Context));
+  Bytes fast;
+  EXPECT_NE(encodeSmallest(words, 16, fast, policyForLevel(1)), Encoding::Context);
   // The estimate of a long stream (simulated on a run of it) is within the cost model's bound.
   auto longer = sparseHalves(rng, 1500000);
   Bytes coded;

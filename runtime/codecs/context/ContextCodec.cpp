@@ -177,24 +177,27 @@ template <typename W> std::vector<std::array<double, 2>> contextCodeBitsOf(std::
   static const CostTable table;
   const Lanes lanes(std::clamp(width, 1u, kContextMaxWidth));
   split = std::min(split, words.size());
+  static_assert(kContextTriedRates == 2, "the rates' models are walked together, in pairs");
+  // Both rates' models side by side, walked together: one pass over the bits for both.
+  thread_local std::vector<std::array<uint16_t, 2>> models;
+  models.assign(lanes.models, {kProbInit, kProbInit});
+  double bits[2] = {0, 0};
+  auto cost = [&](size_t m, unsigned bit) {
+    for (unsigned r = 0; r < 2; ++r) {
+      uint16_t &p = models[m][r];
+      bits[r] += table.bits[bit ? kProbOne - p : p];
+      adapt(p, bit, kContextMinRate + r);
+    }
+  };
   std::vector<std::array<double, 2>> total(kContextTriedRates);
-  thread_local std::vector<uint16_t> models;
-  for (unsigned r = 0; r < kContextTriedRates; ++r) {
-    const unsigned rate = kContextMinRate + r;
-    models.assign(lanes.models, kProbInit);
-    double bits = 0;
-    auto cost = [&](size_t m, unsigned bit) {
-      uint16_t &p = models[m];
-      bits += table.bits[bit ? kProbOne - p : p];
-      adapt(p, bit, rate);
-    };
-    // The second part continues from the first's last word, as one block would.
-    walkBits(words.first(split), lanes, cost, 0);
-    total[r][0] = bits;
-    bits = 0;
-    walkBits(words.subspan(split), lanes, cost, split ? topLane(words[split - 1], lanes) : 0);
-    total[r][1] = bits;
+  // The second part continues from the first's last word, as one block would.
+  walkBits(words.first(split), lanes, cost, 0);
+  for (unsigned r = 0; r < 2; ++r) {
+    total[r][0] = bits[r];
+    bits[r] = 0;
   }
+  walkBits(words.subspan(split), lanes, cost, split ? topLane(words[split - 1], lanes) : 0);
+  for (unsigned r = 0; r < 2; ++r) total[r][1] = bits[r];
   return total;
 }
 
