@@ -42,13 +42,17 @@ struct Lanes {
   }
 };
 
-/// Bits of coding a 0 with probability p (a 1: the same of kProbOne - p), in 1/4096ths.
+/// Cost units per bit of the simulated code length: costs are summed as integers, which add in
+/// one cycle where a floating-point sum's four were most of a simulation.
+constexpr double kCostUnitsPerBit = 1 << 16;
+
+/// Cost of coding a 0 with probability p/4096 (a 1: the same of kProbOne - p), in kCostUnitsPerBit.
 struct CostTable {
-  std::array<float, kProbOne + 1> bits{};
+  std::array<uint32_t, kProbOne + 1> cost{};
   CostTable() {
-    bits[0] = static_cast<float>(kProbBits + 8); // never coded: models stay inside (0, 4096)
+    cost[0] = static_cast<uint32_t>((kProbBits + 8) * kCostUnitsPerBit); // never coded: models stay inside (0, 4096)
     for (unsigned p = 1; p <= kProbOne; ++p)
-      bits[p] = static_cast<float>(-std::log2(static_cast<double>(p) / kProbOne));
+      cost[p] = static_cast<uint32_t>(std::lround(-std::log2(static_cast<double>(p) / kProbOne) * kCostUnitsPerBit));
   }
 };
 
@@ -181,11 +185,11 @@ template <typename W> std::vector<std::array<double, 2>> contextCodeBitsOf(std::
   // Both rates' models side by side, walked together: one pass over the bits for both.
   thread_local std::vector<std::array<uint16_t, 2>> models;
   models.assign(lanes.models, {kProbInit, kProbInit});
-  double bits[2] = {0, 0};
+  uint64_t units[2] = {0, 0};
   auto cost = [&](size_t m, unsigned bit) {
     for (unsigned r = 0; r < 2; ++r) {
       uint16_t &p = models[m][r];
-      bits[r] += table.bits[bit ? kProbOne - p : p];
+      units[r] += table.cost[bit ? kProbOne - p : p];
       adapt(p, bit, kContextMinRate + r);
     }
   };
@@ -193,11 +197,11 @@ template <typename W> std::vector<std::array<double, 2>> contextCodeBitsOf(std::
   // The second part continues from the first's last word, as one block would.
   walkBits(words.first(split), lanes, cost, 0);
   for (unsigned r = 0; r < 2; ++r) {
-    total[r][0] = bits[r];
-    bits[r] = 0;
+    total[r][0] = static_cast<double>(units[r]) / kCostUnitsPerBit;
+    units[r] = 0;
   }
   walkBits(words.subspan(split), lanes, cost, split ? topLane(words[split - 1], lanes) : 0);
-  for (unsigned r = 0; r < 2; ++r) total[r][1] = bits[r];
+  for (unsigned r = 0; r < 2; ++r) total[r][1] = static_cast<double>(units[r]) / kCostUnitsPerBit;
   return total;
 }
 
