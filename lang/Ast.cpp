@@ -96,6 +96,15 @@ std::unique_ptr<Hole> Hole::make(StreamType t) {
   return n;
 }
 
+void rebasePayload(Expr &e, uint64_t base) {
+  if (e.kind == NodeKind::Lit) {
+    Lit &l = as<Lit>(e);
+    if (!l.isInline()) l.data = ByteRange{l.payload().offset + base, l.payload().size};
+    return;
+  }
+  for (Expr *c : children(e)) rebasePayload(*c, base);
+}
+
 ExprPtr cloneExpr(const Expr &e) {
   ExprPtr copy;
   switch (e.kind) {

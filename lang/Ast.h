@@ -179,6 +179,9 @@ std::vector<Expr *> children(Expr &e);
 /// A deep copy of `e`: the same nodes, locations and annotations (payload references point at
 /// the same bytes).
 ExprPtr cloneExpr(const Expr &e);
+/// Adds `base` to the payload offset of every literal of `e` that has one: a program coded into a
+/// payload of its own, moved to where that payload lands in a larger one.
+void rebasePayload(Expr &e, uint64_t base);
 
 /// The stream type of a well-typed expression (the type checker's result, derived again by the
 /// same rules, lang/OperatorTyping.h, without diagnostics). Precondition: the expression has

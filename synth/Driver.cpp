@@ -42,20 +42,6 @@ std::vector<Region> tileRegions(ByteSpan file, std::optional<std::string> &notSa
   return regions;
 }
 
-namespace {
-
-/// Adds `base` to the payload offset of every literal of `e`.
-void rebase(Expr &e, uint64_t base) {
-  if (e.kind == NodeKind::Lit) {
-    Lit &l = as<Lit>(e);
-    if (!l.isInline()) l.data = ByteRange{l.payload().offset + base, l.payload().size};
-    return;
-  }
-  for (Expr *c : children(e)) rebase(*c, base);
-}
-
-} // namespace
-
 std::vector<size_t> firstWithSameBytes(const std::vector<Region> &regions, ByteSpan file) {
   std::vector<size_t> first(regions.size());
   std::unordered_multimap<uint64_t, size_t> seen;
@@ -117,7 +103,7 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
       c.regions[i].program = cloneExpr(*c.regions[first[i]].program);
       continue;
     }
-    rebase(*c.regions[i].program, out.payload.size());
+    rebasePayload(*c.regions[i].program, out.payload.size());
     out.payload.insert(out.payload.end(), payloads[i].begin(), payloads[i].end());
     Bytes().swap(payloads[i]);
   }

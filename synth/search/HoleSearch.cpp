@@ -221,7 +221,7 @@ Plan HoleSearch::litPlan(const Hole &hole) const {
   Plan p;
   p.op = PlanOp::Lit;
   p.production = "lit";
-  p.cost = estimateLitCost(hole.sample.words, hole.width, policy_) * hole.sample.scale;
+  p.cost = scoring_ ? estimateLitCost(hole.sample.words, hole.width, policy_) * hole.sample.scale : 0;
   return p;
 }
 
@@ -244,6 +244,8 @@ Plan HoleSearch::mergePlan(const Hole &hole, const HoleContext &context, const s
                         : FieldCosts::iterator{};
       if (memo && known != memo->end()) {
         child.cost = known->second;
+      } else if (!scoring_) {
+        child.cost = 0;
       } else {
         const auto field = extractField(hole.sample.words, shifts[k], layout[k]);
         child.cost = estimateLitCost(field, layout[k], policy_) * hole.sample.scale;
@@ -272,7 +274,12 @@ Plan HoleSearch::templatePlan(WordsView words, unsigned width, const HoleContext
 
 Plan HoleSearch::solve(WordsView words, unsigned width, const HoleContext &context) {
   expansions_ = 0;
-  return solveHole(words, width, context, limits_.maxDepth);
+  // With no candidate to compare (budget 0) and no one to show or learn costs to, the
+  // template's plan needs no scores: estimating its fields was a third of level 1's time.
+  scoring_ = limits_.maxExpansions > 0 || trace_ || learner_;
+  Plan best = solveHole(words, width, context, limits_.maxDepth);
+  scoring_ = true;
+  return best;
 }
 
 Plan HoleSearch::solveHole(WordsView words, unsigned width, const HoleContext &context,

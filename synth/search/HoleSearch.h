@@ -37,7 +37,8 @@ class HoleSearch {
 public:
   HoleSearch(EncodePolicy policy, SearchLimits limits) : policy_(policy), limits_(limits) {}
 
-  /// The cheapest plan found for `words` (of `width` bits) within the limits.
+  /// The cheapest plan found for `words` (of `width` bits) within the limits. With a budget of
+  /// 0 and neither a trace nor a learner, that is the template's plan, its literals unscored (cost 0).
   Plan solve(WordsView words, unsigned width, const HoleContext &context);
 
   /// The template's plan: a float tensor's IEEE fields, or one literal; what `solve` returns
@@ -84,6 +85,7 @@ private:
   std::vector<Candidate> *trace_ = nullptr;
   const ProductionPrior *prior_ = nullptr;
   ProductionPrior *learner_ = nullptr;
+  bool scoring_ = true; ///< whether plans get estimated costs (solve: not where none is compared)
 };
 
 /// Estimated bytes of a literal of `words` in the encoding `policy` would pick, program text

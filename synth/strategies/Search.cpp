@@ -86,6 +86,7 @@ RegionProgram SearchStrategy::synthesize(const RegionInput &region) const {
   // Estimates err by up to kEstimateRelative + kEstimateAbsolute: where the template's estimate
   // is within that of the winner's, both are encoded and the smaller kept, so that a search result
   // is never larger than the template's.
+  if (limits_.maxExpansions == 0) return out; // the template's plan is the only one tried
   const Plan baseline = search.templatePlan(words, width, context);
   if (!samePlanShape(best, baseline) &&
       baseline.cost - best.cost < kEstimateRelative * baseline.cost + static_cast<double>(kEstimateAbsolute)) {

@@ -144,6 +144,30 @@ TEST_F(Planted, ABudgetOfZeroGivesTheTemplateAndStillRebuildsEveryTensor) {
   }
 }
 
+TEST_F(Planted, ABudgetOfZeroReturnsTheTemplatesShapeUnscoredUnlessTraced) {
+  for (const auto &t : *tensors_) {
+    const RegionInput input = inputOf(t);
+    const std::vector<uint64_t> words = readWords(input.bytes, regionWordType(input).wordBits / 8);
+    const HoleContext context = regionContext(input);
+    HoleSearch search(policyForLevel(1), SearchLimits{3, 0});
+    const Plan quick = search.solve(words, regionWordType(input).wordBits, context);
+    if (quick.op == PlanOp::Const) continue; // a uniform stream is a const at any budget
+    const Plan scored = search.templatePlan(words, regionWordType(input).wordBits, context);
+    EXPECT_TRUE(samePlanShape(quick, scored)) << t.name;
+    // Nothing is compared at a budget of 0: no literal is estimated.
+    EXPECT_LT(quick.cost, scored.cost) << t.name;
+    for (const Plan *p : {&quick}) {
+      if (p->op == PlanOp::Lit) EXPECT_EQ(p->cost, 0) << t.name;
+      for (const Plan &child : p->children)
+        if (child.op == PlanOp::Lit) EXPECT_EQ(child.cost, 0) << t.name;
+    }
+    // explain traces the candidates, and shows their costs.
+    std::vector<HoleSearch::Candidate> trace;
+    search.traceCandidates(&trace);
+    EXPECT_GT(search.solve(words, regionWordType(input).wordBits, context).cost, 0) << t.name;
+  }
+}
+
 TEST(FieldLayouts, TheTemplateComesFirstAndConstantBitsGetFieldsOfTheirOwn) {
   const DTypeInfo &f32 = dtypeInfo(DType::F32);
   // Low 13 bits constant (F16 origin).
