@@ -38,12 +38,19 @@ public:
       queue_.push_back(&batch);
     }
     wake_.notify_all();
+    done_.notify_all(); // a caller waiting for its own batch may help with this one
     batch.run();
     if (helpers == 0) return;
     std::unique_lock lock(mutex_);
-    // No worker joins once it is out of the queue; wait for those that did.
+    // No worker joins once it is out of the queue; wait for those that did. While they run,
+    // help with any batch queued meanwhile, such as one they started from inside this one:
+    // waiting idle, this thread would leave that nested work to them alone.
     std::erase(queue_, &batch);
-    done_.wait(lock, [&] { return batch.joined == 0; });
+    while (true) {
+      done_.wait(lock, [&] { return batch.joined == 0 || !queue_.empty(); });
+      if (batch.joined == 0) return;
+      join(*queue_.front(), lock);
+    }
   }
 
 private:
@@ -51,14 +58,18 @@ private:
     std::unique_lock lock(mutex_);
     while (true) {
       wake_.wait(lock, [&] { return !queue_.empty(); });
-      Batch *batch = queue_.front();
-      if (--batch->openSlots == 0) queue_.pop_front();
-      ++batch->joined;
-      lock.unlock();
-      batch->run();
-      lock.lock();
-      if (--batch->joined == 0) done_.notify_all();
+      join(*queue_.front(), lock);
     }
+  }
+
+  /// Runs the queued `batch` alongside its caller, taking one of its open slots.
+  void join(Batch &batch, std::unique_lock<std::mutex> &lock) {
+    if (--batch.openSlots == 0) queue_.pop_front();
+    ++batch.joined;
+    lock.unlock();
+    batch.run();
+    lock.lock();
+    if (--batch.joined == 0) done_.notify_all();
   }
 
   std::mutex mutex_;

@@ -3,6 +3,8 @@
 // index ranges instead of starting threads of their own. Workers start on first use, as many as
 // the largest request asked for, and then wait for work; a call's caller always works too, so a
 // call made while every worker is busy (or from inside a worker) still finishes, on fewer threads.
+// A caller whose indices are all handed out helps with calls queued while it waits for its
+// workers, so that work a worker starts from inside a call (a large tensor's fields) is shared.
 #include "lang/Result.h"
 
 #include <cstddef>

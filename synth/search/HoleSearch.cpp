@@ -2,6 +2,7 @@
 
 #include "lang/MergeLayout.h"
 #include "runtime/common/WordOps.h"
+#include "runtime/execution/ThreadPool.h"
 #include "synth/Literals.h"
 #include "runtime/codecs/LitEncode.h"
 #include "synth/search/FieldLayouts.h"
@@ -47,6 +48,10 @@ constexpr size_t kMaxPieces = 4096;
 constexpr uint64_t kShiftWindowWords = 4096;
 constexpr uint64_t kShiftMinWindows = 4;
 constexpr double kShiftMinDifference = 0.75;
+
+// A merge of at least this many words emits its fields on several threads (emitOnThreads):
+// below it, handing the fields out costs more than it saves.
+constexpr uint64_t kParallelFieldsMinWords = uint64_t{1} << 20;
 
 // repeat: the longest period looked for beyond the shape's trailing dimensions.
 constexpr uint64_t kMaxSmallPeriod = 64;
@@ -487,6 +492,26 @@ ExprPtr HoleSearch::emit(const Plan &plan, WordsView words, unsigned width, Byte
     // One field at a time, in one buffer: a large tensor holds one field's words beside its
     // own at most, and the buffer's pages are touched once (a fresh one per field was a fifth
     // of level 1's time in page faults and zeroing).
+    if (emitThreads_ > 1 && n >= kParallelFieldsMinWords) {
+      // Field by field on several threads, each into a payload of its own, joined in order:
+      // the same bytes as one after another, for a field's buffer more per thread.
+      const size_t k = plan.fieldWidths.size();
+      std::vector<ExprPtr> exprs(k);
+      std::vector<Bytes> payloads(k);
+      parallelFor(k, emitThreads_, [&](size_t i) {
+        FieldBuffers buffers;
+        const WordsView field = extractField(words, shifts[i], plan.fieldWidths[i], buffers);
+        exprs[i] = emit(plan.children[i], field, plan.fieldWidths[i], payloads[i]);
+      });
+      std::vector<MergeField> fields;
+      for (size_t i = 0; i < k; ++i) {
+        rebasePayload(*exprs[i], payload.size());
+        payload.insert(payload.end(), payloads[i].begin(), payloads[i].end());
+        Bytes().swap(payloads[i]);
+        fields.push_back(MergeField{i < plan.fieldNames.size() ? plan.fieldNames[i] : std::string(), std::move(exprs[i])});
+      }
+      return Merge::make(std::move(fields));
+    }
     FieldBuffers buffers;
     for (size_t k = 0; k < plan.fieldWidths.size(); ++k) {
       const WordsView field = extractField(words, shifts[k], plan.fieldWidths[k], buffers);

@@ -51,6 +51,10 @@ public:
   /// program always produces `words` exactly.
   ExprPtr emit(const Plan &plan, WordsView words, unsigned width, Bytes &payload) const;
 
+  /// Lets emit code the fields of a large merge on up to `threads` threads (the result is the
+  /// same for any number).
+  void emitOnThreads(unsigned threads) { emitThreads_ = threads; }
+
   uint64_t expansions() const { return expansions_; }
 
   /// A candidate scored for the region's own stream (the top hole), for explanations.
@@ -85,6 +89,7 @@ private:
   std::vector<Candidate> *trace_ = nullptr;
   const ProductionPrior *prior_ = nullptr;
   ProductionPrior *learner_ = nullptr;
+  unsigned emitThreads_ = 1;
   bool scoring_ = true; ///< whether plans get estimated costs (solve: not where none is compared)
 };
 

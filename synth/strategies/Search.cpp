@@ -66,6 +66,7 @@ ProductionPrior learnPrior(std::span<const RegionInput> regions, EncodePolicy po
 }
 
 void SearchStrategy::prepare(std::span<const RegionInput> regions, unsigned threads) {
+  threads_ = std::max(1u, threads);
   if (prior_ || !learnPrior_ || limits_.maxExpansions == 0) return;
   prior_ = std::make_shared<const ProductionPrior>(learnPrior(regions, policy_, threads));
 }
@@ -79,6 +80,7 @@ RegionProgram SearchStrategy::synthesize(const RegionInput &region) const {
 
   HoleSearch search(policy_, limits_);
   search.usePrior(prior_.get());
+  search.emitOnThreads(threads_);
   const Plan best = search.solve(words, width, context);
   RegionProgram out;
   out.program = search.emit(best, words, width, out.payload);

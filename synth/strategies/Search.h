@@ -28,6 +28,7 @@ private:
   SearchLimits limits_;
   std::shared_ptr<const ProductionPrior> prior_;
   bool learnPrior_ = true;
+  unsigned threads_ = 1; ///< prepare's: a large tensor's fields are coded on as many
 };
 
 /// The prior learned from `regions`: the winners of a search with a large budget, in the fixed

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -41,6 +42,40 @@ TEST(ThreadPool, CallsFromInsideAWorkerFinish) {
   std::atomic<size_t> total{0};
   parallelFor(4, 4, [&](size_t) { parallelFor(100, 4, [&](size_t j) { total.fetch_add(j); }); });
   EXPECT_EQ(total.load(), 4u * (99u * 100u / 2));
+}
+
+TEST(ThreadPool, ACallerWaitingForItsWorkersHelpsWithTheirNestedCalls) {
+  // The main thread's index waits until the worker's has started a nested call, then returns;
+  // the nested call's two indices each wait until both have started, which only the main
+  // thread, waiting for its worker, can make happen by helping.
+  const auto main = std::this_thread::get_id();
+  std::atomic<bool> nestedStarted{false};
+  std::mutex m;
+  std::set<std::thread::id> nestedThreads;
+  std::atomic<int> arrived{0};
+  auto waitFor = [](auto &&ready) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!ready() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  };
+  parallelFor(2, 2, [&](size_t) {
+    if (std::this_thread::get_id() == main) {
+      waitFor([&] { return nestedStarted.load(); });
+      return;
+    }
+    nestedStarted = true;
+    parallelFor(2, 2, [&](size_t) {
+      {
+        std::lock_guard lock(m);
+        nestedThreads.insert(std::this_thread::get_id());
+      }
+      arrived.fetch_add(1);
+      waitFor([&] { return arrived.load() >= 2; });
+    });
+  });
+  EXPECT_TRUE(nestedStarted.load());
+  // In a process of its own (ctest runs each test so) the pool has this call's one worker, and
+  // the second thread can only be the main one; after other tests it may be an idle worker.
+  EXPECT_EQ(nestedThreads.size(), 2u) << "the nested call ran on one thread";
 }
 
 TEST(ThreadPool, ConcurrentCallersShareThePool) {
