@@ -156,10 +156,13 @@ TEST_F(Planted, ABudgetOfZeroReturnsTheTemplatesShapeUnscoredUnlessTraced) {
     EXPECT_TRUE(samePlanShape(quick, scored)) << t.name;
     // Nothing is compared at a budget of 0: no literal is estimated.
     EXPECT_LT(quick.cost, scored.cost) << t.name;
-    for (const Plan *p : {&quick}) {
-      if (p->op == PlanOp::Lit) EXPECT_EQ(p->cost, 0) << t.name;
-      for (const Plan &child : p->children)
-        if (child.op == PlanOp::Lit) EXPECT_EQ(child.cost, 0) << t.name;
+    if (quick.op == PlanOp::Lit) {
+      EXPECT_EQ(quick.cost, 0) << t.name;
+    }
+    for (const Plan &child : quick.children) {
+      if (child.op == PlanOp::Lit) {
+        EXPECT_EQ(child.cost, 0) << t.name;
+      }
     }
     // explain traces the candidates, and shows their costs.
     std::vector<HoleSearch::Candidate> trace;
