@@ -347,21 +347,26 @@ std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigne
         row = rowEnd;
       }
     } else {
-      std::vector<uint64_t> pairs(256 * 256, 0);
-      uint64_t contexts[256] = {};
-      uint8_t previous = 0;
+      // A row per previous word, a column per word: 2^width of each (a 7-bit field's table is a
+      // quarter of a byte stream's, a sign's four counters).
+      const size_t side = size_t{1} << width;
+      thread_local std::vector<uint64_t> pairs;
+      pairs.assign(side * side, 0);
+      uint64_t previous = 0;
       words.visit([&](auto span) {
         for (uint64_t w : span) {
-          ++pairs[previous * 256 + w];
-          ++contexts[previous];
-          previous = static_cast<uint8_t>(w);
+          ++pairs[previous * side + w];
+          previous = w;
         }
       });
-      for (unsigned c = 0; c < 256; ++c) {
-        if (!contexts[c]) continue;
-        std::span<const uint64_t> row(pairs.data() + c * 256, 256);
-        bits += entropyBits(row, contexts[c]);
-        for (uint64_t x : row) used += x != 0;
+      for (size_t c = 0; c < side; ++c) {
+        const std::span<const uint64_t> row(pairs.data() + c * side, side);
+        uint64_t context = 0;
+        for (uint64_t x : row) {
+          context += x;
+          used += x != 0;
+        }
+        if (context) bits += entropyBits(row, context);
       }
     }
     uint64_t blocks = blocksOf(n, kRansBlockWords);
