@@ -1,32 +1,10 @@
 #include "synth/Literals.h"
 
-#include <cstring>
-
 namespace brevis {
 
 std::vector<uint64_t> readWords(ByteSpan bytes, unsigned wordBytes) {
-  std::vector<uint64_t> words(bytes.size() / wordBytes);
-  // A load of constant size per word size: a variable-size memcpy is a call per word.
-  auto read = [&]<typename Word>(Word) {
-    for (size_t i = 0; i < words.size(); ++i) {
-      Word w;
-      std::memcpy(&w, bytes.data() + i * sizeof(Word), sizeof(Word)); // little-endian host
-      words[i] = w;
-    }
-  };
-  switch (wordBytes) {
-  case 1: read(uint8_t{}); break;
-  case 2: read(uint16_t{}); break;
-  case 4: read(uint32_t{}); break;
-  case 8: read(uint64_t{}); break;
-  default:
-    for (size_t i = 0; i < words.size(); ++i) {
-      uint64_t w = 0;
-      std::memcpy(&w, bytes.data() + i * wordBytes, wordBytes);
-      words[i] = w;
-    }
-  }
-  return words;
+  WordBuffer copy;
+  return viewWords(bytes, wordBytes, copy).widened();
 }
 
 std::vector<uint64_t> extractField(WordsView words, unsigned shift, unsigned width) {

@@ -18,15 +18,6 @@ template <typename T>
 concept WordContainer = std::is_same_v<T, uint8_t> || std::is_same_v<T, uint16_t> || std::is_same_v<T, uint32_t> ||
                         std::is_same_v<T, uint64_t>;
 
-/// Calls f with a value of the narrowest container type for `width`-bit words (uint8_t for up
-/// to 8 bits, ... uint64_t beyond 32).
-template <typename F> decltype(auto) withContainerFor(unsigned width, F &&f) {
-  if (width <= 8) return f(uint8_t{});
-  if (width <= 16) return f(uint16_t{});
-  if (width <= 32) return f(uint32_t{});
-  return f(uint64_t{});
-}
-
 /// A read-only view of words in a container of 1, 2, 4 or 8 bytes each; cheap to copy.
 class WordsView {
 public:
@@ -87,9 +78,7 @@ public:
   WordsView view() const {
     return std::visit([](const auto &v) { return WordsView(v); }, words_);
   }
-  operator WordsView() const { return view(); }
   size_t size() const { return view().size(); }
-  bool empty() const { return size() == 0; }
 
 private:
   std::variant<std::vector<uint8_t>, std::vector<uint16_t>, std::vector<uint32_t>, std::vector<uint64_t>> words_;

@@ -488,35 +488,32 @@ ExprPtr HoleSearch::emit(const Plan &plan, WordsView words, unsigned width, Byte
     for (unsigned w : plan.fieldWidths) total += w;
     if (total != width || plan.children.size() != plan.fieldWidths.size() || n == 0) return literal();
     const std::vector<unsigned> shifts = mergeFieldShifts(plan.fieldWidths);
-    std::vector<MergeField> fields;
-    // One field at a time, in one buffer: a large tensor holds one field's words beside its
-    // own at most, and the buffer's pages are touched once (a fresh one per field was a fifth
-    // of level 1's time in page faults and zeroing).
+    const size_t k = plan.fieldWidths.size();
+    auto emitField = [&](size_t i, FieldBuffers &buffers, Bytes &into) {
+      const WordsView field = extractField(words, shifts[i], plan.fieldWidths[i], buffers);
+      std::string name = i < plan.fieldNames.size() ? plan.fieldNames[i] : std::string();
+      return MergeField{std::move(name), emit(plan.children[i], field, plan.fieldWidths[i], into)};
+    };
+    std::vector<MergeField> fields(k);
     if (emitThreads_ > 1 && n >= kParallelFieldsMinWords) {
       // Field by field on several threads, each into a payload of its own, joined in order:
       // the same bytes as one after another, for a field's buffer more per thread.
-      const size_t k = plan.fieldWidths.size();
-      std::vector<ExprPtr> exprs(k);
       std::vector<Bytes> payloads(k);
       parallelFor(k, emitThreads_, [&](size_t i) {
         FieldBuffers buffers;
-        const WordsView field = extractField(words, shifts[i], plan.fieldWidths[i], buffers);
-        exprs[i] = emit(plan.children[i], field, plan.fieldWidths[i], payloads[i]);
+        fields[i] = emitField(i, buffers, payloads[i]);
       });
-      std::vector<MergeField> fields;
       for (size_t i = 0; i < k; ++i) {
-        rebasePayload(*exprs[i], payload.size());
+        rebasePayload(*fields[i].expr, payload.size());
         payload.insert(payload.end(), payloads[i].begin(), payloads[i].end());
         Bytes().swap(payloads[i]);
-        fields.push_back(MergeField{i < plan.fieldNames.size() ? plan.fieldNames[i] : std::string(), std::move(exprs[i])});
       }
-      return Merge::make(std::move(fields));
-    }
-    FieldBuffers buffers;
-    for (size_t k = 0; k < plan.fieldWidths.size(); ++k) {
-      const WordsView field = extractField(words, shifts[k], plan.fieldWidths[k], buffers);
-      std::string name = k < plan.fieldNames.size() ? plan.fieldNames[k] : std::string();
-      fields.push_back(MergeField{std::move(name), emit(plan.children[k], field, plan.fieldWidths[k], payload)});
+    } else {
+      // One field at a time, in one buffer: a large tensor holds one field's words beside its
+      // own at most, and the buffer's pages are touched once (a fresh one per field was a fifth
+      // of level 1's time in page faults and zeroing).
+      FieldBuffers buffers;
+      for (size_t i = 0; i < k; ++i) fields[i] = emitField(i, buffers, payload);
     }
     return Merge::make(std::move(fields));
   }
