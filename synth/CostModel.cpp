@@ -11,6 +11,7 @@
 #include "runtime/common/Histogram.h"
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <vector>
@@ -165,7 +166,22 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
   // probe) say they may win.
   Encoding best = Encoding::Raw;
   uint64_t bestSize = UINT64_MAX;
-  const unsigned bits = bitpackBits(words); // one pass, for bitpack's size and its encoding
+  // One histogram of a byte stream for every order-0 estimate (one pass each was a sixth of
+  // level 1's time), and bitpack's bit count read off it: the largest value present.
+  uint64_t counts[256] = {};
+  const uint64_t *byteCounts = nullptr;
+  unsigned bits = 0;
+  if (width <= 8 && !words.empty()) {
+    countWords(words, width, counts);
+    byteCounts = counts;
+    for (unsigned v = 256; v-- > 0;)
+      if (counts[v]) {
+        bits = static_cast<unsigned>(std::bit_width(v));
+        break;
+      }
+  } else {
+    bits = bitpackBits(words); // one pass, for bitpack's size and its encoding
+  }
   for (Encoding e : kAllEncodings) {
     if (!hasCheapExactSize(e)) continue;
     const uint64_t size = e == Encoding::Bitpack ? bitpackPayloadSize(words.size(), bits) : encodedSize(e, words, width);
@@ -176,14 +192,6 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
   }
   Bytes bestBytes, candidate;
   const bool skipTableCoders = tableCodersCannotPay(words, width);
-  // One histogram of a byte stream for every order-0 estimate (one pass each was a sixth of
-  // level 1's time).
-  uint64_t counts[256] = {};
-  const uint64_t *byteCounts = nullptr;
-  if (width <= 8 && !words.empty()) {
-    countWords(words, width, counts);
-    byteCounts = counts;
-  }
   for (Encoding e : kAllEncodings) {
     // context needs no table, but on such streams it cannot win either: no bit of a
     // near-uniform mantissa is predictable from the lane above it.

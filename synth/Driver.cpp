@@ -42,15 +42,18 @@ std::vector<Region> tileRegions(ByteSpan file, std::optional<std::string> &notSa
   return regions;
 }
 
-std::vector<size_t> firstWithSameBytes(const std::vector<Region> &regions, ByteSpan file) {
+std::vector<size_t> firstWithSameBytes(const std::vector<Region> &regions, ByteSpan file,
+                                       std::vector<uint64_t> *digests) {
   std::vector<size_t> first(regions.size());
   std::unordered_multimap<uint64_t, size_t> seen;
+  if (digests) digests->clear();
   for (size_t i = 0; i < regions.size(); ++i) {
     first[i] = i;
     const Region &r = regions[i];
-    if (r.bytes.size == 0) continue;
     const ByteSpan bytes = file.subspan(r.bytes.offset, r.bytes.size);
-    const uint64_t key = xxh3(bytes);
+    const uint64_t key = regionDigest(bytes);
+    if (digests) digests->push_back(key);
+    if (r.bytes.size == 0) continue;
     auto [begin, end] = seen.equal_range(key);
     for (auto it = begin; it != end; ++it) {
       const Region &q = regions[it->second];
@@ -83,7 +86,7 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
   // Each region's program into a payload of its own, so that the regions run on any threads in
   // any order and the joined payload is still the same.
   std::vector<Bytes> payloads(c.regions.size());
-  const std::vector<size_t> first = firstWithSameBytes(c.regions, file);
+  const std::vector<size_t> first = firstWithSameBytes(c.regions, file, &out.digests);
   parallelFor(c.regions.size(), options.threads, [&](size_t i) {
     if (first[i] != i) { // a repeat: the first's program, below
       if (options.progress) options.progress->fetch_add(inputs[i].bytes.size(), std::memory_order_relaxed);

@@ -18,6 +18,8 @@ struct SynthOutput {
   Bytes payload;
   /// Set when the input is not valid safetensors and was kept as one byte stream.
   std::optional<std::string> notSafetensorsReason;
+  /// regionDigest of each region's bytes in `file`, what an archive records to verify it by.
+  std::vector<uint64_t> digests;
 };
 
 struct SynthOptions {
@@ -33,8 +35,10 @@ std::vector<Region> tileRegions(ByteSpan file, std::optional<std::string> &notSa
 /// For each of `file`'s regions, the first region of the same kind and dtype with the same bytes
 /// (its own index if none is earlier). Checkpoints repeat whole tensors (a shared bias, a copied
 /// block); synthesizeCheckpoint gives a repeat the first one's program, reading the same payload
-/// bytes, at no payload cost.
-std::vector<size_t> firstWithSameBytes(const std::vector<Region> &regions, ByteSpan file);
+/// bytes, at no payload cost. Regions are told apart by their regionDigest, stored in `digests`
+/// where given (one pass over the file serves both).
+std::vector<size_t> firstWithSameBytes(const std::vector<Region> &regions, ByteSpan file,
+                                       std::vector<uint64_t> *digests = nullptr);
 
 /// The program of `file`, named `sourceName`, whose literals point into a payload file named
 /// `payloadName`; every region synthesized by `strategy`.

@@ -42,8 +42,12 @@ bool encodeLit(Encoding encoding, WordsView words, unsigned width, Bytes &out, i
     return true;
   case Encoding::Context: {
     if (width > maxEncodingWidth(encoding)) return false;
-    // The adaptation rate that codes these words smallest.
-    const auto bits = contextCodeBits(words, width, words.size());
+    // The adaptation rate that codes these words smallest, judged on at most a run of
+    // kContextRateWords from the middle of a long stream: simulating every word before coding
+    // it took as long as the coding.
+    const uint64_t n = words.size();
+    const WordsView run = n <= kContextRateWords ? words : words.subspan((n - kContextRateWords) / 2, kContextRateWords);
+    const auto bits = contextCodeBits(run, width, run.size());
     const auto best = std::min_element(bits.begin(), bits.end()) - bits.begin();
     encodeContext(words, width, kContextMinRate + static_cast<unsigned>(best), out);
     return true;

@@ -263,10 +263,10 @@ Plan HoleSearch::mergePlan(const Hole &hole, const HoleContext &context, const s
   return p;
 }
 
-Plan HoleSearch::templatePlan(const Hole &hole, const HoleContext &context) const {
+Plan HoleSearch::templatePlan(const Hole &hole, const HoleContext &context, FieldCosts *memo) const {
   if (context.floatType && !hole.words.empty()) {
     const DTypeInfo &f = *context.floatType;
-    Plan p = mergePlan(hole, context, {f.signBits, f.exponentBits, f.mantissaBits});
+    Plan p = mergePlan(hole, context, {f.signBits, f.exponentBits, f.mantissaBits}, memo);
     p.production = "merge:ieee";
     return p;
   }
@@ -282,6 +282,7 @@ Plan HoleSearch::solve(WordsView words, unsigned width, const HoleContext &conte
   // With no candidate to compare (budget 0) and no one to show or learn costs to, the
   // template's plan needs no scores: estimating its fields was a third of level 1's time.
   scoring_ = limits_.maxExpansions > 0 || trace_ || learner_;
+  solvedTemplate_.reset();
   Plan best = solveHole(words, width, context, limits_.maxDepth);
   scoring_ = true;
   return best;
@@ -302,15 +303,17 @@ Plan HoleSearch::solveHole(WordsView words, unsigned width, const HoleContext &c
   }
   const std::string priorKey =
       prior_ || learner_ ? priorContext(words, width, context.floatType, top) : std::string();
-  Plan best = templatePlan(hole, context);
+  FieldCosts memo;
+  Plan best = templatePlan(hole, context, &memo);
+  if (top && scoring_) solvedTemplate_ = best;
   record(best);
-  tryStructural(hole, context, depth, best, trace, priorKey);
+  tryStructural(hole, context, depth, best, trace, priorKey, memo);
   if (learner_) learner_->count(priorKey, best.production);
   return best;
 }
 
 void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, unsigned depth, Plan &best,
-                               std::vector<Candidate> *trace, const std::string &priorKey) {
+                               std::vector<Candidate> *trace, const std::string &priorKey, FieldCosts &memo) {
   // With no expansions to spend (level 1) nothing below would be tried: skip finding runs,
   // periods and cuts, each a pass over the words.
   if (expansions_ >= limits_.maxExpansions) return;
@@ -329,7 +332,6 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
   if (context.floatType && width <= 16) productions.push_back({"lit", [&]() -> std::optional<Plan> { return litPlan(hole); }});
 
   // merge: every proposed field layout (the template's is `best` already).
-  FieldCosts memo;
   if (depth > 0 && width > 1) {
     std::vector<ProposedLayout> layouts = proposeFieldLayouts(width, context.floatType, hole.constant);
     for (size_t i = context.floatType ? 1 : 0; i < layouts.size(); ++i)

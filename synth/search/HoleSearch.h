@@ -16,6 +16,7 @@
 #include "synth/search/Prior.h"
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -44,6 +45,10 @@ public:
   /// The template's plan: a float tensor's IEEE fields, or one literal; what `solve` returns
   /// with a budget of 0, and the baseline no search result may exceed.
   Plan templatePlan(WordsView words, unsigned width, const HoleContext &context);
+  /// The template's plan as the last `solve` scored it for its region's own stream (the same as
+  /// templatePlan of its arguments, without scoring it again); null before any solve, or where
+  /// that solve scored nothing.
+  const Plan *solvedTemplate() const { return solvedTemplate_ ? &*solvedTemplate_ : nullptr; }
 
   /// The program for `plan`, its literals appended to `payload` in the encodings the policy picks.
   /// Every structural claim of the plan is checked against `words` (a plan scored on a sample
@@ -73,14 +78,14 @@ private:
   struct Hole; // a stream with what every candidate reads of it: constant bits, a sample
   Plan solveHole(WordsView words, unsigned width, const HoleContext &context, unsigned depth);
   Plan litPlan(const Hole &hole) const;
-  Plan templatePlan(const Hole &hole, const HoleContext &context) const;
   /// Estimated costs of fields already scored for the hole being expanded, by (shift, width):
-  /// layouts share most of their fields.
+  /// layouts share most of their fields, the template's among them.
   using FieldCosts = std::vector<std::pair<uint64_t, double>>;
+  Plan templatePlan(const Hole &hole, const HoleContext &context, FieldCosts *memo = nullptr) const;
   Plan mergePlan(const Hole &hole, const HoleContext &context, const std::vector<unsigned> &layout,
                  FieldCosts *memo = nullptr) const;
   void tryStructural(const Hole &hole, const HoleContext &context, unsigned depth, Plan &best,
-                     std::vector<Candidate> *trace, const std::string &priorKey);
+                     std::vector<Candidate> *trace, const std::string &priorKey, FieldCosts &memo);
   bool spend();
 
   EncodePolicy policy_;
@@ -91,6 +96,7 @@ private:
   ProductionPrior *learner_ = nullptr;
   unsigned emitThreads_ = 1;
   bool scoring_ = true; ///< whether plans get estimated costs (solve: not where none is compared)
+  std::optional<Plan> solvedTemplate_;
 };
 
 /// Estimated bytes of a literal of `words` in the encoding `policy` would pick, program text

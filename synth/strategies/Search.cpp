@@ -67,7 +67,8 @@ ProductionPrior learnPrior(std::span<const RegionInput> regions, EncodePolicy po
 
 void SearchStrategy::prepare(std::span<const RegionInput> regions, unsigned threads) {
   threads_ = std::max(1u, threads);
-  if (prior_ || !learnPrior_ || limits_.maxExpansions == 0) return;
+  if (prior_ || !learnPrior_ || limits_.maxExpansions == 0 || limits_.maxExpansions >= kPriorUsefulBelowExpansions)
+    return;
   prior_ = std::make_shared<const ProductionPrior>(learnPrior(regions, policy_, threads));
 }
 
@@ -83,13 +84,17 @@ RegionProgram SearchStrategy::synthesize(const RegionInput &region) const {
   search.emitOnThreads(threads_);
   const Plan best = search.solve(words, width, context);
   RegionProgram out;
+  // Room for the tensor's own size, which a literal seldom exceeds: reserved, not touched, so it
+  // costs address space only, where growing by doubling copied the payload and faulted in twice
+  // its pages (a tenth of level 1's time on a large tensor).
+  out.payload.reserve(region.bytes.size() + 4096);
   out.program = search.emit(best, words, width, out.payload);
 
   // Estimates err by up to kEstimateRelative + kEstimateAbsolute: where the template's estimate
   // is within that of the winner's, both are encoded and the smaller kept, so that a search result
   // is never larger than the template's.
   if (limits_.maxExpansions == 0) return out; // the template's plan is the only one tried
-  const Plan baseline = search.templatePlan(words, width, context);
+  const Plan baseline = search.solvedTemplate() ? *search.solvedTemplate() : search.templatePlan(words, width, context);
   if (!samePlanShape(best, baseline) &&
       baseline.cost - best.cost < kEstimateRelative * baseline.cost + static_cast<double>(kEstimateAbsolute)) {
     RegionProgram alternative;

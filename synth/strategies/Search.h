@@ -19,8 +19,11 @@ public:
   explicit SearchStrategy(const StrategyOptions &options)
       : policy_(options.policy), limits_(searchLimits(options)), prior_(options.prior),
         learnPrior_(options.learnPrior) {}
-  /// Learns the prior from a sample of the tensors, unless one was given or the budget is 0.
+  /// Learns the prior from a sample of the tensors, unless one was given or the budget is 0 or
+  /// at least kPriorUsefulBelowExpansions.
   void prepare(std::span<const RegionInput> regions, unsigned threads) override;
+  /// The prior that orders candidates: given, learned by prepare, or none (the fixed order).
+  const ProductionPrior *prior() const { return prior_.get(); }
   RegionProgram synthesize(const RegionInput &region) const override;
 
 private:
@@ -35,6 +38,10 @@ private:
 /// order, on at most kPriorSampleTensors tensors at evenly spaced positions of the file order.
 /// The same for any thread count.
 inline constexpr size_t kPriorSampleTensors = 16;
+/// From this budget on, a search tries nearly every candidate of a tensor (over the corpus,
+/// archives without a prior are 16 bytes larger in 50.6 MB): prepare learns none, which was two
+/// fifths of level 5's time on a 16 MB checkpoint of 146 tensors.
+inline constexpr uint64_t kPriorUsefulBelowExpansions = 64;
 ProductionPrior learnPrior(std::span<const RegionInput> regions, EncodePolicy policy, unsigned threads);
 
 } // namespace brevis

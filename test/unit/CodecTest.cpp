@@ -183,6 +183,33 @@ TEST(Codec, HuffmanByteAlphabetsOfEveryCodeLengthRoundTrip) {
   EXPECT_GE(lengthsSeen.size(), 8u);
 }
 
+// Alphabets of up to 12 bits are coded through tables indexed by the word, wider ones through
+// symbol indices: given the same code, both must write the same blocks (the same runs, split at
+// the same words), for streams shorter than four words, of one block, and of several.
+TEST(Codec, HuffmanNarrowAndWideAlphabetsWriteTheSameBlocks) {
+  std::mt19937_64 rng(12);
+  for (uint64_t n : {uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{5}, uint64_t{64}, uint64_t{65}, uint64_t{4099},
+                     kHuffmanBlockWords, kHuffmanBlockWords * 2 + 7}) {
+    for (double p : {0.5, 0.05}) {
+      std::geometric_distribution<uint64_t> geometric(p);
+      std::vector<uint64_t> words(n);
+      for (auto &x : words) x = std::min<uint64_t>(geometric(rng), 4095);
+      words[0] = 1; // at least two symbols, so that there are blocks
+      if (n > 1) words[1] = 0;
+      Bytes narrow, wide;
+      ASSERT_TRUE(encodeHuffman(words, 12, narrow));
+      ASSERT_TRUE(encodeHuffman(words, 13, wide));
+      ByteReader narrowIn(narrow), wideIn(wide);
+      ASSERT_TRUE(readHuffmanCode(narrowIn, 12));
+      ASSERT_TRUE(readHuffmanCode(wideIn, 13));
+      const Bytes narrowBlocks(narrow.end() - static_cast<ptrdiff_t>(narrowIn.remaining()), narrow.end());
+      const Bytes wideBlocks(wide.end() - static_cast<ptrdiff_t>(wideIn.remaining()), wide.end());
+      EXPECT_EQ(narrowBlocks, wideBlocks) << n << " words, geometric(" << p << ")";
+      expectRoundTrip(Encoding::Huffman, words, 12, fmt::format("huffman u12, {} words", n));
+    }
+  }
+}
+
 // The interpreter's narrow kernels (decodeLitNarrow: AVX-512 VBMI, pdep or portable, chosen at
 // run time) agree with the 64-bit word kernel for every bit count, any start and length.
 template <typename T> void expectNarrowMatchesWords(unsigned width, std::mt19937_64 &rng) {

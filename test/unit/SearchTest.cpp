@@ -284,14 +284,22 @@ TEST(Prior, ASmallBudgetIsSpentOnTheLikelyCandidatesFirst) {
   EXPECT_EQ(*bytes, tiled.bytes);
 }
 
+/// The regions of a checkpoint as the driver hands them to a strategy (`regions` owns what the
+/// inputs' names and shapes point to).
+std::vector<RegionInput> regionInputs(const Bytes &file, std::vector<Region> &regions) {
+  std::optional<std::string> notSafetensors;
+  regions = tileRegions(file, notSafetensors);
+  std::vector<RegionInput> inputs;
+  for (const Region &r : regions)
+    inputs.push_back(RegionInput{r.kind, r.name, r.dtype, r.shape, ByteSpan(file).subspan(r.bytes.offset, r.bytes.size)});
+  return inputs;
+}
+
 TEST(Prior, LearningIsTheSameOnAnyThreadCount) {
   auto file = readFile(std::string(BREVIS_TEST_DATA) + "/stories260K.bf16.safetensors");
   ASSERT_TRUE(file);
-  std::optional<std::string> notSafetensors;
-  const std::vector<Region> regions = tileRegions(*file, notSafetensors);
-  std::vector<RegionInput> inputs;
-  for (const Region &r : regions)
-    inputs.push_back(RegionInput{r.kind, r.name, r.dtype, r.shape, ByteSpan(*file).subspan(r.bytes.offset, r.bytes.size)});
+  std::vector<Region> regions;
+  const std::vector<RegionInput> inputs = regionInputs(*file, regions);
   const ProductionPrior one = learnPrior(inputs, policyForLevel(kDefaultLevel), 1);
   const ProductionPrior three = learnPrior(inputs, policyForLevel(kDefaultLevel), 3);
   EXPECT_GT(one.observations(), 0u);
@@ -299,3 +307,23 @@ TEST(Prior, LearningIsTheSameOnAnyThreadCount) {
 }
 
 } // namespace
+
+// A prior orders candidates: a budget that tries all of them needs none, and prepare learns one
+// only below kPriorUsefulBelowExpansions (and not at level 1, which tries no candidate).
+TEST(Prior, PrepareLearnsOneOnlyWhereTheBudgetCannotTryEveryCandidate) {
+  auto file = readFile(std::string(BREVIS_TEST_DATA) + "/stories260K.bf16.safetensors");
+  ASSERT_TRUE(file);
+  std::vector<Region> regions;
+  const std::vector<RegionInput> inputs = regionInputs(*file, regions);
+  for (int level = 1; level <= 9; ++level) {
+    const StrategyOptions options = strategyOptionsForLevel(level);
+    SearchStrategy strategy(options);
+    strategy.prepare(inputs, 1);
+    const bool expected = options.searchExpansions > 0 && options.searchExpansions < kPriorUsefulBelowExpansions;
+    EXPECT_EQ(strategy.prior() != nullptr, expected) << "level " << level;
+    if (strategy.prior()) {
+      EXPECT_GT(strategy.prior()->observations(), 0u) << "level " << level;
+    }
+  }
+  EXPECT_LT(strategyOptionsForLevel(2).searchExpansions, kPriorUsefulBelowExpansions) << "some level learns one";
+}

@@ -83,8 +83,8 @@ public:
     auto strategy = makeStrategy(strategy_, strategyOptionsForLevel(level_));
     if (!strategy) return strategy.error();
     SynthOutput synth = synthesizeCheckpoint(in, "input.safetensors", "input.bdsl.bin", **strategy, SynthOptions{threads});
-    MemberSource member{"input.safetensors", std::move(synth.checkpoint), Payload(std::move(synth.payload)), {}};
-    member.digests = regionDigests(member.checkpoint, in);
+    MemberSource member{"input.safetensors", std::move(synth.checkpoint), Payload(std::move(synth.payload)),
+                        std::move(synth.digests)};
     Bytes archive;
     VectorPositionalSink sink(archive);
     ArchiveBuilder builder(sink);

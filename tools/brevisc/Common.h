@@ -123,7 +123,8 @@ std::string sizeChange(uint64_t original, uint64_t archive);
 Result<StrategyOptions> strategyOptionsFor(int level, const std::string &prior);
 inline constexpr const char *kPriorHelp =
     "the search's prior over candidates: a file from `brevisc prior learn` (reused across a model family), "
-    "or \"uniform\" for a fixed order; default: learned from a sample of the checkpoint's tensors";
+    "or \"uniform\" for a fixed order; default: learned from a sample of the checkpoint's tensors at levels 2-4 "
+    "(from level 5 on every candidate is tried, in any order)";
 
 /// `brevisc: error: message` on stderr; returns kExitFailure.
 int fail(const std::string &message);

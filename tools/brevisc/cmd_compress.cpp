@@ -121,8 +121,7 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
     if (synth.notSafetensorsReason && !v.quiet && (!directory || name.ends_with(".safetensors")))
       std::cerr << "brevisc: note: " << shown << " is not valid safetensors (" << *synth.notSafetensorsReason
                 << "); compressing it as one byte stream\n";
-    MemberSource member{file, std::move(synth.checkpoint), Payload(std::move(synth.payload)), {}};
-    member.digests = regionDigests(member.checkpoint, bytes);
+    MemberSource member{file, std::move(synth.checkpoint), Payload(std::move(synth.payload)), std::move(synth.digests)};
     Result<void> added;
     {
       std::atomic<uint64_t> verified{0};

@@ -28,6 +28,41 @@ template <typename W> void encodeRawOf(std::span<const W> words, unsigned width,
     for (unsigned k = 0; k < cb; ++k, ++at) out[at] = static_cast<uint8_t>(w >> (8 * k));
 }
 
+#if defined(__x86_64__)
+/// Packs groups of eight narrow words with BMI2's pext: one load, one pext and one store pack
+/// eight bytes (eight 16-bit words take two pexts), where shifting each word into place took
+/// nine instructions a word. Every word must be below 2^b. Returns the groups packed: those
+/// whose stores, 8 or 16 bytes wide, stay before `end`.
+template <typename W>
+[[gnu::target("bmi2")]] size_t packGroupsPext(const W *words, size_t groups, unsigned b, uint8_t *&p,
+                                              const uint8_t *end) {
+  static_assert(sizeof(W) <= 2);
+  constexpr uint64_t lanes = sizeof(W) == 1 ? 0x0101010101010101ull : 0x0001000100010001ull;
+  const uint64_t mask = lanes * ((uint64_t{1} << b) - 1);
+  size_t g = 0;
+  if constexpr (sizeof(W) == 1) {
+    for (; g < groups && end - p >= 8; ++g) {
+      uint64_t eight;
+      std::memcpy(&eight, words + 8 * g, 8);
+      const uint64_t packed = __builtin_ia32_pext_di(eight, mask);
+      std::memcpy(p, &packed, 8);
+      p += b;
+    }
+  } else {
+    for (; g < groups && end - p >= 16; ++g) {
+      uint64_t low, high;
+      std::memcpy(&low, words + 8 * g, 8);
+      std::memcpy(&high, words + 8 * g + 4, 8);
+      const unsigned __int128 packed = __builtin_ia32_pext_di(low, mask) |
+                                       static_cast<unsigned __int128>(__builtin_ia32_pext_di(high, mask)) << (4 * b);
+      std::memcpy(p, &packed, 16);
+      p += b;
+    }
+  }
+  return g;
+}
+#endif
+
 template <typename W> void encodeBitpackOf(std::span<const W> words, unsigned b, Bytes &out) {
   static_assert(kBitpackHeaderBytes == 1, "the header is the bit count's one byte");
   const size_t start = out.size();
@@ -40,6 +75,12 @@ template <typename W> void encodeBitpackOf(std::span<const W> words, unsigned b,
   // 3.8 ns a word, most of packing a large mantissa field).
   uint8_t *const end = out.data() + out.size();
   size_t i = 0;
+#if defined(__x86_64__)
+  if constexpr (sizeof(W) <= 2) {
+    static const bool bmi2 = __builtin_cpu_supports("bmi2");
+    if (bmi2 && b > 0 && b <= 8 * sizeof(W)) i = 8 * packGroupsPext(words.data(), words.size() / 8, b, p, end);
+  }
+#endif
   if (b <= 8) {
     // Eight words fill exactly b bytes: gather them in one register and store it, each group
     // starting where the last one's b bytes end (8-byte stores while 8 bytes remain).

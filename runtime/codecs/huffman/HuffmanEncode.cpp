@@ -49,6 +49,18 @@ unsigned ceilLog2(uint64_t n) { return n <= 1 ? 0 : 64 - static_cast<unsigned>(_
 namespace {
 
 template <typename W> void countWordsOf(std::span<const W> words, unsigned width, uint64_t *counts) {
+  if (width == 1) {
+    // Ones are the sum of the words: a loop that vectorizes, where counting into tables does not.
+    uint64_t ones = 0;
+    for (size_t at = 0; at < words.size(); at += size_t{1} << 24) {
+      uint32_t part = 0; // 2^24 words of at most 1 each
+      for (W w : words.subspan(at, std::min(words.size() - at, size_t{1} << 24))) part += static_cast<uint32_t>(w);
+      ones += part;
+    }
+    counts[0] += words.size() - ones;
+    counts[1] += ones;
+    return;
+  }
   if (width <= 8) {
     uint64_t small[256] = {};
     countSmallValues(words, small);
@@ -158,6 +170,119 @@ std::vector<uint8_t> huffmanLengths(std::span<const uint64_t> counts, unsigned l
 
 namespace {
 
+/// Four runs' starts in a block and the bits before each, from every word's lookup weight and
+/// code length: start s is the first word whose weights before it reach s/4 of the block's
+/// (std::lower_bound over the running sums; the block's end where none does).
+struct BlockSplit {
+  uint64_t starts[kHuffmanStreams + 1];
+  uint64_t bitsBefore[kHuffmanStreams + 1];
+};
+
+/// Alphabets of at most 2^kDirectWidth values code each word through tables indexed by the word
+/// itself: two passes over the block to split it, one to write it. (Through symbol indices, a
+/// table of running weights and a bit writer that tested for room after every code, a word took
+/// thirty instructions.)
+constexpr unsigned kDirectWidth = 12;
+
+template <typename W>
+void encodeBlocksDirect(std::span<const W> words, unsigned width, const HuffmanCode &code,
+                        const std::vector<uint32_t> &codes, const std::vector<uint8_t> &weight, Bytes &out) {
+  static_assert(kHuffmanStreams == 4);
+  // Per value: the lookup weight over the code length, so that one sum gives both; and the code
+  // beside its length.
+  const size_t values = size_t{1} << width;
+  std::vector<uint64_t> costOf(values, 0);
+  std::vector<uint32_t> entryOf(values, 0);
+  for (size_t s = 0; s < code.words.size(); ++s) {
+    costOf[code.words[s]] = uint64_t{weight[s]} << 32 | code.lengths[s];
+    entryOf[code.words[s]] = codes[s] | uint32_t{code.lengths[s]} << 16;
+  }
+  // Four codes of at most 14 bits and up to 7 bits left from the last store fit the 64-bit
+  // accumulator; longer codes (alphabets of more than 2^14 values) never reach this path.
+  if (code.maxLength > 14) __builtin_trap();
+  constexpr uint64_t kLow = 0xffffffffu;
+  constexpr uint64_t kSplitChunk = 64;
+  std::vector<uint64_t> running;
+  for (uint64_t begin = 0; begin < words.size(); begin += kHuffmanBlockWords) {
+    const uint64_t m = std::min<uint64_t>(words.size() - begin, kHuffmanBlockWords);
+    const W *w = words.data() + begin;
+    // Running sums at every 64th word, then each run's start found between two of them.
+    const uint64_t chunks = (m + kSplitChunk - 1) / kSplitChunk;
+    running.resize(chunks + 1);
+    running[0] = 0;
+    for (uint64_t c = 0; c < chunks; ++c) {
+      const uint64_t from = c * kSplitChunk, to = std::min(m, from + kSplitChunk);
+      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      uint64_t i = from;
+      for (; i + 4 <= to; i += 4) {
+        s0 += costOf[w[i]];
+        s1 += costOf[w[i + 1]];
+        s2 += costOf[w[i + 2]];
+        s3 += costOf[w[i + 3]];
+      }
+      for (; i < to; ++i) s0 += costOf[w[i]];
+      running[c + 1] = running[c] + s0 + s1 + s2 + s3;
+    }
+    const uint64_t sum = running[chunks];
+    const uint64_t total = sum >> 32;
+    BlockSplit split{{0, m, m, m, m}, {0, sum & kLow, sum & kLow, sum & kLow, sum & kLow}};
+    for (unsigned r = 1; r < kHuffmanStreams; ++r) {
+      const uint64_t bound = total * r / kHuffmanStreams << 32;
+      const uint64_t c = static_cast<uint64_t>(std::lower_bound(running.begin(), running.end(), bound) - running.begin());
+      if (c > chunks) continue; // past the block's weight: the run starts (empty) at its end
+      uint64_t i = c == 0 ? 0 : (c - 1) * kSplitChunk;
+      uint64_t before = c == 0 ? 0 : running[c - 1];
+      while (i < m && before < bound) before += costOf[w[i++]];
+      split.starts[r] = i;
+      split.bitsBefore[r] = before & kLow;
+    }
+    for (unsigned r = 1; r < kHuffmanStreams; ++r) putVarint(out, split.starts[r] - split.starts[r - 1]);
+    uint64_t streamBytes[kHuffmanStreams], all = 0;
+    for (unsigned r = 0; r < kHuffmanStreams; ++r) {
+      streamBytes[r] = (split.bitsBefore[r + 1] - split.bitsBefore[r] + 7) / 8;
+      all += streamBytes[r];
+      putVarint(out, streamBytes[r]);
+    }
+    // The runs one after another, straight into `out`: each store may spill up to 8 bytes past
+    // its run, into the next run's place (written after it) or the slack trimmed at the end.
+    const size_t at = out.size();
+    out.resize(at + all + 8);
+    uint8_t *p = out.data() + at;
+    for (unsigned r = 0; r < kHuffmanStreams; ++r) {
+      uint8_t *const runStart = p;
+      uint64_t acc = 0;
+      unsigned filled = 0;
+      auto put = [&](W word) {
+        const uint32_t e = entryOf[word];
+        acc |= uint64_t{e & 0xffffu} << filled;
+        filled += e >> 16;
+      };
+      auto store = [&] {
+        std::memcpy(p, &acc, 8); // little-endian host
+        p += filled >> 3;
+        acc = filled >= 64 ? 0 : acc >> (filled & ~7u);
+        filled &= 7;
+      };
+      uint64_t j = split.starts[r];
+      const uint64_t to = split.starts[r + 1];
+      for (; j + 4 <= to; j += 4) {
+        put(w[j]);
+        put(w[j + 1]);
+        put(w[j + 2]);
+        put(w[j + 3]);
+        store();
+      }
+      for (; j < to; ++j) {
+        put(w[j]);
+        store();
+      }
+      if (filled) *p++ = static_cast<uint8_t>(acc);
+      if (static_cast<uint64_t>(p - runStart) != streamBytes[r]) __builtin_trap(); // the split's bit counts disagree
+    }
+    out.resize(at + all);
+  }
+}
+
 template <typename W> bool encodeHuffmanOf(std::span<const W> words, unsigned width, Bytes &out, const uint64_t *byteCounts) {
   const std::optional<WordHistogram> h =
       byteCounts && width <= 8 ? histogramOfBytes(byteCounts) : histogram(words, width, kHuffmanMaxSymbols);
@@ -176,6 +301,20 @@ template <typename W> bool encodeHuffmanOf(std::span<const W> words, unsigned wi
   if (k == 1) return true; // every word is the one symbol
 
   std::vector<uint32_t> codes = canonicalCodesLsbFirst(code);
+  // A block's m words are split into four runs that take the decoder about equally many table
+  // lookups, so that its four streams end together. For byte alphabets a lookup takes up to
+  // three codes within L bits (HuffmanDecode.cpp): a word costs about max(1/3, len/L) of one,
+  // weighed here as max(L, 3 len) (an estimate; exact counting is a serial chain through every
+  // word and halved the encoder's speed). Wider alphabets take one word per lookup.
+  std::vector<uint8_t> weight(k);
+  for (size_t s = 0; s < k; ++s) weight[s] = static_cast<uint8_t>(k > 256 ? 1 : std::max(code.maxLength, 3u * code.lengths[s]));
+  static_assert(kHuffmanBlockWords * 48 < (uint64_t{1} << 32), "lookup weights of a block fit 32 bits");
+
+  putVarint(out, kHuffmanBlockWords);
+  if (width <= kDirectWidth) {
+    encodeBlocksDirect(words, width, code, codes, weight, out);
+    return true;
+  }
   // Symbol of each word: a direct table for narrow words, binary search otherwise.
   std::vector<uint32_t> direct;
   if (width <= 16) {
@@ -187,18 +326,8 @@ template <typename W> bool encodeHuffmanOf(std::span<const W> words, unsigned wi
     return static_cast<uint32_t>(std::lower_bound(code.words.begin(), code.words.end(), w) - code.words.begin());
   };
 
-  // A block's m words are split into four runs that take the decoder about equally many table
-  // lookups, so that its four streams end together. For byte alphabets a lookup takes up to
-  // three codes within L bits (HuffmanDecode.cpp): a word costs about max(1/3, len/L) of one,
-  // weighed here as max(L, 3 len) (an estimate; exact counting is a serial chain through every
-  // word and halved the encoder's speed). Wider alphabets take one word per lookup.
-  std::vector<uint8_t> weight(k);
-  for (size_t s = 0; s < k; ++s) weight[s] = static_cast<uint8_t>(k > 256 ? 1 : std::max(code.maxLength, 3u * code.lengths[s]));
-  static_assert(kHuffmanBlockWords * 48 < (uint64_t{1} << 32), "lookup weights of a block fit 32 bits");
   std::vector<uint16_t> symbols; // of the block being coded (K <= 65536)
   std::vector<uint32_t> cost;    // the weight of words [0, i)
-
-  putVarint(out, kHuffmanBlockWords);
   Bytes streams[kHuffmanStreams];
   for (uint64_t begin = 0; begin < words.size(); begin += kHuffmanBlockWords) {
     uint64_t end = std::min<uint64_t>(words.size(), begin + kHuffmanBlockWords);
