@@ -41,6 +41,11 @@ constexpr uint64_t kPromiseMinBytes = uint64_t{1} << 13;
 /// count). Probing costs about as much per byte as the level-1 encoding it is; on the corpus,
 /// samples of 16 or 32 KiB found no more literals that zstd wins.
 constexpr uint64_t kZstdProbeWords = 8192;
+/// Counting rans_o1's pairs over a block's worth of words was two fifths of level 1's time on
+/// a checkpoint of 1 MB tensors: a stream of at least kOrder1ProbeMinWords is first probed on
+/// a run of kOrder1ProbeWords (worthEncoding). Shorter runs make the probe useless on 7-bit
+/// mantissas: the plug-in entropy of 16 K cells from 16 K words comes out 0.7 bits too low.
+constexpr uint64_t kOrder1ProbeWords = uint64_t{1} << 16, kOrder1ProbeMinWords = uint64_t{1} << 18;
 /// rans_o1's estimate of a longer stream counts the pairs of one block's worth from its middle
 /// and scales them (its tables are per block, so the scaled table cost stays per block).
 constexpr uint64_t kOrder1EstimateWords = kRansBlockWords;
@@ -66,6 +71,76 @@ constexpr double kZstdProbeSlack = 1.05;
 /// No zstd literal of one word or more is smaller: 3 bytes of block size, 1 of frame size and a
 /// frame of at least 10.
 constexpr uint64_t kZstdMinBytes = 14;
+
+/// The order-1 entropy of `words` in bits: each word coded by the statistics of the words that
+/// follow the same previous word (the first follows 0), summed with no table cost; `used`
+/// receives the number of distinct (previous, word) pairs.
+double order1EntropyBits(WordsView words, unsigned width, uint64_t &used) {
+  const uint64_t n = words.size();
+  double bits = 0;
+  used = 0;
+  if (n <= kSparsePairsMaxWords) {
+    // The same sums from the sorted pairs: a table of every pair (512 KB to clear) per small
+    // literal was most of the synthesis time of a checkpoint of many small tensors.
+    std::vector<uint16_t> pairs(n);
+    uint8_t previous = 0;
+    for (size_t i = 0; i < n; ++i) {
+      pairs[i] = static_cast<uint16_t>(previous * 256 + words[i]);
+      previous = static_cast<uint8_t>(words[i]);
+    }
+    std::sort(pairs.begin(), pairs.end());
+    for (size_t row = 0; row < n;) {
+      size_t rowEnd = row;
+      while (rowEnd < n && pairs[rowEnd] >> 8 == pairs[row] >> 8) ++rowEnd;
+      double rowBits = 0; // summed in symbol order, as entropyBits does
+      for (size_t i = row; i < rowEnd;) {
+        size_t j = i;
+        while (j < rowEnd && pairs[j] == pairs[i]) ++j;
+        const auto count = static_cast<double>(j - i), total = static_cast<double>(rowEnd - row);
+        rowBits -= count * std::log2(count / total);
+        ++used;
+        i = j;
+      }
+      bits += rowBits;
+      row = rowEnd;
+    }
+  } else {
+    // A row per previous word, a column per word: 2^width of each (a 7-bit field's table is a
+    // quarter of a byte stream's, a sign's four counters).
+    const size_t side = size_t{1} << width;
+    thread_local std::vector<uint64_t> pairs;
+    pairs.assign(side * side, 0);
+    uint64_t previous = 0;
+    words.visit([&](auto span) {
+      for (uint64_t w : span) {
+        ++pairs[previous * side + w];
+        previous = w;
+      }
+    });
+    // A row's entropy as T log2 T - sum of c log2 c over its counts c (T their sum), the latter
+    // from a table: a logarithm for every used pair was a sixth of level 1's time.
+    static const std::vector<double> cLog2c = [] {
+      std::vector<double> t(size_t{1} << 16, 0.0);
+      for (size_t c = 1; c < t.size(); ++c) t[c] = static_cast<double>(c) * std::log2(static_cast<double>(c));
+      return t;
+    }();
+    auto xLog2x = [&](uint64_t c) {
+      return c < cLog2c.size() ? cLog2c[c] : static_cast<double>(c) * std::log2(static_cast<double>(c));
+    };
+    for (size_t c = 0; c < side; ++c) {
+      const std::span<const uint64_t> row(pairs.data() + c * side, side);
+      uint64_t context = 0;
+      double sum = 0;
+      for (uint64_t x : row) {
+        context += x;
+        used += x != 0;
+        sum += xLog2x(x);
+      }
+      if (context) bits += xLog2x(context) - sum;
+    }
+  }
+  return bits;
+}
 
 /// Whether zstd at policy.zstdLevel may beat `bestSize` by the policy's gain, judged by zstd at
 /// the probe level on (a sample of) the stream.
@@ -102,18 +177,28 @@ bool worthEncoding(Encoding e, WordsView words, unsigned width, uint64_t bestSiz
                    const EncodePolicy &policy, const uint64_t *byteCounts) {
   if (!policy.tries(e)) return false;
   if (e == Encoding::Zstd) return encodingApplies(e, words, width) && zstdMayWin(words, bestSize, policy);
-  // Only encode a candidate whose estimate comes near the best so far.
+  auto ruledOut = [&](double estimate) {
+    // Only encode a candidate whose estimate comes near the best so far.
+    if (estimate > static_cast<double>(bestSize) * (1 + kEstimateRelative) + kEstimateAbsolute) return true;
+    // On large literals, a policy asking for a gain encodes only candidates whose estimate
+    // promises it: near-uniform mantissa bytes come within a fraction of a percent of bitpack
+    // in every coder, and trying all three took half of the compression time for nothing kept.
+    // (There the estimates are within ~0.1%: tables and framing, which they model least well,
+    // are a small part. Small literals are cheap to try and are always tried.)
+    return policy.gainFor(e) > 0 && bestSize >= kPromiseMinBytes &&
+           estimate >= static_cast<double>(bestSize) * (1 - policy.gainFor(e));
+  };
+  const uint64_t n = words.size();
+  if (e == Encoding::RansO1 && n >= kOrder1ProbeMinWords && width <= kRansMaxWidth) {
+    // A probe first: the order-1 entropy of a run from the middle, with no tables, scaled.
+    // A short run's plug-in entropy comes out lower than a long one's, so what it rules out
+    // the full estimate would too, unless the run is unlike the rest of its stream.
+    uint64_t used = 0;
+    const double bits = order1EntropyBits(words.subspan((n - kOrder1ProbeWords) / 2, kOrder1ProbeWords), width, used);
+    if (ruledOut(bits / 8 * static_cast<double>(n) / static_cast<double>(kOrder1ProbeWords))) return false;
+  }
   auto estimate = estimateWith(e, words, width, byteCounts);
-  if (!estimate ||
-      static_cast<double>(*estimate) > static_cast<double>(bestSize) * (1 + kEstimateRelative) + kEstimateAbsolute)
-    return false;
-  // On large literals, a policy asking for a gain encodes only candidates whose estimate
-  // promises it: near-uniform mantissa bytes come within a fraction of a percent of bitpack
-  // in every coder, and trying all three took half of the compression time for nothing kept.
-  // (There the estimates are within ~0.1%: tables and framing, which they model least well,
-  // are a small part. Small literals are cheap to try and are always tried.)
-  return !(policy.gainFor(e) > 0 && bestSize >= kPromiseMinBytes &&
-           static_cast<double>(*estimate) >= static_cast<double>(bestSize) * (1 - policy.gainFor(e)));
+  return estimate && !ruledOut(static_cast<double>(*estimate));
 }
 
 } // namespace
@@ -327,56 +412,8 @@ std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigne
       return static_cast<uint64_t>(static_cast<double>(*sample) * static_cast<double>(n) /
                                     static_cast<double>(kOrder1EstimateWords));
     }
-    double bits = 0;
     uint64_t used = 0;
-    if (n <= kSparsePairsMaxWords) {
-      // The same sums from the sorted pairs: a table of every pair (512 KB to clear) per small
-      // literal was most of the synthesis time of a checkpoint of many small tensors.
-      std::vector<uint16_t> pairs(n);
-      uint8_t previous = 0;
-      for (size_t i = 0; i < n; ++i) {
-        pairs[i] = static_cast<uint16_t>(previous * 256 + words[i]);
-        previous = static_cast<uint8_t>(words[i]);
-      }
-      std::sort(pairs.begin(), pairs.end());
-      for (size_t row = 0; row < n;) {
-        size_t rowEnd = row;
-        while (rowEnd < n && pairs[rowEnd] >> 8 == pairs[row] >> 8) ++rowEnd;
-        double rowBits = 0; // summed in symbol order, as entropyBits does
-        for (size_t i = row; i < rowEnd;) {
-          size_t j = i;
-          while (j < rowEnd && pairs[j] == pairs[i]) ++j;
-          const auto count = static_cast<double>(j - i), total = static_cast<double>(rowEnd - row);
-          rowBits -= count * std::log2(count / total);
-          ++used;
-          i = j;
-        }
-        bits += rowBits;
-        row = rowEnd;
-      }
-    } else {
-      // A row per previous word, a column per word: 2^width of each (a 7-bit field's table is a
-      // quarter of a byte stream's, a sign's four counters).
-      const size_t side = size_t{1} << width;
-      thread_local std::vector<uint64_t> pairs;
-      pairs.assign(side * side, 0);
-      uint64_t previous = 0;
-      words.visit([&](auto span) {
-        for (uint64_t w : span) {
-          ++pairs[previous * side + w];
-          previous = w;
-        }
-      });
-      for (size_t c = 0; c < side; ++c) {
-        const std::span<const uint64_t> row(pairs.data() + c * side, side);
-        uint64_t context = 0;
-        for (uint64_t x : row) {
-          context += x;
-          used += x != 0;
-        }
-        if (context) bits += entropyBits(row, context);
-      }
-    }
+    const double bits = order1EntropyBits(words, width, used);
     uint64_t blocks = blocksOf(n, kRansBlockWords);
     // Order-1 tables: about 0.55 bytes per used (context, symbol) pair (measured on real
     // exponent and mantissa streams); stored as is when coding would not help.
