@@ -196,7 +196,8 @@ struct HoleSearch::Hole {
   bool uniform() const { return constant == widthMask(width); }
 };
 
-double estimateLitCost(WordsView words, unsigned width, EncodePolicy policy) {
+double estimateLitCost(WordsView words, unsigned width, EncodePolicy policy, Encoding *chosen) {
+  if (chosen) *chosen = Encoding::Raw;
   if (words.empty()) return kLitTextBytes;
   if (words.size() <= kInlineMaxWords) return kNodeTextBytes + kInlineWordBytes * static_cast<double>(words.size());
   // As encodeSmallest chooses: in decreasing decoding speed, a slower encoding must win by the
@@ -211,7 +212,10 @@ double estimateLitCost(WordsView words, unsigned width, EncodePolicy policy) {
     auto estimate = estimateSize(e, words, width);
     if (!estimate) continue;
     const auto size = static_cast<double>(*estimate);
-    if (best < 0 || (size < best * (1 - policy.gainFor(e)) && size < best)) best = size;
+    if (best < 0 || (size < best * (1 - policy.gainFor(e)) && size < best)) {
+      best = size;
+      if (chosen) *chosen = e;
+    }
   }
   return best + kLitTextBytes;
 }
@@ -222,11 +226,17 @@ bool HoleSearch::spend() {
   return true;
 }
 
+void HoleSearch::scoreLit(Plan &lit, WordsView sample, unsigned width, double scale) const {
+  Encoding chosen = Encoding::Raw;
+  lit.cost = estimateLitCost(sample, width, policy_, &chosen) * scale;
+  lit.contextLost = policy_.tries(Encoding::Context) && chosen != Encoding::Context;
+}
+
 Plan HoleSearch::litPlan(const Hole &hole) const {
   Plan p;
   p.op = PlanOp::Lit;
   p.production = "lit";
-  p.cost = scoring_ ? estimateLitCost(hole.sample.words, hole.width, policy_) * hole.sample.scale : 0;
+  if (scoring_) scoreLit(p, hole.sample.words, hole.width, hole.sample.scale);
   return p;
 }
 
@@ -248,13 +258,10 @@ Plan HoleSearch::mergePlan(const Hole &hole, const HoleContext &context, const s
       auto known = memo ? std::find_if(memo->begin(), memo->end(), [&](const auto &e) { return e.first == key; })
                         : FieldCosts::iterator{};
       if (memo && known != memo->end()) {
-        child.cost = known->second;
-      } else if (!scoring_) {
-        child.cost = 0;
-      } else {
-        const auto field = extractField(hole.sample.words, shifts[k], layout[k]);
-        child.cost = estimateLitCost(field, layout[k], policy_) * hole.sample.scale;
-        if (memo) memo->emplace_back(key, child.cost);
+        child = known->second;
+      } else if (scoring_) {
+        scoreLit(child, extractField(hole.sample.words, shifts[k], layout[k]), layout[k], hole.sample.scale);
+        if (memo) memo->emplace_back(key, child);
       }
     }
     p.cost += child.cost + 1; // the field's name
@@ -442,7 +449,9 @@ ExprPtr HoleSearch::emit(const Plan &plan, WordsView words, unsigned width, Byte
   auto literal = [&]() -> ExprPtr {
     if (n > 0 && n <= kInlineMaxWords)
       return Lit::make(StreamType{width, n}, words.widened());
-    return makeLit(words, width, payload, policy_);
+    EncodePolicy policy = policy_;
+    if (plan.op == PlanOp::Lit && plan.contextLost) policy.contextMinGain = 1; // not tried
+    return makeLit(words, width, payload, policy);
   };
   switch (plan.op) {
   case PlanOp::Lit: return literal();

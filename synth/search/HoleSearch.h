@@ -78,9 +78,12 @@ private:
   struct Hole; // a stream with what every candidate reads of it: constant bits, a sample
   Plan solveHole(WordsView words, unsigned width, const HoleContext &context, unsigned depth);
   Plan litPlan(const Hole &hole) const;
+  /// Gives `lit` the estimated cost of a literal of `sample` (scaled by `scale`) and whether
+  /// context lost there.
+  void scoreLit(Plan &lit, WordsView sample, unsigned width, double scale) const;
   /// Estimated costs of fields already scored for the hole being expanded, by (shift, width):
   /// layouts share most of their fields, the template's among them.
-  using FieldCosts = std::vector<std::pair<uint64_t, double>>;
+  using FieldCosts = std::vector<std::pair<uint64_t, Plan>>;
   Plan templatePlan(const Hole &hole, const HoleContext &context, FieldCosts *memo = nullptr) const;
   Plan mergePlan(const Hole &hole, const HoleContext &context, const std::vector<unsigned> &layout,
                  FieldCosts *memo = nullptr) const;
@@ -100,7 +103,7 @@ private:
 };
 
 /// Estimated bytes of a literal of `words` in the encoding `policy` would pick, program text
-/// included.
-double estimateLitCost(WordsView words, unsigned width, EncodePolicy policy);
+/// included; that encoding in `chosen` where given (Raw for an inline or empty literal).
+double estimateLitCost(WordsView words, unsigned width, EncodePolicy policy, Encoding *chosen = nullptr);
 
 } // namespace brevis

@@ -24,6 +24,9 @@ struct Plan {
   std::vector<uint64_t> pieceLengths;  ///< Concat
   std::vector<Plan> children;
   double cost = 0; ///< estimated bytes of payload and program text
+  /// Lit: the search's estimate found `context` losing to a faster encoding, so emitting does
+  /// not estimate it again (on a stream scored whole, the same estimate of the same words).
+  bool contextLost = false;
   std::string production; ///< which candidate it is ("merge:exp+1", "repeat"), as the prior counts it
 };
 

@@ -10,6 +10,7 @@
 #include "synth/search/FieldLayouts.h"
 #include "synth/strategies/Search.h"
 #include "tools/gen/PlantedCheckpoint.h"
+#include "WordShapes.h"
 
 #include <gtest/gtest.h>
 
@@ -326,4 +327,28 @@ TEST(Prior, PrepareLearnsOneOnlyWhereTheBudgetCannotTryEveryCandidate) {
     }
   }
   EXPECT_LT(strategyOptionsForLevel(2).searchExpansions, kPriorUsefulBelowExpansions) << "some level learns one";
+}
+
+// The search's verdict on context goes with its plan: a literal whose estimate found context
+// losing is emitted without estimating context again, one where it won is coded by it.
+TEST(Search, ALiteralWhereContextLostIsEmittedWithoutTryingIt) {
+  std::mt19937_64 rng(5);
+  const std::vector<uint64_t> sequential = sparseHalves(rng, 20000);
+  const std::vector<uint64_t> noise = makeWords(rng, 20000, 16, Shape::Uniform);
+  for (const auto &[words, contextWins] : {std::pair{sequential, true}, std::pair{noise, false}}) {
+    HoleSearch search(policyForLevel(kDefaultLevel), SearchLimits{0, 1}); // depth 0: a literal
+    const Plan plan = search.solve(words, 16, HoleContext{});
+    ASSERT_EQ(plan.op, PlanOp::Lit);
+    EXPECT_EQ(plan.contextLost, !contextWins);
+    Bytes payload;
+    const ExprPtr program = search.emit(plan, words, 16, payload);
+    ASSERT_EQ(program->kind, NodeKind::Lit);
+    EXPECT_EQ(static_cast<const Lit &>(*program).encoding == Encoding::Context, contextWins);
+    auto bytes = evaluate(*program, Payload::fromBytes(payload));
+    ASSERT_TRUE(bytes);
+    EXPECT_EQ(bytes->size(), words.size() * 2);
+  }
+  // Where the search scores nothing (a budget of 0), nothing is ruled out.
+  HoleSearch quick(policyForLevel(kDefaultLevel), SearchLimits{3, 0});
+  EXPECT_FALSE(quick.solve(noise, 16, HoleContext{}).contextLost);
 }

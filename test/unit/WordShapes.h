@@ -46,4 +46,20 @@ inline std::vector<uint64_t> jsonHeaderBytes(size_t n) {
   return std::vector<uint64_t>(text.begin(), text.end());
 }
 
+/// A sparse 16-bit stream: runs of zero words between runs of non-zero words whose top byte
+/// drifts by at most one from word to word (an exponent), the low byte depending on it. The
+/// context coder codes it well below every other encoding.
+inline std::vector<uint64_t> sparseHalves(std::mt19937_64 &rng, size_t n) {
+  std::vector<uint64_t> words(n);
+  uint64_t top = 0x38;
+  bool zeros = true;
+  for (auto &w : words) {
+    if (rng() % 20 == 0) zeros = !zeros;
+    if (zeros) continue;
+    top = 0x30 + (top - 0x30 + 16 + rng() % 3 - 1) % 16;
+    w = top << 8 | ((top * 37 + rng() % 16) & 0xff);
+  }
+  return words;
+}
+
 } // namespace brevis
