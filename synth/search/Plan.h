@@ -25,7 +25,8 @@ struct Plan {
   std::vector<Plan> children;
   double cost = 0; ///< estimated bytes of payload and program text
   /// Lit: the search's estimate found `context` losing to a faster encoding, so emitting does
-  /// not estimate it again (on a stream scored whole, the same estimate of the same words).
+  /// not estimate it again (on a stream scored whole, the same estimate of the same words; on a
+  /// sample, only at levels that ask a gain).
   bool contextLost = false;
   std::string production; ///< which candidate it is ("merge:exp+1", "repeat"), as the prior counts it
 };
