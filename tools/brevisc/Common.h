@@ -124,7 +124,7 @@ Result<StrategyOptions> strategyOptionsFor(int level, const std::string &prior);
 inline constexpr const char *kPriorHelp =
     "the search's prior over candidates: a file from `brevisc prior learn` (reused across a model family), "
     "or \"uniform\" for a fixed order; default: learned from a sample of the checkpoint's tensors at levels 2-4 "
-    "(from level 5 on every candidate is tried, in any order)";
+    "(from level 5 on, the search tries nearly every candidate and the order hardly matters)";
 
 /// `brevisc: error: message` on stderr; returns kExitFailure.
 int fail(const std::string &message);
