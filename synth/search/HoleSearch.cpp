@@ -49,7 +49,7 @@ constexpr uint64_t kShiftWindowWords = 4096;
 constexpr uint64_t kShiftMinWindows = 4;
 constexpr double kShiftMinDifference = 0.75;
 
-// A merge of at least this many words emits its fields on several threads (useThreads):
+// A merge of at least this many words emits its fields on several threads (emitOnThreads):
 // below it, handing the fields out costs more than it saves.
 constexpr uint64_t kParallelFieldsMinWords = uint64_t{1} << 20;
 
@@ -236,59 +236,12 @@ void HoleSearch::scoreLit(Plan &lit, WordsView sample, unsigned width, double sc
                     (scale == 1 || policy_.minGain > 0);
 }
 
-namespace {
-
-/// A field's key in FieldCosts; the whole stream is the field at shift 0 of its full width.
-uint64_t fieldKey(unsigned shift, unsigned width) { return uint64_t{shift} << 8 | width; }
-
-} // namespace
-
-Plan HoleSearch::litPlan(const Hole &hole, const FieldCosts *memo) const {
+Plan HoleSearch::litPlan(const Hole &hole) const {
   Plan p;
   p.op = PlanOp::Lit;
   p.production = "lit";
-  if (!scoring_) return p;
-  const uint64_t key = fieldKey(0, hole.width);
-  auto known = memo ? std::find_if(memo->begin(), memo->end(), [&](const auto &e) { return e.first == key; })
-                    : FieldCosts::const_iterator{};
-  if (memo && known != memo->end()) {
-    p.cost = known->second.cost;
-    p.contextLost = known->second.contextLost;
-  } else {
-    scoreLit(p, hole.sample.words, hole.width, hole.sample.scale);
-  }
+  if (scoring_) scoreLit(p, hole.sample.words, hole.width, hole.sample.scale);
   return p;
-}
-
-void HoleSearch::scoreFieldsOnThreads(const Hole &hole, const HoleContext &context, unsigned depth,
-                                      FieldCosts &memo) const {
-  std::vector<FieldLayout> layouts;
-  if (context.floatType) {
-    const DTypeInfo &f = *context.floatType;
-    layouts.push_back({f.signBits, f.exponentBits, f.mantissaBits});
-  }
-  if (depth > 0 && hole.width > 1)
-    for (const ProposedLayout &l : proposeFieldLayouts(hole.width, context.floatType, hole.constant))
-      layouts.push_back(l.widths);
-  std::vector<uint64_t> keys;
-  auto add = [&](uint64_t key) {
-    if (std::find(keys.begin(), keys.end(), key) == keys.end() &&
-        std::none_of(memo.begin(), memo.end(), [&](const auto &e) { return e.first == key; }))
-      keys.push_back(key);
-  };
-  if (context.floatType && hole.width <= 16) add(fieldKey(0, hole.width)); // tryStructural's "lit"
-  for (const FieldLayout &layout : layouts) {
-    const std::vector<unsigned> shifts = mergeFieldShifts(layout);
-    for (size_t k = 0; k < layout.size(); ++k)
-      if (((hole.constant >> shifts[k]) & widthMask(layout[k])) != widthMask(layout[k])) add(fieldKey(shifts[k], layout[k]));
-  }
-  std::vector<Plan> scored(keys.size());
-  parallelFor(keys.size(), threads_, [&](size_t i) {
-    const unsigned shift = static_cast<unsigned>(keys[i] >> 8), width = static_cast<unsigned>(keys[i] & 0xff);
-    scored[i].op = PlanOp::Lit;
-    scoreLit(scored[i], extractField(hole.sample.words, shift, width), width, hole.sample.scale);
-  });
-  for (size_t i = 0; i < keys.size(); ++i) memo.emplace_back(keys[i], std::move(scored[i]));
 }
 
 Plan HoleSearch::mergePlan(const Hole &hole, const HoleContext &context, const std::vector<unsigned> &layout,
@@ -305,7 +258,7 @@ Plan HoleSearch::mergePlan(const Hole &hole, const HoleContext &context, const s
       child = constPlan(); // every word has the same bits there
     } else {
       child.op = PlanOp::Lit;
-      const uint64_t key = fieldKey(shifts[k], layout[k]);
+      const uint64_t key = uint64_t{shifts[k]} << 8 | layout[k];
       auto known = memo ? std::find_if(memo->begin(), memo->end(), [&](const auto &e) { return e.first == key; })
                         : FieldCosts::iterator{};
       if (memo && known != memo->end()) {
@@ -362,11 +315,6 @@ Plan HoleSearch::solveHole(WordsView words, unsigned width, const HoleContext &c
   const std::string priorKey =
       prior_ || learner_ ? priorContext(words, width, context.floatType, top) : std::string();
   FieldCosts memo;
-  // A region's own stream, if sampled, is long: its fields are scored side by side first. (The
-  // search then finds them in the memo; it is serial otherwise, and one large tensor kept a
-  // second thread idle.)
-  if (top && scoring_ && threads_ > 1 && hole.sample.scale != 1 && expansions_ < limits_.maxExpansions)
-    scoreFieldsOnThreads(hole, context, depth, memo);
   Plan best = templatePlan(hole, context, &memo);
   if (top && scoring_) solvedTemplate_ = best;
   record(best);
@@ -392,8 +340,7 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
   std::vector<Production> productions;
 
   // A float tensor as one literal of whole words: few distinct values code well so.
-  if (context.floatType && width <= 16)
-    productions.push_back({"lit", [&]() -> std::optional<Plan> { return litPlan(hole, &memo); }});
+  if (context.floatType && width <= 16) productions.push_back({"lit", [&]() -> std::optional<Plan> { return litPlan(hole); }});
 
   // merge: every proposed field layout (the template's is `best` already).
   if (depth > 0 && width > 1) {
@@ -563,11 +510,11 @@ ExprPtr HoleSearch::emit(const Plan &plan, WordsView words, unsigned width, Byte
       return MergeField{std::move(name), emit(plan.children[i], field, plan.fieldWidths[i], into)};
     };
     std::vector<MergeField> fields(k);
-    if (threads_ > 1 && n >= kParallelFieldsMinWords) {
+    if (emitThreads_ > 1 && n >= kParallelFieldsMinWords) {
       // Field by field on several threads, each into a payload of its own, joined in order:
       // the same bytes as one after another, for a field's buffer more per thread.
       std::vector<Bytes> payloads(k);
-      parallelFor(k, threads_, [&](size_t i) {
+      parallelFor(k, emitThreads_, [&](size_t i) {
         FieldBuffers buffers;
         fields[i] = emitField(i, buffers, payloads[i]);
       });

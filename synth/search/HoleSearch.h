@@ -56,9 +56,9 @@ public:
   /// program always produces `words` exactly.
   ExprPtr emit(const Plan &plan, WordsView words, unsigned width, Bytes &payload) const;
 
-  /// Lets the search score the fields of a large region's layouts, and emit code the fields of
-  /// a large merge, on up to `threads` threads (the result is the same for any number).
-  void useThreads(unsigned threads) { threads_ = threads; }
+  /// Lets emit code the fields of a large merge on up to `threads` threads (the result is the
+  /// same for any number).
+  void emitOnThreads(unsigned threads) { emitThreads_ = threads; }
 
   uint64_t expansions() const { return expansions_; }
 
@@ -76,19 +76,14 @@ public:
 
 private:
   struct Hole; // a stream with what every candidate reads of it: constant bits, a sample
-  /// Estimated costs of fields already scored for the hole being expanded, by (shift, width):
-  /// layouts share most of their fields, the template's among them.
-  using FieldCosts = std::vector<std::pair<uint64_t, Plan>>;
   Plan solveHole(WordsView words, unsigned width, const HoleContext &context, unsigned depth);
-  /// The whole stream as one literal, its cost from `memo` where scored already.
-  Plan litPlan(const Hole &hole, const FieldCosts *memo = nullptr) const;
-  /// Scores, on the threads, every field the template and the proposed layouts of `hole` have,
-  /// and the whole stream as one literal, into `memo`: what the search would score one after
-  /// another, with the same results.
-  void scoreFieldsOnThreads(const Hole &hole, const HoleContext &context, unsigned depth, FieldCosts &memo) const;
+  Plan litPlan(const Hole &hole) const;
   /// Gives `lit` the estimated cost of a literal of `sample` (scaled by `scale`) and whether
   /// context lost there.
   void scoreLit(Plan &lit, WordsView sample, unsigned width, double scale) const;
+  /// Estimated costs of fields already scored for the hole being expanded, by (shift, width):
+  /// layouts share most of their fields, the template's among them.
+  using FieldCosts = std::vector<std::pair<uint64_t, Plan>>;
   Plan templatePlan(const Hole &hole, const HoleContext &context, FieldCosts *memo = nullptr) const;
   Plan mergePlan(const Hole &hole, const HoleContext &context, const std::vector<unsigned> &layout,
                  FieldCosts *memo = nullptr) const;
@@ -102,7 +97,7 @@ private:
   std::vector<Candidate> *trace_ = nullptr;
   const ProductionPrior *prior_ = nullptr;
   ProductionPrior *learner_ = nullptr;
-  unsigned threads_ = 1;
+  unsigned emitThreads_ = 1;
   bool scoring_ = true; ///< whether plans get estimated costs (solve: not where none is compared)
   std::optional<Plan> solvedTemplate_;
 };

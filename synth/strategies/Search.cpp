@@ -81,7 +81,7 @@ RegionProgram SearchStrategy::synthesize(const RegionInput &region) const {
 
   HoleSearch search(policy_, limits_);
   search.usePrior(prior_.get());
-  search.useThreads(threads_);
+  search.emitOnThreads(threads_);
   const Plan best = search.solve(words, width, context);
   RegionProgram out;
   // Room for the tensor's own size, which a literal seldom exceeds: reserved, not touched, so it

@@ -14,7 +14,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <map>
 
 using namespace brevis;
@@ -352,36 +351,4 @@ TEST(Search, ALiteralWhereContextLostIsEmittedWithoutTryingIt) {
   // Where the search scores nothing (a budget of 0), nothing is ruled out.
   HoleSearch quick(policyForLevel(kDefaultLevel), SearchLimits{3, 0});
   EXPECT_FALSE(quick.solve(noise, 16, HoleContext{}).contextLost);
-}
-
-// A region's own stream, when sampled, has its layouts' fields scored on the search's threads
-// first: every candidate must cost what it costs on one thread.
-TEST(Search, ALargeStreamsFieldsScoredOnThreadsGiveTheSameCandidates) {
-  std::mt19937_64 rng(21);
-  std::normal_distribution<float> normal(0, 0.02f);
-  std::vector<uint64_t> words(size_t{1} << 18); // sampled: longer than 2^17 words
-  for (uint64_t &w : words) {
-    const float f = normal(rng);
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    w = bits >> 16; // BF16
-  }
-  const HoleContext context{&dtypeInfo(DType::BF16), {}};
-  const SearchLimits limits = searchLimits(strategyOptionsForLevel(kDefaultLevel));
-  std::vector<HoleSearch::Candidate> serial, threaded;
-  HoleSearch one(policyForLevel(kDefaultLevel), limits);
-  one.traceCandidates(&serial);
-  const Plan a = one.solve(words, 16, context);
-  HoleSearch three(policyForLevel(kDefaultLevel), limits);
-  three.useThreads(3);
-  three.traceCandidates(&threaded);
-  const Plan b = three.solve(words, 16, context);
-  EXPECT_TRUE(samePlanShape(a, b)) << describePlan(a) << " vs " << describePlan(b);
-  EXPECT_EQ(a.cost, b.cost);
-  ASSERT_EQ(serial.size(), threaded.size());
-  ASSERT_GT(serial.size(), 3u);
-  for (size_t i = 0; i < serial.size(); ++i) {
-    EXPECT_TRUE(samePlanShape(serial[i].plan, threaded[i].plan)) << i;
-    EXPECT_EQ(serial[i].cost, threaded[i].cost) << describePlan(serial[i].plan);
-  }
 }
