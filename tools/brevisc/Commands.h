@@ -12,6 +12,15 @@ struct Context {
   int exitCode = kExitOk;
 };
 
+/// The most threads -T asks for: far beyond any core count, and below what would exhaust a
+/// process's threads.
+inline constexpr unsigned kMaxThreads = 1024;
+
+/// Adds -T,--threads (0: all cores) to `cmd`, with a range check that names the option.
+inline CLI::Option *addThreadsOption(CLI::App *cmd, unsigned &threads, const std::string &help) {
+  return cmd->add_option("-T,--threads", threads, help)->check(CLI::Range(0u, kMaxThreads));
+}
+
 void registerSynth(CLI::App &app, Context &ctx);
 void registerCheck(CLI::App &app, Context &ctx);
 void registerFmt(CLI::App &app, Context &ctx);

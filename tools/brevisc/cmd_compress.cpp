@@ -200,7 +200,7 @@ void registerCompress(CLI::App &app, Context &ctx) {
                   "archive is written with seeks (its header last): - (standard output) works only when it is "
                   "redirected to a file, not a pipe");
   cmd->add_flag("-c,--stdout", o->toStdout, "write the archive to standard output (a file, not a pipe; see -o)");
-  cmd->add_option("-T,--threads", o->threads,
+  addThreadsOption(cmd, o->threads,
                   "threads for synthesis (tensors side by side, and a large tensor's fields) and verification; the "
                   "archive is the same for any number (default 0: all cores)");
   cmd->add_option("-l,--level", o->level,

@@ -196,7 +196,7 @@ void registerDecompress(CLI::App &app, Context &ctx) {
   cmd->add_flag("-c,--stdout", o->toStdout,
                 "write to standard output (file archives). As with zstd -dc, bytes go out as they are decoded: a "
                 "damaged archive fails with exit status 1 after the bytes before the damage were written");
-  cmd->add_option("-T,--threads", o->threads, "decoding threads (default 0: all cores)");
+  addThreadsOption(cmd, o->threads, "decoding threads (default 0: all cores)");
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
   cmd->add_flag("-f,--force", o->force, "overwrite existing files (and write into a non-empty directory)");
   cmd->add_option("--max-output", o->maxOutput, kMaxOutputHelp)->check(validateSize);

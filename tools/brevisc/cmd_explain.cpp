@@ -223,7 +223,7 @@ void registerExplain(CLI::App &app, Context &ctx) {
   cmd->add_option("--candidates", o->candidates, "how many candidates to list per tensor")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
-  cmd->add_option("-T,--threads", o->threads, "threads (default 0: all cores)");
+  addThreadsOption(cmd, o->threads, "threads (default 0: all cores)");
   cmd->add_flag("--json", o->json, "print the report as JSON on stdout");
   cmd->callback([o, &ctx] { ctx.exitCode = runExplain(*o, ctx.verbosity); });
 }

@@ -57,7 +57,7 @@ void registerPrior(CLI::App &app, Context &ctx) {
   learn->add_option("-l,--level", o->level, "1-9: the encoding policy the sample is searched with, as for compress")
       ->check(CLI::Range(1, 9))
       ->capture_default_str();
-  learn->add_option("-T,--threads", o->threads, "threads (default 0: all cores)");
+  addThreadsOption(learn, o->threads, "threads (default 0: all cores)");
   learn->add_flag("-f,--force", o->force, "overwrite an existing prior file");
   learn->callback([o, &ctx] { ctx.exitCode = runLearn(*o, ctx.verbosity); });
 }

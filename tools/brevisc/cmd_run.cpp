@@ -168,7 +168,7 @@ void registerRun(CLI::App &app, Context &ctx) {
                   "file to write (default for a checkpoint: its source file name, beside the program)");
   cmd->add_option("--payload", o->payload, "payload file (default: the one the program names, beside it)");
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
-  cmd->add_option("-T,--threads", o->threads, "decoding threads for archives (default 0: all cores)");
+  addThreadsOption(cmd, o->threads, "decoding threads for archives (default 0: all cores)");
   cmd->add_flag("-f,--force", o->force, "overwrite the output file");
   cmd->add_option("--max-output", o->maxOutput, kMaxOutputHelp)->check(validateSize);
   cmd->callback([o, &ctx] { ctx.exitCode = runRun(*o, ctx.verbosity); });

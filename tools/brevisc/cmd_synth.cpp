@@ -179,7 +179,7 @@ void registerSynth(CLI::App &app, Context &ctx) {
                   "(output default: SKETCH with extension .filled.bdsl)");
   cmd->add_option("-o,--output", o->output, "program file to write (default: INPUT with extension .bdsl); "
                                             "the payload goes to OUTPUT.bin");
-  cmd->add_option("-T,--threads", o->threads, "synthesis threads (default 0: all cores)");
+  addThreadsOption(cmd, o->threads, "synthesis threads (default 0: all cores)");
   cmd->add_option("-l,--level", o->level, "1-9, as for compress")->check(CLI::Range(1, 9))->capture_default_str();
   cmd->add_option("--prior", o->prior, kPriorHelp)->check([](const std::string &value) {
     return value.empty() ? std::string("--prior needs a prior file or \"uniform\"") : std::string();

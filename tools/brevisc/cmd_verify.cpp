@@ -126,7 +126,7 @@ void registerVerify(CLI::App &app, Context &ctx) {
   auto *cmd = app.add_subcommand("verify", "Decode an archive without writing it and check it (and against ORIGINAL)");
   cmd->add_option("archive", o->input, ".brv file")->required();
   cmd->add_option("original", o->original, "the original file or directory, compared byte for byte");
-  cmd->add_option("-T,--threads", o->threads, "decoding threads (default 0: all cores)");
+  addThreadsOption(cmd, o->threads, "decoding threads (default 0: all cores)");
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
   cmd->add_option("--max-output", o->maxOutput, kMaxOutputHelp)->check(validateSize);
   cmd->add_flag("--json", o->json, "print the result as JSON on stdout");
