@@ -257,10 +257,10 @@ void encodeBlocksDirect(std::span<const W> words, unsigned width, const HuffmanC
         acc |= uint64_t{e & 0xffffu} << filled;
         filled += e >> 16;
       };
-      auto store = [&] {
+      auto store = [&] { // filled <= 7 + 4 * 14 < 64: the shift stays below the width
         std::memcpy(p, &acc, 8); // little-endian host
         p += filled >> 3;
-        acc = filled >= 64 ? 0 : acc >> (filled & ~7u);
+        acc >>= filled & ~7u;
         filled &= 7;
       };
       uint64_t j = split.starts[r];
