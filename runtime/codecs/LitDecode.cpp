@@ -186,7 +186,7 @@ public:
       if (n == 0) return nullptr;
       if (pos_ == length_) BREVIS_TRY(load(next_));
       if (n > length_ - pos_) return nullptr;
-      const uint8_t *at = symbols_.data() + pos_;
+      const uint8_t *at = symbols_.get() + pos_;
       pos_ += n;
       return at;
     }
@@ -196,7 +196,7 @@ public:
     while (n) {
       if (pos_ == length_) BREVIS_TRY(load(next_));
       size_t take = static_cast<size_t>(std::min<uint64_t>(n, length_ - pos_));
-      const Symbol *s = symbols_.data() + pos_;
+      const Symbol *s = symbols_.get() + pos_;
       if constexpr (MapsAlphabet) {
         const uint64_t *alphabet = decoder_->alphabet().data();
         for (size_t i = 0; i < take; ++i) out[i] = static_cast<Out>(alphabet[s[i]]);
@@ -210,7 +210,10 @@ public:
       pos_ += take;
     }
     // The last block is served: its buffer goes, so that finished literals hold no memory.
-    if (pos_ == length_ && next_ == decoder_->blockCount()) std::vector<Symbol>().swap(symbols_);
+    if (pos_ == length_ && next_ == decoder_->blockCount()) {
+      symbols_.reset();
+      capacity_ = 0;
+    }
     return {};
   }
   void reset() override {
@@ -248,13 +251,16 @@ private:
     const size_t n = std::min(together(), decoder_->blockCount() - b);
     length_ = 0;
     for (size_t k = 0; k < n; ++k) length_ += decoder_->blockLength(b + k);
-    symbols_.resize(static_cast<size_t>(length_));
+    if (length_ > capacity_) { // not zeroed: the decoder writes every word
+      symbols_ = std::make_unique_for_overwrite<Symbol[]>(static_cast<size_t>(length_));
+      capacity_ = static_cast<size_t>(length_);
+    }
     pos_ = 0;
     first_ = b;
     next_ = b + n;
     Result<void> decoded;
-    if constexpr (together() > 1) decoded = decoder_->decodeBlocks(b, n, symbols_.data());
-    else decoded = decoder_->decodeBlock(b, symbols_.data());
+    if constexpr (together() > 1) decoded = decoder_->decodeBlocks(b, n, symbols_.get());
+    else decoded = decoder_->decodeBlock(b, symbols_.get());
     // Which literal, for a program of several literals coded alike (a merge of two fields).
     if (!decoded)
       return Error{fmt::format("{} literal {} at payload @{}+{}: {}", encodingName(encoding_), toString(type_),
@@ -266,7 +272,8 @@ private:
   Encoding encoding_;
   StreamType type_;
   ByteRange range_;
-  std::vector<Symbol> symbols_;
+  std::unique_ptr<Symbol[]> symbols_; ///< capacity_ words, the loaded blocks' first
+  size_t capacity_ = 0;
   size_t first_ = 0, next_ = 0; ///< blocks [first_, next_) are in symbols_
   uint64_t pos_ = 0, length_ = 0;
 };

@@ -3,6 +3,7 @@
 // rejection of truncated, corrupt and hostile payloads, Huffman code construction.
 #include "runtime/containers/FileIO.h"
 #include "runtime/codecs/context/ContextCodec.h"
+#include "runtime/codecs/huffman/HuffmanDecode.h"
 #include "runtime/codecs/huffman/HuffmanEncode.h"
 #include "runtime/codecs/LitDecode.h"
 #include "runtime/codecs/LitEncode.h"
@@ -181,6 +182,38 @@ TEST(Codec, HuffmanByteAlphabetsOfEveryCodeLengthRoundTrip) {
     }
   }
   EXPECT_GE(lengthsSeen.size(), 8u);
+}
+
+// A literal too short to pay for a table of 2^L entries (L its longest code) decodes through a
+// table of kHuffmanPrimaryBits bits and a second lookup for longer codes; byte alphabets decode
+// several symbols per lookup from either table, or one at a time when the literal is shorter
+// than twice the table. Every combination decodes the same words, at every code length.
+TEST(Codec, HuffmanSmallAndFullTablesDecodeTheSameWords) {
+  std::mt19937_64 rng(13);
+  std::set<std::pair<bool, bool>> seen; // (byte alphabet, full table)
+  std::set<unsigned> longest;
+  for (unsigned width : {8u, 12u}) {
+    // Geometric words have a few frequent values and a tail of rare ones with long codes.
+    std::geometric_distribution<uint64_t> geometric(width == 8 ? 0.03 : 0.004);
+    std::vector<uint64_t> stream((size_t{1} << 21) + 123);
+    for (auto &x : stream) x = std::min<uint64_t>(geometric(rng), widthMask(width));
+    for (size_t n : {size_t{300}, size_t{3000}, size_t{20000}, size_t{150000}, stream.size()}) {
+      std::vector<uint64_t> words(stream.begin(), stream.begin() + static_cast<std::ptrdiff_t>(n));
+      Bytes bytes;
+      ASSERT_TRUE(encodeLit(Encoding::Huffman, words, width, bytes));
+      ByteReader in(bytes);
+      auto code = readHuffmanCode(in, width);
+      ASSERT_TRUE(code);
+      const unsigned K = huffmanPrimaryBits(code->maxLength, n, code->words.size());
+      if (code->maxLength > kHuffmanPrimaryBits) seen.insert({code->words.size() <= 256, K == code->maxLength});
+      longest.insert(code->maxLength);
+      expectRoundTrip(Encoding::Huffman, words, width, fmt::format("huffman u{} of {} words, L {}, K {}", width, n,
+                                                                   code->maxLength, K));
+    }
+  }
+  // Both tables were used for both kinds of alphabet, with codes longer than the small table.
+  EXPECT_EQ(seen.size(), 4u);
+  EXPECT_GE(*longest.rbegin(), 14u);
 }
 
 // Alphabets of up to 12 bits are coded through tables indexed by the word, wider ones through

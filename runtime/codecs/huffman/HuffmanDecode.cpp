@@ -7,6 +7,17 @@
 
 namespace brevis {
 
+/// The lookup table of a code whose longest code has L bits: 2^K primary entries indexed by the
+/// stream's next K bits, each `symbol << 8 | length`. Where K < L, an entry of length 0 is the
+/// prefix of longer codes: `base << 8`, and the next L - K bits index entries [base, ...) of the
+/// same array, which hold the full lengths.
+struct HuffmanLookupTable {
+  const uint32_t *entries;
+  uint64_t primaryMask; ///< 2^K - 1
+  unsigned primaryBits; ///< K
+  uint64_t secondaryMask; ///< 2^(L-K) - 1
+};
+
 namespace {
 
 uint64_t load64(const uint8_t *p) {
@@ -40,9 +51,14 @@ struct BitStream {
   }
 };
 
-/// One symbol from a stream holding at least L valid bits.
-template <typename Symbol> [[gnu::always_inline]] inline Symbol decodeSymbol(BitStream &st, const uint32_t *table, uint64_t mask) {
-  uint32_t e = table[st.bits & mask];
+/// One symbol from a stream holding at least L valid bits. TwoLevel: K < L.
+template <typename Symbol, bool TwoLevel>
+[[gnu::always_inline]] inline Symbol decodeSymbol(BitStream &st, const HuffmanLookupTable &t) {
+  uint32_t e = t.entries[st.bits & t.primaryMask];
+  if constexpr (TwoLevel) {
+    if ((e & 0xff) == 0) [[unlikely]]
+      e = t.entries[(e >> 8) + ((st.bits >> t.primaryBits) & t.secondaryMask)];
+  }
   unsigned len = e & 0xff;
   st.bits >>= len;
   st.count -= len;
@@ -60,8 +76,8 @@ inline uint64_t inputRounds(const uint8_t *next, const uint8_t *end) {
 // round refills the four streams and decodes PerRefill words from each (PerRefill * L <= 56
 // bits). Batches of rounds run while every stream's refills start within its bytes
 // (inputRounds) and it has PerRefill words left per round; `at` returns where each stopped.
-template <typename Symbol, unsigned PerRefill>
-[[gnu::always_inline]] inline void fastRounds(BitStream *streams, const uint32_t *table, uint64_t mask, Symbol **at,
+template <typename Symbol, unsigned PerRefill, bool TwoLevel>
+[[gnu::always_inline]] inline void fastRounds(BitStream *streams, const HuffmanLookupTable &table, Symbol **at,
                                               Symbol *const *limit) {
   // The streams are copied into locals: stores of symbols (bytes may alias anything) would
   // otherwise force every stream's state through memory after each symbol.
@@ -80,10 +96,10 @@ template <typename Symbol, unsigned PerRefill>
       s2.refillFast();
       s3.refillFast();
       for (unsigned r = 0; r < PerRefill; ++r) {
-        *p0++ = decodeSymbol<Symbol>(s0, table, mask);
-        *p1++ = decodeSymbol<Symbol>(s1, table, mask);
-        *p2++ = decodeSymbol<Symbol>(s2, table, mask);
-        *p3++ = decodeSymbol<Symbol>(s3, table, mask);
+        *p0++ = decodeSymbol<Symbol, TwoLevel>(s0, table);
+        *p1++ = decodeSymbol<Symbol, TwoLevel>(s1, table);
+        *p2++ = decodeSymbol<Symbol, TwoLevel>(s2, table);
+        *p3++ = decodeSymbol<Symbol, TwoLevel>(s3, table);
       }
     } while (--rounds);
   }
@@ -97,37 +113,43 @@ template <typename Symbol, unsigned PerRefill>
   at[3] = p3;
 }
 
-template <typename Symbol>
-[[gnu::always_inline]] inline void fastLoopBody(BitStream *s, const uint32_t *table, unsigned L, Symbol **at,
+template <typename Symbol, bool TwoLevel>
+[[gnu::always_inline]] inline void fastLoopBody(BitStream *s, const HuffmanLookupTable &t, unsigned L, Symbol **at,
                                                 Symbol *const *limit) {
-  const uint64_t mask = (uint64_t{1} << L) - 1;
   switch (56 / L) { // code lengths 11..16: 5, 4 or 3 symbols per refill
-  case 5: return fastRounds<Symbol, 5>(s, table, mask, at, limit);
-  case 4: return fastRounds<Symbol, 4>(s, table, mask, at, limit);
-  default: return fastRounds<Symbol, 3>(s, table, mask, at, limit);
+  case 5: return fastRounds<Symbol, 5, TwoLevel>(s, t, at, limit);
+  case 4: return fastRounds<Symbol, 4, TwoLevel>(s, t, at, limit);
+  default: return fastRounds<Symbol, 3, TwoLevel>(s, t, at, limit);
   }
 }
 
 // The same loop compiled twice: for any x86-64, and with BMI2, whose one-uop variable shifts
 // (shrx) shorten each stream's lookup -> shift dependency chain. Chosen once, at run time.
-template <typename Symbol>
-void fastLoopPortable(BitStream *s, const uint32_t *t, unsigned L, Symbol **at, Symbol *const *limit) {
-  fastLoopBody(s, t, L, at, limit);
+template <typename Symbol, bool TwoLevel>
+void fastLoopPortable(BitStream *s, const HuffmanLookupTable &t, unsigned L, Symbol **at, Symbol *const *limit) {
+  fastLoopBody<Symbol, TwoLevel>(s, t, L, at, limit);
 }
 #if defined(__x86_64__)
-template <typename Symbol>
-[[gnu::target("bmi2")]] void fastLoopBmi2(BitStream *s, const uint32_t *t, unsigned L, Symbol **at,
+template <typename Symbol, bool TwoLevel>
+[[gnu::target("bmi2")]] void fastLoopBmi2(BitStream *s, const HuffmanLookupTable &t, unsigned L, Symbol **at,
                                           Symbol *const *limit) {
-  fastLoopBody(s, t, L, at, limit);
+  fastLoopBody<Symbol, TwoLevel>(s, t, L, at, limit);
 }
 #endif
 
-template <typename Symbol> void fastLoop(BitStream *s, const uint32_t *t, unsigned L, Symbol **at, Symbol *const *limit) {
+template <typename Symbol, bool TwoLevel>
+void fastLoopFor(BitStream *s, const HuffmanLookupTable &t, unsigned L, Symbol **at, Symbol *const *limit) {
 #if defined(__x86_64__)
   static const bool bmi2 = __builtin_cpu_supports("bmi2");
-  if (bmi2) return fastLoopBmi2(s, t, L, at, limit);
+  if (bmi2) return fastLoopBmi2<Symbol, TwoLevel>(s, t, L, at, limit);
 #endif
-  fastLoopPortable(s, t, L, at, limit);
+  fastLoopPortable<Symbol, TwoLevel>(s, t, L, at, limit);
+}
+
+template <typename Symbol>
+void fastLoop(BitStream *s, const HuffmanLookupTable &t, unsigned L, Symbol **at, Symbol *const *limit) {
+  if (t.primaryBits < L) return fastLoopFor<Symbol, true>(s, t, L, at, limit);
+  fastLoopFor<Symbol, false>(s, t, L, at, limit);
 }
 
 // Byte alphabets: each lookup yields one to three symbols of a stream (buildPairTable). Stream
@@ -164,11 +186,13 @@ struct SentinelStream {
   }
 };
 
-template <unsigned L>
+// L: the longest code. K < L: the pair table has 2^K entries, and an entry of no symbols is the
+// prefix of a longer code, whose block of single-code entries it points into.
+template <unsigned L, unsigned K>
 [[gnu::always_inline]] inline void pairRounds(BitStream *streams, uint8_t **at, uint8_t *const *limit,
-                                              const uint32_t *pairs) {
+                                              const uint32_t *pairs, const uint32_t *table) {
   constexpr unsigned perRefill = std::min(56 / L, 5u); // lookups of at most L bits per 56-bit refill
-  constexpr uint64_t mask = (uint64_t{1} << L) - 1;
+  constexpr uint64_t mask = (uint64_t{1} << K) - 1;
   // Worst case per round and stream: perRefill lookups of 3 symbols, the last store reaching
   // one byte further; 7 bytes read.
   constexpr uint64_t reach = 3 * perRefill;
@@ -177,6 +201,14 @@ template <unsigned L>
   uint8_t *p0 = at[0], *p1 = at[1], *p2 = at[2], *p3 = at[3];
   auto lookup = [&](SentinelStream &st, uint8_t *&p) {
     uint32_t e = pairs[st.bits & mask];
+    if constexpr (K < L) {
+      if ((e & 0xc0) == 0) [[unlikely]] {
+        uint32_t code = table[(e >> 8) + ((st.bits >> K) & ((uint64_t{1} << (L - K)) - 1))];
+        st.bits >>= code & 63;
+        *p++ = static_cast<uint8_t>(code >> 8);
+        return;
+      }
+    }
     st.bits >>= e & 63; // bit 5 is clear: x86 shifts mask their count to 6 bits, so no `and`
     uint32_t symbols = e >> 8;
     std::memcpy(p, &symbols, 4);
@@ -231,10 +263,20 @@ template <unsigned L>
 }
 
 [[gnu::always_inline]] inline void pairLoopBody(BitStream *s, uint8_t **at, uint8_t *const *limit,
-                                                const uint32_t *pairs, unsigned L) {
+                                                const uint32_t *pairs, const uint32_t *table, unsigned L, unsigned K) {
+  constexpr unsigned P = kHuffmanPrimaryBits;
+  if (K < L) {
+    switch (L) { // K == P (huffmanPrimaryBits)
+#define BREVIS_PAIR_ROUNDS(l)                                                                                            \
+  case l: return pairRounds<l, P>(s, at, limit, pairs, table);
+      BREVIS_PAIR_ROUNDS(12) BREVIS_PAIR_ROUNDS(13) BREVIS_PAIR_ROUNDS(14) BREVIS_PAIR_ROUNDS(15) BREVIS_PAIR_ROUNDS(16)
+#undef BREVIS_PAIR_ROUNDS
+    default: return;
+    }
+  }
   switch (L) {
 #define BREVIS_PAIR_ROUNDS(l)                                                                                            \
-  case l: return pairRounds<l>(s, at, limit, pairs);
+  case l: return pairRounds<l, l>(s, at, limit, pairs, table);
     BREVIS_PAIR_ROUNDS(1) BREVIS_PAIR_ROUNDS(2) BREVIS_PAIR_ROUNDS(3) BREVIS_PAIR_ROUNDS(4) BREVIS_PAIR_ROUNDS(5)
     BREVIS_PAIR_ROUNDS(6) BREVIS_PAIR_ROUNDS(7) BREVIS_PAIR_ROUNDS(8) BREVIS_PAIR_ROUNDS(9) BREVIS_PAIR_ROUNDS(10)
     BREVIS_PAIR_ROUNDS(11) BREVIS_PAIR_ROUNDS(12) BREVIS_PAIR_ROUNDS(13) BREVIS_PAIR_ROUNDS(14)
@@ -244,22 +286,24 @@ template <unsigned L>
   }
 }
 
-void pairLoopPortable(BitStream *s, uint8_t **at, uint8_t *const *limit, const uint32_t *pairs, unsigned L) {
-  pairLoopBody(s, at, limit, pairs, L);
+void pairLoopPortable(BitStream *s, uint8_t **at, uint8_t *const *limit, const uint32_t *pairs, const uint32_t *table,
+                      unsigned L, unsigned K) {
+  pairLoopBody(s, at, limit, pairs, table, L, K);
 }
 #if defined(__x86_64__)
 [[gnu::target("bmi2")]] void pairLoopBmi2(BitStream *s, uint8_t **at, uint8_t *const *limit, const uint32_t *pairs,
-                                           unsigned L) {
-  pairLoopBody(s, at, limit, pairs, L);
+                                           const uint32_t *table, unsigned L, unsigned K) {
+  pairLoopBody(s, at, limit, pairs, table, L, K);
 }
 #endif
 
-void pairLoop(BitStream *s, uint8_t **at, uint8_t *const *limit, const uint32_t *pairs, unsigned L) {
+void pairLoop(BitStream *s, uint8_t **at, uint8_t *const *limit, const uint32_t *pairs, const uint32_t *table,
+              unsigned L, unsigned K) {
 #if defined(__x86_64__)
   static const bool bmi2 = __builtin_cpu_supports("bmi2");
-  if (bmi2) return pairLoopBmi2(s, at, limit, pairs, L);
+  if (bmi2) return pairLoopBmi2(s, at, limit, pairs, table, L, K);
 #endif
-  pairLoopPortable(s, at, limit, pairs, L);
+  pairLoopPortable(s, at, limit, pairs, table, L, K);
 }
 
 /// Decodes a block's four runs into `out`: `fast(s, at, limit)` (a fast loop for Symbol) as far
@@ -267,7 +311,7 @@ void pairLoop(BitStream *s, uint8_t **at, uint8_t *const *limit, const uint32_t 
 /// state in `s`, for the check that each was consumed exactly.
 template <typename Symbol, typename FastLoop>
 void decodeRuns(const uint8_t *const *streams, const uint64_t *sizes, const uint64_t *starts, unsigned L,
-                const uint32_t *table, Symbol *out, BitStream *s, FastLoop fast) {
+                const HuffmanLookupTable &table, Symbol *out, BitStream *s, FastLoop fast) {
   Symbol *at[kHuffmanStreams], *limit[kHuffmanStreams];
   for (unsigned k = 0; k < kHuffmanStreams; ++k) {
     s[k].next = streams[k];
@@ -276,12 +320,11 @@ void decodeRuns(const uint8_t *const *streams, const uint64_t *sizes, const uint
     limit[k] = out + starts[k + 1];
   }
   fast(s, at, limit);
-  const uint64_t mask = (uint64_t{1} << L) - 1;
   for (unsigned k = 0; k < kHuffmanStreams; ++k) {
     BitStream &st = s[k];
     for (Symbol *p = at[k]; p < limit[k]; ++p) {
       if (st.count < L) st.refillSafe();
-      *p = decodeSymbol<Symbol>(st, table, mask);
+      *p = decodeSymbol<Symbol, true>(st, table);
     }
   }
 }
@@ -334,16 +377,55 @@ Result<std::unique_ptr<HuffmanDecoder>> HuffmanDecoder::create(ByteSpan bytes, u
   if (in.remaining() != 0) return Error{"huffman literal has trailing bytes"};
   if (!buildTables) return d;
 
-  // The decoding table: every L-bit pattern whose low bits are a code maps to that code.
-  const unsigned L = d->code_.maxLength;
-  d->table_.assign(size_t{1} << L, 0);
-  std::vector<uint32_t> codes = canonicalCodesLsbFirst(d->code_);
-  for (uint32_t s = 0; s < codes.size(); ++s) {
-    unsigned len = d->code_.lengths[s];
-    for (uint32_t hi = 0; hi < (1u << (L - len)); ++hi) d->table_[codes[s] | (hi << len)] = (s << 8) | len;
-  }
-  if (d->code_.words.size() <= 256) d->buildPairTable();
+  d->buildLookupTables();
   return d;
+}
+
+unsigned huffmanPrimaryBits(unsigned maxLength, uint64_t count, size_t symbols) {
+  // Filling a table of 2^L entries costs about as much as decoding 2^L words; a byte
+  // alphabet's pair table about twenty times that, for decoding only a tenth faster than from a
+  // pair table of kHuffmanPrimaryBits (codebench). A shorter literal gets the small table, and
+  // its rare longer codes take a second lookup.
+  const unsigned shift = symbols <= 256 ? kHuffmanFullPairTableShift : kHuffmanFullTableShift;
+  if (maxLength <= kHuffmanPrimaryBits || count >= (uint64_t{1} << (maxLength + shift))) return maxLength;
+  return kHuffmanPrimaryBits;
+}
+
+void HuffmanDecoder::buildLookupTables() {
+  // Every K-bit pattern whose low bits are a code of at most K bits maps to that code; the
+  // patterns that begin longer codes each get a block of 2^(L-K) entries after the primary ones.
+  const unsigned L = code_.maxLength;
+  const unsigned K = huffmanPrimaryBits(L, count_, code_.words.size());
+  primaryBits_ = K;
+  const std::vector<uint32_t> codes = canonicalCodesLsbFirst(code_);
+  size_t prefixes = 0;
+  if (K < L) {
+    // Count the distinct K-bit prefixes of long codes first, to size the table once.
+    std::vector<uint8_t> seen(size_t{1} << K, 0);
+    for (uint32_t s = 0; s < codes.size(); ++s)
+      if (code_.lengths[s] > K && !seen[codes[s] & ((1u << K) - 1)]++) ++prefixes;
+  }
+  const size_t primary = size_t{1} << K;
+  table_.assign(primary + (prefixes << (L - K)), 0);
+  size_t nextBlock = primary;
+  for (uint32_t s = 0; s < codes.size(); ++s) {
+    const unsigned len = code_.lengths[s];
+    const uint32_t entry = (s << 8) | len;
+    if (len <= K) {
+      for (uint32_t hi = 0; hi < (1u << (K - len)); ++hi) table_[codes[s] | (hi << len)] = entry;
+      continue;
+    }
+    uint32_t &head = table_[codes[s] & ((1u << K) - 1)];
+    if (head == 0) {
+      head = static_cast<uint32_t>(nextBlock << 8);
+      nextBlock += size_t{1} << (L - K);
+    }
+    const size_t base = head >> 8;
+    const uint32_t rest = codes[s] >> K;
+    for (uint32_t hi = 0; hi < (1u << (L - len)); ++hi) table_[base + (rest | (hi << (len - K)))] = entry;
+  }
+  // Several symbols per lookup pay off when each entry is used a few times.
+  if (code_.words.size() <= 256 && count_ >= (uint64_t{1} << (K + kHuffmanPairTableShift))) buildPairTable();
 }
 
 uint64_t HuffmanDecoder::blockLength(size_t b) const {
@@ -352,23 +434,31 @@ uint64_t HuffmanDecoder::blockLength(size_t b) const {
 }
 
 void HuffmanDecoder::buildPairTable() {
-  // Entry for an L-bit pattern: as many whole codes (up to three) as its bits hold. Bits 0-4:
-  // their total length; 5: zero; 6-7: how many; 8-15, 16-23, 24-31: the symbols.
-  const unsigned L = code_.maxLength;
-  pairTable_.resize(table_.size());
-  for (uint32_t p = 0; p < table_.size(); ++p) {
+  // Entry for a K-bit pattern: as many whole codes (up to three) as its bits hold. Bits 0-4:
+  // their total length; 5: zero; 6-7: how many; 8-15, 16-23, 24-31: the symbols. A pattern
+  // that begins a code longer than K bits keeps its primary entry (no symbols: the block of the
+  // longer codes).
+  const unsigned K = primaryBits_;
+  const size_t entries = size_t{1} << K;
+  pairTable_.resize(entries);
+  for (uint32_t p = 0; p < entries; ++p) {
     unsigned used = 0, count = 0;
     uint32_t entry = 0;
     while (count < 3) {
       uint32_t e = table_[p >> used];
       unsigned len = e & 0xff;
-      if (used + len > L) break; // the code runs past the pattern's known bits
+      if (len == 0 || used + len > K) break; // a longer code, or one past the pattern's known bits
       entry |= (e >> 8) << (8 + 8 * count);
       used += len;
       ++count;
     }
-    pairTable_[p] = entry | used | (count << 6);
+    pairTable_[p] = count ? entry | used | (count << 6) : table_[p];
   }
+}
+
+HuffmanLookupTable HuffmanDecoder::lookupTable() const {
+  const unsigned L = code_.maxLength, K = primaryBits_;
+  return {table_.data(), (uint64_t{1} << K) - 1, K, (uint64_t{1} << (L - K)) - 1};
 }
 
 Result<void> HuffmanDecoder::decodeBlock(size_t b, uint8_t *out) const {
@@ -381,8 +471,15 @@ Result<void> HuffmanDecoder::decodeBlock(size_t b, uint8_t *out) const {
   const Block &block = blocks_[b];
   const unsigned L = code_.maxLength;
   BitStream s[kHuffmanStreams];
-  decodeRuns(block.streams, block.sizes, block.starts, L, table_.data(), out, s,
-             [&](BitStream *st, uint8_t **at, uint8_t *const *limit) { pairLoop(st, at, limit, pairTable_.data(), L); });
+  const HuffmanLookupTable t = lookupTable();
+  if (pairTable_.empty())
+    decodeRuns(block.streams, block.sizes, block.starts, L, t, out, s,
+               [&](BitStream *st, uint8_t **at, uint8_t *const *limit) { fastLoop(st, t, L, at, limit); });
+  else
+    decodeRuns(block.streams, block.sizes, block.starts, L, t, out, s,
+               [&](BitStream *st, uint8_t **at, uint8_t *const *limit) {
+                 pairLoop(st, at, limit, pairTable_.data(), table_.data(), L, primaryBits_);
+               });
   return checkStreamsConsumed(b, s);
 }
 
@@ -411,8 +508,9 @@ Result<void> HuffmanDecoder::decodeBlock(size_t b, uint16_t *out) const {
   const Block &block = blocks_[b];
   const unsigned L = code_.maxLength;
   BitStream s[kHuffmanStreams];
-  decodeRuns(block.streams, block.sizes, block.starts, L, table_.data(), out, s,
-             [&](BitStream *st, uint16_t **at, uint16_t *const *limit) { fastLoop(st, table_.data(), L, at, limit); });
+  const HuffmanLookupTable t = lookupTable();
+  decodeRuns(block.streams, block.sizes, block.starts, L, t, out, s,
+             [&](BitStream *st, uint16_t **at, uint16_t *const *limit) { fastLoop(st, t, L, at, limit); });
   return checkStreamsConsumed(b, s);
 }
 

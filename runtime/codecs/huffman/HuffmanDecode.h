@@ -1,5 +1,6 @@
 #pragma once
-// Decoding of `huffman` literals: read the table -> build a 2^L-entry lookup table -> per
+// Decoding of `huffman` literals: read the table -> build a lookup table (2^L entries for a
+// long literal, L its longest code; 2^11 and a second level for a short one) -> per
 // block, decode the four LSB-first streams (each a run of the block's words), several symbols
 // per refill. The fast loop loads 8 bytes at a time while every stream's next byte is within
 // its bytes (the payload's 16 bytes of slack cover the loads past the end); the tail loads
@@ -11,6 +12,23 @@
 #include <memory>
 
 namespace brevis {
+
+/// Index bits of the primary lookup table of a literal too short to pay for 2^L entries (L its
+/// longest code): 2^11 entries fit the L1 cache.
+inline constexpr unsigned kHuffmanPrimaryBits = 11;
+/// A literal of 2^(L + this) words or more gets the full 2^L-entry table: wide alphabets...
+inline constexpr unsigned kHuffmanFullTableShift = 2;
+/// ...and byte alphabets, whose entries decode up to three symbols each and cost more to build.
+inline constexpr unsigned kHuffmanFullPairTableShift = 5;
+/// Byte alphabets decode several symbols per lookup (a pair table of 2^K entries, each built by
+/// up to three lookups) from 2^(K + this) words on.
+inline constexpr unsigned kHuffmanPairTableShift = 1;
+/// The primary table's index bits K for a code of `symbols` words whose longest code has
+/// `maxLength` bits, decoding `count` words: maxLength where it is at most kHuffmanPrimaryBits or
+/// the literal is long enough (above); kHuffmanPrimaryBits otherwise.
+unsigned huffmanPrimaryBits(unsigned maxLength, uint64_t count, size_t symbols);
+
+struct HuffmanLookupTable;
 
 /// A parsed, validated `huffman` literal that decodes block by block.
 class HuffmanDecoder {
@@ -35,7 +53,9 @@ public:
   uint64_t blockLength(size_t b) const;
 
 private:
+  void buildLookupTables();
   void buildPairTable();
+  HuffmanLookupTable lookupTable() const;
   /// Checks that each stream of block b (BitStream[4] after decoding) used exactly its bytes.
   Result<void> checkStreamsConsumed(size_t b, const void *streams) const;
 
@@ -45,8 +65,9 @@ private:
     uint64_t starts[kHuffmanStreams + 1]; ///< stream k codes words [starts[k], starts[k + 1])
   };
   HuffmanCode code_;
-  std::vector<uint32_t> table_;     ///< 2^L entries: symbol << 8 | length
-  std::vector<uint32_t> pairTable_; ///< byte alphabets: up to three symbols per lookup
+  std::vector<uint32_t> table_;     ///< 2^K primary entries (symbol << 8 | length), then blocks for longer codes
+  unsigned primaryBits_ = 0;        ///< K
+  std::vector<uint32_t> pairTable_; ///< large literals of byte alphabets: up to three symbols per lookup
   uint64_t count_ = 0;
   uint64_t blockWords_ = 0;
   std::vector<Block> blocks_;
