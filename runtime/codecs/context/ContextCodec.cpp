@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -133,7 +134,7 @@ public:
   RangeDecoder(const uint8_t *begin, const uint8_t *end) : p_(begin), end_(end) {
     for (int i = 0; i < 4; ++i) code_ = (code_ << 8) | next();
   }
-  unsigned decode(uint16_t &p, unsigned rate) {
+  [[gnu::always_inline]] unsigned decode(uint16_t &p, unsigned rate) {
     // A branch, not a select: on skewed bits it is predicted, and the next bit's work starts
     // before this one's comparison resolves (a select made decoding 2.5x slower there, and
     // no faster on random bytes).
@@ -295,21 +296,58 @@ Result<std::unique_ptr<ContextDecoder>> ContextDecoder::create(ByteSpan bytes, u
 
 uint64_t ContextDecoder::blockLength(size_t b) const { return std::min(blockWords_, count_ - b * blockWords_); }
 
-template <typename T> Result<void> ContextDecoder::decodeBlock(size_t b, T *out) const {
-  const Lanes lanes(width_);
-  thread_local std::vector<uint16_t> models;
-  models.assign(lanes.models, kProbInit);
-  const ByteSpan bytes = blocks_[b];
-  RangeDecoder coder(bytes.data(), bytes.data() + bytes.size());
-  const uint64_t length = blockLength(b);
-  const unsigned rate = rate_;
+namespace {
+
+/// Decodes `length` words of one or two lanes, the top one of TopBits bits, the other (if any)
+/// of 8: with the lanes' widths constant, each lane's bits unroll into straight-line steps.
+template <typename T, unsigned LaneCount, unsigned TopBits>
+void decodeNarrowWords(RangeDecoder &coder, uint16_t *models, const Lanes &lanes, unsigned rate, uint64_t length,
+                       T *out) {
+  uint16_t *const low = models + lanes.modelBase[1];
+  unsigned previousTop = 0;
+  for (uint64_t i = 0; i < length; ++i) {
+    uint16_t *const tree = models + (size_t{previousTop} << TopBits);
+    unsigned node = 1;
+#pragma GCC unroll 8
+    for (unsigned k = 0; k < TopBits; ++k) node = node * 2 + coder.decode(tree[node], rate);
+    const unsigned top = node - (1u << TopBits);
+    previousTop = top;
+    if constexpr (LaneCount == 1) {
+      out[i] = static_cast<T>(top);
+    } else {
+      uint16_t *const byteTree = low + (size_t{top} << 8);
+      unsigned byteNode = 1;
+#pragma GCC unroll 8
+      for (unsigned k = 0; k < 8; ++k) byteNode = byteNode * 2 + coder.decode(byteTree[byteNode], rate);
+      out[i] = static_cast<T>((top << 8) | (byteNode - 256));
+    }
+  }
+}
+
+template <typename T, unsigned LaneCount>
+void decodeNarrowWords(RangeDecoder &coder, uint16_t *models, const Lanes &lanes, unsigned rate, uint64_t length,
+                       T *out) {
+  switch (lanes.bits[0]) {
+#define BREVIS_TOP_BITS(b)                                                                                               \
+  case b: return decodeNarrowWords<T, LaneCount, b>(coder, models, lanes, rate, length, out);
+    BREVIS_TOP_BITS(1) BREVIS_TOP_BITS(2) BREVIS_TOP_BITS(3) BREVIS_TOP_BITS(4)
+    BREVIS_TOP_BITS(5) BREVIS_TOP_BITS(6) BREVIS_TOP_BITS(7) BREVIS_TOP_BITS(8)
+#undef BREVIS_TOP_BITS
+  default: assert(false && "a lane holds 1 to 8 bits");
+  }
+}
+
+/// Any number of lanes (words of 17 to 32 bits).
+template <typename T>
+void decodeWideWords(RangeDecoder &coder, uint16_t *models, const Lanes &lanes, unsigned rate, uint64_t length,
+                     T *out) {
   unsigned previousTop = 0;
   for (uint64_t i = 0; i < length; ++i) {
     unsigned context = previousTop;
     uint64_t word = 0;
     for (unsigned l = 0; l < lanes.count; ++l) {
       const unsigned bits = lanes.bits[l];
-      uint16_t *tree = models.data() + lanes.modelBase[l] + (size_t{context} << bits);
+      uint16_t *tree = models + lanes.modelBase[l] + (size_t{context} << bits);
       unsigned node = 1;
       for (unsigned k = 0; k < bits; ++k) node = node * 2 + coder.decode(tree[node], rate);
       const unsigned value = node - (1u << bits);
@@ -319,6 +357,20 @@ template <typename T> Result<void> ContextDecoder::decodeBlock(size_t b, T *out)
     }
     out[i] = static_cast<T>(word);
   }
+}
+
+} // namespace
+
+template <typename T> Result<void> ContextDecoder::decodeBlock(size_t b, T *out) const {
+  const Lanes lanes(width_);
+  thread_local std::vector<uint16_t> models;
+  models.assign(lanes.models, kProbInit);
+  const ByteSpan bytes = blocks_[b];
+  RangeDecoder coder(bytes.data(), bytes.data() + bytes.size());
+  const uint64_t length = blockLength(b);
+  if (lanes.count == 1) decodeNarrowWords<T, 1>(coder, models.data(), lanes, rate_, length, out);
+  else if (lanes.count == 2) decodeNarrowWords<T, 2>(coder, models.data(), lanes, rate_, length, out);
+  else decodeWideWords(coder, models.data(), lanes, rate_, length, out);
   // A well-formed block holds every byte the decoder reads (the encoder flushes four more than
   // the last bit needs); past its end, the words decoded are not the block's.
   if (coder.overran()) return Error{fmt::format("context block {} is corrupt or truncated: its coder reads past its end", b)};
