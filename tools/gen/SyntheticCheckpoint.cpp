@@ -9,6 +9,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 namespace brevis::gen {
@@ -21,7 +22,38 @@ struct TensorSpec {
   bool norm = false;   ///< a norm weight: values near 1
 };
 
+/// Tensors of kSmallTensorMinBytes..kSmallTensorMaxBytes, log-uniform, until the budget is
+/// spent: blocks of a 3x3 kernel, a 1x1 kernel, a bias and a norm (vectors), with random widths.
+std::vector<TensorSpec> smallTensorLayout(const SyntheticOptions &o, uint64_t wordBytes, uint64_t budget) {
+  Rng rng{o.seed ^ 0x5ca1ab1e5ca1ab1eull}; // its own stream: the weights' stays as without it
+  std::vector<TensorSpec> all;
+  uint64_t used = 0;
+  const double span = std::log(static_cast<double>(kSmallTensorMaxBytes) / kSmallTensorMinBytes);
+  for (uint64_t i = 0;; ++i) {
+    const auto bytes = static_cast<uint64_t>(kSmallTensorMinBytes * std::exp(span * rng.uniform()));
+    const uint64_t words = std::max<uint64_t>(1, bytes / wordBytes);
+    const std::string p = fmt::format("blocks.{}.{}.", i / 4, i % 4);
+    TensorSpec t;
+    switch (i % 4) {
+    case 0: t = {p + "conv3x3.weight", std::max<uint64_t>(1, words / 9), 9}; break;
+    case 1: {
+      const uint64_t cols = uint64_t{16} << (rng.next() % 6); // 16..512
+      t = {p + "conv1x1.weight", std::max<uint64_t>(1, words / cols), std::min(words, cols)};
+      break;
+    }
+    case 2: t = {p + "bias", 1, words}; break;
+    default: t = {p + "norm.weight", 1, words, true}; break;
+    }
+    const uint64_t n = t.rows * t.cols * wordBytes;
+    if (used + n > budget) break;
+    used += n;
+    all.push_back(t);
+  }
+  return all;
+}
+
 std::vector<TensorSpec> layout(const SyntheticOptions &o, uint64_t wordBytes) {
+  if (o.smallTensors) return smallTensorLayout(o, wordBytes, o.targetBytes); // the header is made room for later
   const uint64_t d = o.hidden, ff = (o.hidden * 11) / 4, v = o.vocab;
   std::vector<TensorSpec> all;
   uint64_t budget = o.targetBytes > 4096 ? o.targetBytes - 4096 : 0; // room for the header
@@ -86,19 +118,31 @@ Result<uint64_t> writeSyntheticCheckpoint(const std::string &path, const Synthet
   std::vector<TensorSpec> tensors = layout(o, wordBytes);
   if (tensors.empty()) return Error{fmt::format("{} bytes hold no tensor of this model; ask for more", o.targetBytes)};
 
-  nlohmann::ordered_json header;
-  header["__metadata__"] = {{"format", "pt"}, {"generator", "brevis-gen"}, {"seed", std::to_string(o.seed)}};
   const char *dtypeName = o.dtype == DType::BF16 ? "BF16" : o.dtype == DType::F16 ? "F16" : "F32";
-  uint64_t offset = 0;
-  for (const auto &t : tensors) {
-    uint64_t n = t.rows * t.cols * wordBytes;
-    nlohmann::ordered_json shape = t.rows == 1 ? nlohmann::ordered_json::array({t.cols})
-                                               : nlohmann::ordered_json::array({t.rows, t.cols});
-    header[t.name] = {{"dtype", dtypeName}, {"shape", shape}, {"data_offsets", {offset, offset + n}}};
-    offset += n;
+  auto headerText = [&] {
+    nlohmann::ordered_json header;
+    header["__metadata__"] = {{"format", "pt"}, {"generator", "brevis-gen"}, {"seed", std::to_string(o.seed)}};
+    uint64_t offset = 0;
+    for (const auto &t : tensors) {
+      uint64_t n = t.rows * t.cols * wordBytes;
+      nlohmann::ordered_json shape = t.rows == 1 ? nlohmann::ordered_json::array({t.cols})
+                                                 : nlohmann::ordered_json::array({t.rows, t.cols});
+      header[t.name] = {{"dtype", dtypeName}, {"shape", shape}, {"data_offsets", {offset, offset + n}}};
+      offset += n;
+    }
+    std::string json = header.dump();
+    json.append((8 - json.size() % 8) % 8, ' '); // the data section starts 8-aligned, as writers pad
+    return std::make_pair(json, offset);
+  };
+  auto [json, dataBytes] = headerText();
+  // Small tensors' headers are a large part of the file: drop tensors from the end until the
+  // header and the data fit (the model layout leaves room for its short header).
+  while (8 + json.size() + dataBytes > o.targetBytes && tensors.size() > 1) {
+    uint64_t excess = 8 + json.size() + dataBytes - o.targetBytes;
+    const uint64_t perTensor = (json.size() + dataBytes) / tensors.size() + 1;
+    for (uint64_t drop = excess / perTensor + 1; drop && tensors.size() > 1; --drop) tensors.pop_back();
+    std::tie(json, dataBytes) = headerText();
   }
-  std::string json = header.dump();
-  json.append((8 - json.size() % 8) % 8, ' '); // the data section starts 8-aligned, as writers pad
   auto out = OutputFile::create(path, overwrite);
   if (!out) return out.error();
   uint8_t prefix[8];

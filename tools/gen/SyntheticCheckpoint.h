@@ -4,7 +4,8 @@
 // matrices, norms, output head) at a chosen hidden size, as many layers as fit a target size.
 // Weights are roughly normal with a per-row scale (log-normal spread, as trained matrices
 // show) and rare large outliers; norm weights sit near 1. The same options give the same bytes
-// on every machine.
+// on every machine. With smallTensors, the same weights fill many small tensors instead (a
+// checkpoint of thousands of regions, whose decoding is mostly per-region work).
 #include "lang/DType.h"
 #include "lang/Result.h"
 
@@ -19,7 +20,13 @@ struct SyntheticOptions {
   unsigned hidden = 2048;                   ///< model width; the MLP is 2.75x wider
   unsigned vocab = 32000;
   uint64_t seed = 1;
+  /// Many small tensors instead of a model's layout: each of kSmallTensorMinBytes to
+  /// kSmallTensorMaxBytes (log-uniform), as the biases, norms and small kernels of real
+  /// checkpoints are; `hidden` and `vocab` do not apply.
+  bool smallTensors = false;
 };
+
+inline constexpr uint64_t kSmallTensorMinBytes = 1024, kSmallTensorMaxBytes = 64 * 1024;
 
 /// Writes the checkpoint to `path` (through a temporary file); returns its size.
 Result<uint64_t> writeSyntheticCheckpoint(const std::string &path, const SyntheticOptions &options, bool overwrite);

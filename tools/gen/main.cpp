@@ -25,7 +25,11 @@ int main(int argc, char **argv) {
   app.add_flag("--planted", planted,
                "write a small checkpoint of tensors with planted structure instead (constant, tiled, ramp, "
                "up-cast, F16-origin, xor-masked, few-valued, zero rows, halves of different scale) and print each one's structure-aware "
-               "reference size; --size, --dtype and --hidden do not apply");
+               "reference size; --size, --dtype, --hidden and --small-tensors do not apply");
+  app.add_flag("--small-tensors", o.smallTensors,
+               fmt::format("many small tensors instead of a model's layout: each of about {} to {} KiB (log-uniform; "
+                           "kernels, biases, norms), as many as --size holds; --hidden does not apply",
+                           gen::kSmallTensorMinBytes / 1024, gen::kSmallTensorMaxBytes / 1024));
   app.footer("Exit status: 0 on success, 1 on failure, 2 on a usage error.");
   try {
     app.parse(argc, argv);

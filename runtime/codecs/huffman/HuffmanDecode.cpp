@@ -439,20 +439,29 @@ void HuffmanDecoder::buildPairTable() {
   // that begins a code longer than K bits keeps its primary entry (no symbols: the block of the
   // longer codes).
   const unsigned K = primaryBits_;
-  const size_t entries = size_t{1} << K;
+  const uint32_t entries = uint32_t{1} << K;
   pairTable_.resize(entries);
+  const uint32_t *t = table_.data();
+  // Three lookups per pattern, without branches on what they find: which codes fit is as good
+  // as random from one pattern to the next, and mispredicted branches cost more than the lookups.
   for (uint32_t p = 0; p < entries; ++p) {
-    unsigned used = 0, count = 0;
-    uint32_t entry = 0;
-    while (count < 3) {
-      uint32_t e = table_[p >> used];
-      unsigned len = e & 0xff;
-      if (len == 0 || used + len > K) break; // a longer code, or one past the pattern's known bits
-      entry |= (e >> 8) << (8 + 8 * count);
-      used += len;
-      ++count;
+    const uint32_t e1 = t[p];
+    const unsigned l1 = e1 & 0xff;
+    if (l1 == 0) { // the prefix of a longer code (K < L)
+      pairTable_[p] = e1;
+      continue;
     }
-    pairTable_[p] = count ? entry | used | (count << 6) : table_[p];
+    const uint32_t e2 = t[p >> l1];
+    const unsigned l2 = e2 & 0xff;
+    const bool two = l2 != 0 && l1 + l2 <= K;
+    const unsigned used2 = l1 + (two ? l2 : 0);
+    const uint32_t e3 = t[p >> used2];
+    const unsigned l3 = e3 & 0xff;
+    const bool three = two && l3 != 0 && used2 + l3 <= K;
+    const unsigned used = used2 + (three ? l3 : 0);
+    const unsigned count = 1u + two + three;
+    pairTable_[p] = ((e1 >> 8) << 8) | (two ? (e2 >> 8) << 16 : 0) | (three ? (e3 >> 8) << 24 : 0) | used |
+                    (count << 6);
   }
 }
 
