@@ -18,8 +18,11 @@ Reports the median wall time, GB/s of original bytes, and each speed as a ratio 
 (every sample goes to stderr).
 
 Usage: decompress_bench.py [--brevisc PATH] [--baseline PATH] [--gen PATH] [--rounds N]
-                           [--synthetic SIZE] [--workdir DIR] [--markdown] [FILE ...]
-With --synthetic SIZE (e.g. 1GiB), a deterministic checkpoint from brevis-gen is added.
+                           [--synthetic SIZE] [--small-tensors SIZE] [--workdir DIR] [--markdown]
+                           [FILE ...]
+With --synthetic SIZE (e.g. 1GiB), a deterministic checkpoint from brevis-gen is added; with
+--small-tensors SIZE, one of many small tensors (brevis-gen --small-tensors). With several
+files, a last row per tool gives the total: all original bytes over the sum of the medians.
 With --baseline PATH, another brevisc build (before a change) decodes the same archive in the
 same rounds ("baseline -T1" ...), so that a change's effect is measured in one run.
 """
@@ -55,6 +58,7 @@ def main():
     p.add_argument("--gen", default=os.path.join(root, "build/tools/gen/brevis-gen"))
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--synthetic", help="add a synthetic BF16 checkpoint of this size (e.g. 1GiB)")
+    p.add_argument("--small-tensors", help="add a checkpoint of many small BF16 tensors of this size (e.g. 256MiB)")
     p.add_argument("--workdir", help="where archives and outputs go (default: a temporary directory)")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     a = p.parse_args()
@@ -68,8 +72,13 @@ def main():
         if not os.path.exists(synthetic):
             run([a.gen, "--size", a.synthetic, "-o", synthetic])
         files.append(synthetic)
+    if a.small_tensors:
+        small = os.path.join(work, f"small-tensors-{a.small_tensors}.safetensors")
+        if not os.path.exists(small):
+            run([a.gen, "--small-tensors", "--size", a.small_tensors, "-o", small])
+        files.append(small)
     if not files:
-        sys.exit("decompress_bench: no input (give files or --synthetic SIZE)")
+        sys.exit("decompress_bench: no input (give files, --synthetic SIZE or --small-tensors SIZE)")
 
     rows = []
     for f in files:
@@ -106,6 +115,10 @@ def main():
         med = {t: statistics.median(v) for t, v in times.items()}
         rows.append((name, size, os.path.getsize(brv), os.path.getsize(zst), med))
 
+    if len(rows) > 1:
+        total = {t: sum(r[4][t] for r in rows) for t in rows[0][4]}
+        rows.append((f"total of {len(rows)} files", sum(r[1] for r in rows), sum(r[2] for r in rows),
+                     sum(r[3] for r in rows), total))
     if a.markdown:
         print("| file | original | brevisc archive | zstd -3 | tool | median s | GB/s | × zstd -d |")
         print("|---|---:|---:|---:|---|---:|---:|---:|")
