@@ -7,6 +7,7 @@
 #include "runtime/codecs/huffman/HuffmanEncode.h"
 #include "runtime/codecs/LitDecode.h"
 #include "runtime/codecs/LitEncode.h"
+#include "runtime/codecs/SymbolMap.h"
 #include "runtime/codecs/rans/RansCodec.h"
 #include "runtime/codecs/rans/RansX32Decode.h"
 #include "runtime/codecs/zstd/ZstdCodec.h"
@@ -19,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -214,6 +216,54 @@ TEST(Codec, HuffmanSmallAndFullTablesDecodeTheSameWords) {
   // Both tables were used for both kinds of alphabet, with codes longer than the small table.
   EXPECT_EQ(seen.size(), 4u);
   EXPECT_GE(*longest.rbegin(), 14u);
+}
+
+// Byte symbols of alphabets of up to 128 16-bit words are mapped to words 32 at a time where
+// the CPU has AVX-512 (either half of the table, picked by bit 6): every length, both halves,
+// and the literal's 16- and 32-bit reads, which go through that mapping, against the words coded.
+TEST(Codec, ByteSymbolsMapToTheirWordsThroughTheSmallAlphabetTable) {
+  std::mt19937_64 rng(14);
+  std::array<uint16_t, kSymbolMapEntries> table{};
+  for (auto &w : table) w = static_cast<uint16_t>(rng());
+  std::vector<uint8_t> symbols(301);
+  for (auto &x : symbols) x = static_cast<uint8_t>(rng() % kSymbolMapEntries);
+  symbols[0] = 0, symbols[1] = 63, symbols[2] = 64, symbols[3] = 127;
+  for (size_t n = 0; n <= symbols.size(); n += n < 70 ? 1 : 29) {
+    std::vector<uint16_t> out(n + 1, 0xbeef);
+    mapByteSymbols(symbols.data(), n, table.data(), out.data());
+    std::vector<uint32_t> wide(n + 1, 0xbeefbeef);
+    mapByteSymbols(symbols.data(), n, table.data(), wide.data());
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(out[i], table[symbols[i]]) << "n " << n << " at " << i;
+      ASSERT_EQ(wide[i], table[symbols[i]]) << "n " << n << " at " << i;
+    }
+    EXPECT_EQ(out[n], 0xbeef) << "n " << n; // nothing written past the end
+    EXPECT_EQ(wide[n], 0xbeefbeefu) << "n " << n;
+  }
+  for (size_t distinct : {2u, 40u, 64u, 65u, 128u, 129u}) {
+    std::vector<uint64_t> alphabet(distinct);
+    for (auto &w : alphabet) w = rng() & 0xfff;
+    std::vector<uint64_t> words(5000);
+    for (auto &w : words) w = alphabet[std::min<size_t>(distinct - 1, rng() % distinct)];
+    Bytes bytes = {1, 2, 3};
+    ASSERT_TRUE(encodeLit(Encoding::Huffman, words, 12, bytes));
+    Payload payload = Payload::fromBytes(bytes);
+    auto lit = Lit::make(StreamType{12, words.size()}, Encoding::Huffman, ByteRange{3, bytes.size() - 3});
+    ASSERT_TRUE(validateLit(*lit, payload));
+    auto cursor = LitCursor::open(*lit, payload);
+    ASSERT_TRUE(cursor);
+    std::vector<uint16_t> back(words.size());
+    for (size_t at = 0, step = 1; at < back.size(); at += step, step = step * 2 + 1)
+      ASSERT_TRUE((*cursor)->read16(back.data() + at, std::min(step, back.size() - at)));
+    (*cursor)->reset();
+    std::vector<uint32_t> wide(words.size());
+    for (size_t at = 0, step = 1; at < wide.size(); at += step, step = step * 2 + 1)
+      ASSERT_TRUE((*cursor)->read32(wide.data() + at, std::min(step, wide.size() - at)));
+    for (size_t i = 0; i < words.size(); ++i) {
+      ASSERT_EQ(back[i], words[i]) << distinct << " words, at " << i;
+      ASSERT_EQ(wide[i], words[i]) << distinct << " words, at " << i;
+    }
+  }
 }
 
 // Alphabets of up to 12 bits are coded through tables indexed by the word, wider ones through
