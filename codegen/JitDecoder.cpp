@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -66,6 +67,15 @@ struct JitDecoder::Impl {
   std::mutex mutex;
   std::atomic<size_t> compiled{0};
   std::atomic<size_t> interpreted{0};
+  /// Setting up LLVM's session, and compiling (under `mutex` when decoding).
+  std::chrono::steady_clock::duration setupTime{}, compileTime{};
+
+  Result<void> compile(std::vector<jit::OrcSession::Batch> &batches) {
+    const auto start = std::chrono::steady_clock::now();
+    auto done = session->compile(batches, functions);
+    compileTime += std::chrono::steady_clock::now() - start;
+    return done;
+  }
 
   void report(NodeKind kind, std::string_view regions) {
     if (!reportedKinds.insert(kind).second || !notice) return;
@@ -77,9 +87,11 @@ JitDecoder::JitDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 JitDecoder::~JitDecoder() = default;
 
 Result<std::unique_ptr<JitDecoder>> JitDecoder::create(Notice notice) {
+  const auto start = std::chrono::steady_clock::now();
   auto session = jit::OrcSession::create();
   if (!session) return session.error();
   auto impl = std::make_unique<Impl>();
+  impl->setupTime = std::chrono::steady_clock::now() - start;
   impl->notice = std::move(notice);
   impl->session = std::move(*session);
   return std::unique_ptr<JitDecoder>(new JitDecoder(std::move(impl)));
@@ -119,7 +131,7 @@ Result<void> JitDecoder::prepare(const Checkpoint &c, const Payload &payload) {
   for (size_t i = 0; i < modules; ++i) batches.push_back(impl.session->newBatch());
   for (size_t i = 0; i < todo.size(); ++i)
     impl.session->emit(batches[i % modules], std::move(todo[i].first), *todo[i].second, payload);
-  return impl.session->compile(batches, impl.functions);
+  return impl.compile(batches);
 }
 
 Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payload, uint64_t first, uint64_t count,
@@ -161,7 +173,7 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
       std::vector<jit::OrcSession::Batch> batches;
       batches.push_back(impl.session->newBatch());
       impl.session->emit(batches.back(), key, root, payload);
-      BREVIS_TRY(impl.session->compile(batches, impl.functions));
+      BREVIS_TRY(impl.compile(batches));
       it = impl.functions.find(key);
     }
     fn = it->second;
@@ -215,6 +227,16 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
   }
   ++impl.compiled;
   return {};
+}
+
+std::string JitDecoder::summary() const {
+  std::lock_guard lock(impl_->mutex);
+  auto ms = [](std::chrono::steady_clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  const size_t functions = impl_->functions.size(), compiled = impl_->compiled, interpreted = impl_->interpreted;
+  return fmt::format("jit: {} function{} compiled in {:.0f} ms (session set-up {:.0f} ms); {} region piece{} ran "
+                     "compiled code, {} the interpreter",
+                     functions, functions == 1 ? "" : "s", ms(impl_->compileTime), ms(impl_->setupTime), compiled,
+                     compiled == 1 ? "" : "s", interpreted);
 }
 
 size_t JitDecoder::compiledRegions() const { return impl_->compiled; }

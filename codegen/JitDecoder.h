@@ -55,6 +55,10 @@ public:
   /// Whether `e` is compiled: made only of lit, const and merge.
   static bool supports(const Expr &e);
 
+  /// "jit: N functions compiled in T ms (session set-up S ms); R region pieces ran compiled code,
+  /// I the interpreter".
+  std::string summary() const override;
+
   /// Regions decode() has run as native code and through the interpreter, respectively.
   size_t compiledRegions() const;
   size_t interpretedRegions() const;

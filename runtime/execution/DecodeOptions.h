@@ -20,6 +20,9 @@ struct DecodeOptions {
   bool jit = false;
   /// The JIT's notes (interpreter fallbacks); may be empty.
   std::function<void(const std::string &)> notice = {};
+  /// After decoding, the decoder's summary line (RegionDecoder::summary), where it has one; may
+  /// be empty (-v sets it).
+  std::function<void(const std::string &)> summary = {};
 };
 
 } // namespace brevis

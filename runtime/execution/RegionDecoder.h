@@ -5,6 +5,8 @@
 #include "runtime/execution/ByteSink.h"
 #include "runtime/containers/Payload.h"
 
+#include <string>
+
 namespace brevis {
 
 class RegionDecoder {
@@ -23,6 +25,10 @@ public:
   /// once (for different ranges or regions).
   virtual Result<void> decodeWords(const Region &region, const Payload &payload, uint64_t first, uint64_t count,
                                    ByteSink &sink) = 0;
+
+  /// What the decoder did, in a line for -v (empty: nothing to say). The JIT: its functions,
+  /// their compile time and how many region pieces ran compiled code.
+  virtual std::string summary() const { return {}; }
 
   /// The whole region: exactly region.bytes.size bytes.
   Result<void> decode(const Region &region, const Payload &payload, ByteSink &sink) {

@@ -5,18 +5,31 @@
 
 namespace brevis {
 
+namespace {
+
+void reportSummary(const RegionDecoder &decoder, const DecodeOptions &options) {
+  if (!options.summary) return;
+  if (std::string line = decoder.summary(); !line.empty()) options.summary(line);
+}
+
+} // namespace
+
 Result<void> decodeJobs(std::span<const DecodeJob> jobs, const DecodeOptions &options) {
   auto decoder = makeRegionDecoder(options.jit, options.notice);
   // Named by the first file, as every other decoding error is.
   if (!decoder) return jobs.empty() ? decoder.error() : Error{jobs.front().label + ": " + decoder.error().message};
-  return decodeJobs(jobs, **decoder, options);
+  auto done = decodeJobs(jobs, **decoder, options);
+  reportSummary(**decoder, options);
+  return done;
 }
 
 Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, const DecodeOptions &options, ByteSink &sink,
                               std::vector<uint64_t> *regionDigests) {
   auto decoder = makeRegionDecoder(options.jit, options.notice);
   if (!decoder) return decoder.error();
-  return runCheckpoint(c, payload, **decoder, sink, regionDigests);
+  auto done = runCheckpoint(c, payload, **decoder, sink, regionDigests);
+  reportSummary(**decoder, options);
+  return done;
 }
 
 } // namespace brevis

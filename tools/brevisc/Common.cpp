@@ -66,11 +66,12 @@ Result<ArchiveReader> loadArchive(std::shared_ptr<const MappedFile> file, const 
   return reader;
 }
 
-DecodeOptions decodeOptions(bool jit, unsigned threads) {
+DecodeOptions decodeOptions(bool jit, unsigned threads, bool verbose) {
   DecodeOptions options;
   options.jit = jit;
   options.threads = threads;
   options.notice = printNotice;
+  if (verbose) options.summary = printNotice;
   return options;
 }
 

@@ -69,7 +69,7 @@ std::string validateSize(const std::string &text);
 Result<void> checkOutputLimit(const std::string &what, uint64_t bytes, uint64_t limit);
 
 /// The decoding options of a command's flags: the JIT's notices go to stderr (printNotice).
-DecodeOptions decodeOptions(bool jit, unsigned threads);
+DecodeOptions decodeOptions(bool jit, unsigned threads, bool verbose = false);
 /// `brevisc: NOTICE` on stderr (the JIT's and other notes), unless -q silenced them.
 void printNotice(const std::string &notice);
 void silenceNotices();

@@ -87,7 +87,7 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
   if (!destination->toStdout && input != "-" && sameFile(input, output))
     return fail(fmt::format("{} would be written over its own archive; use -o PATH", output));
 
-  DecodeOptions options = decodeOptions(o.jit, resolveThreads(o.threads));
+  DecodeOptions options = decodeOptions(o.jit, resolveThreads(o.threads), v.verbose);
   options.asyncWrites = true;
 
   // Every output is opened (and a non-empty directory refused) before anything is decoded.

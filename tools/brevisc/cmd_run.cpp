@@ -99,7 +99,7 @@ int runRun(const RunOptions &o, const Verbosity &v) {
     if (!out) return fail(out.error().message);
     if (auto room = (*out)->checkRoom(archive->originalSize()); !room) return fail(room.error().message);
     if (auto room = (*out)->preallocate(archive->checkpoint(0).source.size); !room) return fail(room.error().message);
-    DecodeOptions options = decodeOptions(o.jit, (*out)->isPositional() ? resolveThreads(o.threads) : 1);
+    DecodeOptions options = decodeOptions(o.jit, (*out)->isPositional() ? resolveThreads(o.threads) : 1, v.verbose);
     options.asyncWrites = true;
     SequentialPositionalSink sequential(**out, 0);
     PositionalSink &sink = (*out)->isPositional() ? static_cast<PositionalSink &>(**out) : sequential;
@@ -149,7 +149,7 @@ int runRun(const RunOptions &o, const Verbosity &v) {
   if (!out) return fail(out.error().message);
   if (module->isCheckpoint())
     if (auto room = (*out)->checkRoom(module->checkpoint().source.size); !room) return fail(room.error().message);
-  auto done = module->isCheckpoint() ? decodeCheckpoint(module->checkpoint(), payload, decodeOptions(o.jit, 1), **out)
+  auto done = module->isCheckpoint() ? decodeCheckpoint(module->checkpoint(), payload, decodeOptions(o.jit, 1, v.verbose), **out)
                                      : runExpression(module->expr(), payload, o.jit, **out);
   if (done) done = (*out)->commit();
   if (!done) return fail(o.input + ": " + done.error().message);

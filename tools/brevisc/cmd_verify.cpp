@@ -92,7 +92,7 @@ int runVerify(const VerifyOptions &o, const Verbosity &v) {
     jobs.push_back(DecodeJob{&archive->checkpoint(i), &archive->payload(i), archive->digests(i), sinks.back().get(),
                              a.directory ? o.input + ":" + m.path : o.input, {}});
   }
-  const DecodeOptions options = decodeOptions(o.jit, resolveThreads(o.threads));
+  const DecodeOptions options = decodeOptions(o.jit, resolveThreads(o.threads), v.verbose);
   if (auto done = runDecodeJobs(jobs, options, "verify " + baseName(o.input), !v.quiet && !o.json && stderrIsTerminal());
       !done) return fail(done.error().message);
   size_t regions = 0;
