@@ -13,8 +13,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <map>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <set>
 #include <unordered_map>

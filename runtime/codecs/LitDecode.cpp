@@ -1,6 +1,5 @@
 #include "runtime/codecs/LitDecode.h"
 
-
 #include "runtime/codecs/SymbolMap.h"
 #include "runtime/codecs/bitpack/BitpackDecode.h"
 #include "runtime/codecs/context/ContextCodec.h"
@@ -12,7 +11,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <iterator>
 #include <type_traits>
@@ -178,7 +176,16 @@ template <typename Decoder, typename Symbol, bool MapsAlphabet> class BlockCurso
 public:
   /// `lit` names the literal in errors (its fields are copied: the cursor may outlive it).
   BlockCursor(std::unique_ptr<Decoder> d, const Lit &lit)
-      : decoder_(std::move(d)), encoding_(lit.encoding), type_(lit.type), range_(lit.payload()) {}
+      : decoder_(std::move(d)), encoding_(lit.encoding), type_(lit.type), range_(lit.payload()) {
+    if constexpr (MapsAlphabet && sizeof(Symbol) == 1) {
+      const auto &alphabet = decoder_->alphabet();
+      if (alphabet.size() <= kSymbolMapEntries &&
+          std::all_of(alphabet.begin(), alphabet.end(), [](uint64_t w) { return w <= 0xffff; })) {
+        smallAlphabet_.assign(kSymbolMapEntries, 0);
+        std::copy(alphabet.begin(), alphabet.end(), smallAlphabet_.begin());
+      }
+    }
+  }
   Result<void> read(uint64_t *out, size_t n) override { return serve(out, n); }
   Result<void> read8(uint8_t *out, size_t n) override { return serve(out, n); }
   Result<void> read16(uint16_t *out, size_t n) override { return serve(out, n); }
@@ -202,16 +209,16 @@ public:
       if (pos_ == length_) BREVIS_TRY(load(next_));
       size_t take = static_cast<size_t>(std::min<uint64_t>(n, length_ - pos_));
       const Symbol *s = symbols_.get() + pos_;
-      if constexpr (MapsAlphabet && sizeof(Symbol) == 1 && (std::is_same_v<Out, uint16_t> || std::is_same_v<Out, uint32_t>)) {
-        if (smallAlphabet()) {
-          mapByteSymbols(s, take, smallAlphabet_->data(), out);
-        } else {
+      if constexpr (MapsAlphabet) {
+        constexpr bool mappable =
+            sizeof(Symbol) == 1 && (std::is_same_v<Out, uint16_t> || std::is_same_v<Out, uint32_t>);
+        if constexpr (mappable) {
+          if (!smallAlphabet_.empty()) mapByteSymbols(s, take, smallAlphabet_.data(), out);
+        }
+        if (!mappable || smallAlphabet_.empty()) {
           const uint64_t *alphabet = decoder_->alphabet().data();
           for (size_t i = 0; i < take; ++i) out[i] = static_cast<Out>(alphabet[s[i]]);
         }
-      } else if constexpr (MapsAlphabet) {
-        const uint64_t *alphabet = decoder_->alphabet().data();
-        for (size_t i = 0; i < take; ++i) out[i] = static_cast<Out>(alphabet[s[i]]);
       } else if constexpr (sizeof(Out) == sizeof(Symbol)) {
         std::memcpy(out, s, take * sizeof(Symbol));
       } else {
@@ -253,21 +260,6 @@ public:
   }
 
 private:
-  /// The alphabet as a mapByteSymbols table, where it has at most kSymbolMapEntries words of
-  /// 16 bits (made on first use; null otherwise).
-  bool smallAlphabet() {
-    if (!smallAlphabetChecked_) {
-      smallAlphabetChecked_ = true;
-      const auto &alphabet = decoder_->alphabet();
-      if (alphabet.size() <= kSymbolMapEntries &&
-          std::all_of(alphabet.begin(), alphabet.end(), [](uint64_t w) { return w <= 0xffff; })) {
-        smallAlphabet_ = std::make_unique<std::array<uint16_t, kSymbolMapEntries>>();
-        smallAlphabet_->fill(0);
-        std::copy(alphabet.begin(), alphabet.end(), smallAlphabet_->begin());
-      }
-    }
-    return smallAlphabet_ != nullptr;
-  }
   static constexpr size_t together() {
     if constexpr (requires { Decoder::kBlocksTogether; }) return Decoder::kBlocksTogether;
     else return 1;
@@ -299,8 +291,9 @@ private:
   Encoding encoding_;
   StreamType type_;
   ByteRange range_;
-  std::unique_ptr<std::array<uint16_t, kSymbolMapEntries>> smallAlphabet_;
-  bool smallAlphabetChecked_ = false;
+  /// Byte symbols' alphabet as a mapByteSymbols table, where it has at most kSymbolMapEntries
+  /// words of 16 bits (else empty).
+  std::vector<uint16_t> smallAlphabet_;
   std::unique_ptr<Symbol[]> symbols_; ///< capacity_ words, the loaded blocks' first
   size_t capacity_ = 0;
   size_t first_ = 0, next_ = 0; ///< blocks [first_, next_) are in symbols_

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 namespace brevis {
@@ -266,7 +267,8 @@ template <unsigned L, unsigned K>
                                                 const uint32_t *pairs, const uint32_t *table, unsigned L, unsigned K) {
   constexpr unsigned P = kHuffmanPrimaryBits;
   if (K < L) {
-    switch (L) { // K == P (huffmanPrimaryBits)
+    assert(K == P && "a partial table has kHuffmanPrimaryBits (huffmanPrimaryBits)");
+    switch (L) {
 #define BREVIS_PAIR_ROUNDS(l)                                                                                            \
   case l: return pairRounds<l, P>(s, at, limit, pairs, table);
       BREVIS_PAIR_ROUNDS(12) BREVIS_PAIR_ROUNDS(13) BREVIS_PAIR_ROUNDS(14) BREVIS_PAIR_ROUNDS(15) BREVIS_PAIR_ROUNDS(16)
