@@ -3,6 +3,7 @@
 #include "codegen/ShapeKey.h"
 #include "lang/BitpackFormat.h"
 #include "lang/MergeLayout.h"
+#include "lang/OperatorTyping.h"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Function.h>
@@ -11,6 +12,8 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
+#include <functional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -21,107 +24,651 @@ namespace {
 // Bitpack fields wider than 57 bits are read with a 16-byte load starting at any byte of the literal.
 static_assert(kPayloadSlack >= 15, "generated bitpack loads read up to 15 bytes past a literal's last byte");
 
-/// Emits one decode function per program into a module. Every value is computed in the integer
-/// type of the root's container, which all fields fit (a field is never wider than the root).
+/// Scratch buffers start at multiples of a cache line.
+constexpr uint64_t kScratchAlign = 64;
+
+/// Whether `e` belongs in a fused loop (docs/jit.md): its word i is computed from word i of its
+/// children, or, for a literal, located directly in the payload.
+bool isFused(const Expr &e) {
+  switch (e.kind) {
+  case NodeKind::Const:
+  case NodeKind::Merge:
+  case NodeKind::Map: return true;
+  case NodeKind::Lit: {
+    const auto &l = as<Lit>(e);
+    // An empty literal's words are never asked for, whatever decodes it.
+    return l.isInline() || l.type.length == 0 || l.encoding == Encoding::Raw || l.encoding == Encoding::Bitpack;
+  }
+  case NodeKind::Concat:
+  case NodeKind::Repeat:
+  case NodeKind::Scan:
+  case NodeKind::Hole: return false;
+  }
+  __builtin_trap(); // not a NodeKind
+}
+
+/// The readers a fused subtree rooted at `e` reads from: its maximal descendants that are not
+/// fused, reached through fused nodes only.
+void collectLeaves(const Expr &e, std::vector<const Expr *> &out) {
+  for (const Expr *c : children(e)) {
+    if (isFused(*c))
+      collectLeaves(*c, out);
+    else
+      out.push_back(c);
+  }
+}
+
+/// Whether the fused subtree of `e` holds a bit-packed literal whose words are not whole
+/// power-of-two bytes: its loop then runs in groups of 8 words from a multiple of 8.
+bool needsGroups(const Expr &e, const Payload &payload) {
+  if (const auto *l = dynAs<Lit>(e)) {
+    if (l->isInline() || l->encoding != Encoding::Bitpack || l->type.length == 0) return false;
+    const unsigned bits = bitpackBitCount(payload.data() + l->payload().offset);
+    return bits != 0 && !(bits % 8 == 0 && (bits & (bits - 1)) == 0);
+  }
+  bool any = false;
+  for (const Expr *c : children(e))
+    if (isFused(*c)) any = any || needsGroups(*c, payload);
+  return any;
+}
+
+/// Emits the readers of one program and its entry function into a module. Values inside a
+/// fused loop are computed in the integer type of the loop's root container, which all its
+/// fields fit (a field is never wider than its merge).
 class FunctionEmitter {
 public:
-  FunctionEmitter(llvm::Module &module, const Payload &payload)
-      : module_(module), ctx_(module.getContext()), b_(ctx_), payload_(payload),
-        bigEndian_(module.getDataLayout().isBigEndian()) {}
+  FunctionEmitter(llvm::Module &module, const Payload &payload, uint64_t maxWords, llvm::StringRef cpu,
+                  llvm::StringRef features)
+      : module_(module), ctx_(module.getContext()), b_(ctx_), payload_(payload), maxWords_(maxWords), cpu_(cpu),
+        features_(features), bigEndian_(module.getDataLayout().isBigEndian()) {}
 
-  void emit(const std::string &name, const Expr &root, llvm::StringRef cpu, llvm::StringRef features) {
-    auto *ptrTy = llvm::PointerType::getUnqual(ctx_);
-    auto *i64 = b_.getInt64Ty();
-    auto *fnTy = llvm::FunctionType::get(b_.getVoidTy(), {ptrTy, i64, i64, ptrTy}, false);
-    auto *fn = llvm::Function::Create(fnTy, llvm::Function::ExternalLinkage, name, module_);
-    fn->addFnAttr(llvm::Attribute::NoUnwind);
-    fn->addFnAttr(llvm::Attribute::NoFree);
-    fn->addFnAttr(llvm::Attribute::NoSync);
-    fn->addFnAttr(llvm::Attribute::WillReturn);
-    if (!cpu.empty()) fn->addFnAttr("target-cpu", cpu);
-    if (!features.empty()) fn->addFnAttr("target-features", features);
-    // The output chunk overlaps no operand (the payload, the runtime's stream buffers); saying
-    // so spares the vectorizer its run-time overlap checks.
-    fn->addParamAttr(0, llvm::Attribute::NoAlias);
-    fn->addParamAttr(0, llvm::Attribute::NoCapture);
-    fn->addParamAttr(0, llvm::Attribute::WriteOnly);
-    fn->addParamAttr(3, llvm::Attribute::ReadOnly);
-    fn->addParamAttr(3, llvm::Attribute::NoCapture);
-
-    llvm::Value *out = fn->getArg(0);
-    llvm::Value *first = fn->getArg(1);
-    llvm::Value *count = fn->getArg(2);
-    out->setName("out");
-    first->setName("first");
-    count->setName("count");
-    llvm::Value *operands = fn->getArg(3);
-    operands->setName("operands");
+  FrameLayout emit(const std::string &name, const Expr &root) {
+    name_ = name;
     std::vector<const Lit *> literals;
     operandLiterals(root, literals);
+    for (size_t k = 0; k < literals.size(); ++k)
+      operandIndex_[literals[k]] = static_cast<unsigned>(k);
+    callbacksIndex_ = static_cast<unsigned>(literals.size());
 
-    auto *entry = llvm::BasicBlock::Create(ctx_, "entry", fn);
-    auto *groupLoop = llvm::BasicBlock::Create(ctx_, "groups", fn);
-    auto *tailCheck = llvm::BasicBlock::Create(ctx_, "tailcheck", fn);
-    auto *loop = llvm::BasicBlock::Create(ctx_, "loop", fn);
-    auto *exit = llvm::BasicBlock::Create(ctx_, "exit", fn);
+    const Readers readers = readersOf(root);
 
+    auto *fnTy = llvm::FunctionType::get(b_.getVoidTy(), {ptrTy(), i64(), i64(), ptrTy(), ptrTy(), ptrTy()}, false);
+    auto *fn = llvm::Function::Create(fnTy, llvm::Function::ExternalLinkage, name, module_);
+    stamp(fn);
+    fn->addFnAttr(llvm::Attribute::NoFree);
+    fn->addFnAttr(llvm::Attribute::WillReturn);
+    // The output, the state and the scratch are three separate buffers, and none overlaps an
+    // operand (the payload, the runtime's streams); saying so spares the vectorizer its
+    // run-time overlap checks once the readers are inlined.
+    for (unsigned arg : {0u, 4u, 5u}) {
+      fn->addParamAttr(arg, llvm::Attribute::NoAlias);
+      fn->addParamAttr(arg, llvm::Attribute::NoCapture);
+    }
+    fn->addParamAttr(3, llvm::Attribute::ReadOnly);
+    fn->addParamAttr(3, llvm::Attribute::NoCapture);
+    llvm::Value *out = fn->getArg(0);
+    llvm::Value *skip = fn->getArg(1);
+    llvm::Value *count = fn->getArg(2);
+    out->setName("out");
+    skip->setName("skip");
+    count->setName("count");
+    env_ = {fn->getArg(3), fn->getArg(4), fn->getArg(5)};
+    env_.operands->setName("operands");
+    env_.state->setName("state");
+    env_.scratch->setName("scratch");
+
+    auto *entry = block("entry", fn);
+    auto *skipping = block("skip", fn);
+    auto *reading = block("read", fn);
     b_.SetInsertPoint(entry);
-    // Operand addresses are loop-invariant: load them once. Every operand is only read, and
-    // none overlaps the output.
-    base_.clear();
-    for (size_t k = 0; k < literals.size(); ++k) {
-      llvm::Value *slot = b_.CreateInBoundsGEP(ptrTy, operands, b_.getInt64(k));
-      auto *base = b_.CreateAlignedLoad(ptrTy, slot, llvm::MaybeAlign(8), "operand");
-      base->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx_, {}));
-      base_[literals[k]] = base;
+    b_.CreateCondBr(b_.CreateICmpEQ(skip, i64c(0)), reading, skipping);
+    b_.SetInsertPoint(skipping);
+    callSkip(readers, skip);
+    b_.CreateBr(reading);
+    b_.SetInsertPoint(reading);
+    callRead(readers, out, count);
+    const unsigned cb = containerBytes(type(root).width);
+    if (bigEndian_ && cb > 1) {
+      // Readers keep words in the host's order; the output is little-endian.
+      auto *ty = intTy(cb);
+      countedLoop(i64c(0), count, [&](llvm::Value *i) {
+        llvm::Value *p = b_.CreateInBoundsGEP(ty, out, i);
+        llvm::Value *w = b_.CreateAlignedLoad(ty, p, llvm::MaybeAlign(1));
+        b_.CreateAlignedStore(b_.CreateUnaryIntrinsic(llvm::Intrinsic::bswap, w), p, llvm::MaybeAlign(1));
+      });
     }
-    auto *rootTy = b_.getIntNTy(8 * containerBytes(streamTypeOf(root).width));
-    llvm::Value *groups = b_.CreateLShr(count, 3, "groups");
-    b_.CreateCondBr(b_.CreateICmpEQ(groups, b_.getInt64(0)), tailCheck, groupLoop);
-
-    // Groups of 8 words, unrolled: word j of group m is at index 8m + j (first is a multiple of
-    // 8), so a bit-packed field's byte offsets and shifts within the group are constants and
-    // one group's 8 words come from b consecutive bytes rather than 8 data-dependent loads.
-    b_.SetInsertPoint(groupLoop);
-    auto *g = b_.CreatePHI(i64, 2, "g");
-    g->addIncoming(b_.getInt64(0), entry);
-    llvm::Value *m = b_.CreateAdd(b_.CreateLShr(first, 3), g, "m", /*HasNUW=*/true);
-    for (unsigned j = 0; j < 8; ++j) {
-      llvm::Value *ij = b_.CreateAdd(b_.CreateShl(g, 3, "", /*HasNUW=*/true), b_.getInt64(j), "", /*HasNUW=*/true);
-      chunkIndex_ = ij;
-      group_ = m;
-      lane_ = static_cast<int>(j);
-      llvm::Value *w = value(root, b_.CreateAdd(first, ij, "", /*HasNUW=*/true), rootTy);
-      storeLE(w, b_.CreateInBoundsGEP(rootTy, out, ij));
-    }
-    lane_ = -1;
-    llvm::Value *gNext = b_.CreateAdd(g, b_.getInt64(1), "gnext", /*HasNUW=*/true);
-    g->addIncoming(gNext, groupLoop);
-    b_.CreateCondBr(b_.CreateICmpEQ(gNext, groups), tailCheck, groupLoop);
-
-    // The last count % 8 words, one at a time.
-    b_.SetInsertPoint(tailCheck);
-    llvm::Value *start = b_.CreateShl(groups, 3, "start", /*HasNUW=*/true);
-    b_.CreateCondBr(b_.CreateICmpEQ(start, count), exit, loop);
-
-    b_.SetInsertPoint(loop);
-    auto *i = b_.CreatePHI(i64, 2, "i");
-    i->addIncoming(start, tailCheck);
-    llvm::Value *index = b_.CreateAdd(first, i, "index", /*HasNUW=*/true);
-    chunkIndex_ = i;
-    llvm::Value *word = value(root, index, rootTy);
-    storeLE(word, b_.CreateInBoundsGEP(rootTy, out, i));
-    llvm::Value *next = b_.CreateAdd(i, b_.getInt64(1), "next", /*HasNUW=*/true);
-    i->addIncoming(next, loop);
-    b_.CreateCondBr(b_.CreateICmpEQ(next, count), exit, loop);
-
-    b_.SetInsertPoint(exit);
     b_.CreateRetVoid();
+    return FrameLayout{stateSlots_, scratchBytes_};
   }
 
 private:
-  /// Word `index` of `e`, as type `ty`.
+  /// A node's three operations (docs/jit.md): read(out, n), skip(n), reset(); each also takes
+  /// the entry's operands, state and scratch.
+  struct Readers {
+    llvm::Function *read = nullptr, *skip = nullptr, *reset = nullptr;
+  };
+  /// The current function's operands, state and scratch.
+  struct Env {
+    llvm::Value *operands = nullptr, *state = nullptr, *scratch = nullptr;
+  };
+
+  // --- Types, constants, blocks --------------------------------------------------------------
+
+  /// The stream type of a node of the program, each derived once.
+  StreamType type(const Expr &e) {
+    if (auto it = types_.find(&e); it != types_.end()) return it->second;
+    std::vector<StreamType> childTypes;
+    forEachChild(e, [&](const Expr &c) { childTypes.push_back(type(c)); });
+    return types_[&e] = checkedOperatorType(e, childTypes);
+  }
+
+  llvm::PointerType *ptrTy() { return llvm::PointerType::getUnqual(ctx_); }
+  llvm::IntegerType *i64() { return b_.getInt64Ty(); }
+  llvm::IntegerType *intTy(unsigned bytes) { return b_.getIntNTy(8 * bytes); }
+  llvm::ConstantInt *i64c(uint64_t v) { return b_.getInt64(v); }
+  llvm::BasicBlock *block(const char *name, llvm::Function *fn) { return llvm::BasicBlock::Create(ctx_, name, fn); }
+  llvm::Function *currentFunction() { return b_.GetInsertBlock()->getParent(); }
+
+  /// The attributes every generated function carries; internal readers need the entry's CPU and
+  /// features to be inlined into it.
+  void stamp(llvm::Function *fn) {
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    fn->addFnAttr(llvm::Attribute::NoSync);
+    if (!cpu_.empty()) fn->addFnAttr("target-cpu", cpu_);
+    if (!features_.empty()) fn->addFnAttr("target-features", features_);
+  }
+
+  Readers declare(const char *what) {
+    const std::string base = name_ + "." + what + std::to_string(readerCount_++);
+    auto *vd = b_.getVoidTy();
+    auto make = [&](const std::string &suffix, std::vector<llvm::Type *> extra) {
+      std::vector<llvm::Type *> params = {ptrTy(), ptrTy(), ptrTy()};
+      params.insert(params.end(), extra.begin(), extra.end());
+      auto *fn = llvm::Function::Create(llvm::FunctionType::get(vd, params, false), llvm::Function::InternalLinkage,
+                                        base + suffix, module_);
+      stamp(fn);
+      return fn;
+    };
+    return Readers{make(".read", {ptrTy(), i64()}), make(".skip", {i64()}), make(".reset", {})};
+  }
+
+  /// Starts the body of a reader function: its entry block, and its environment.
+  void begin(llvm::Function *fn) {
+    b_.SetInsertPoint(block("entry", fn));
+    env_ = {fn->getArg(0), fn->getArg(1), fn->getArg(2)};
+  }
+
+  void callRead(const Readers &r, llvm::Value *out, llvm::Value *n) {
+    b_.CreateCall(r.read, {env_.operands, env_.state, env_.scratch, out, n});
+  }
+  void callSkip(const Readers &r, llvm::Value *n) {
+    b_.CreateCall(r.skip, {env_.operands, env_.state, env_.scratch, n});
+  }
+  void callReset(const Readers &r) { b_.CreateCall(r.reset, {env_.operands, env_.state, env_.scratch}); }
+
+  // --- State and scratch ---------------------------------------------------------------------
+
+  unsigned newSlot() { return static_cast<unsigned>(stateSlots_++); }
+  llvm::Value *slotAddress(unsigned slot) { return b_.CreateInBoundsGEP(i64(), env_.state, i64c(slot)); }
+  llvm::Value *loadSlot(unsigned slot, const char *name) {
+    return b_.CreateAlignedLoad(i64(), slotAddress(slot), llvm::MaybeAlign(8), name);
+  }
+  void storeSlot(unsigned slot, llvm::Value *v) { b_.CreateAlignedStore(v, slotAddress(slot), llvm::MaybeAlign(8)); }
+
+  /// Reserves `bytes` of scratch; returns its offset.
+  uint64_t newScratch(uint64_t bytes) {
+    const uint64_t offset = scratchBytes_;
+    scratchBytes_ += (bytes + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
+    return offset;
+  }
+  llvm::Value *scratchAt(uint64_t offset) { return b_.CreateInBoundsGEP(b_.getInt8Ty(), env_.scratch, i64c(offset)); }
+
+  /// The k-th operand pointer, loaded in the current function; operands never change.
+  llvm::Value *operand(unsigned k, const char *name) {
+    llvm::Value *slot = b_.CreateInBoundsGEP(ptrTy(), env_.operands, i64c(k));
+    auto *load = b_.CreateAlignedLoad(ptrTy(), slot, llvm::MaybeAlign(8), name);
+    load->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx_, {}));
+    return load;
+  }
+
+  // --- Loops ---------------------------------------------------------------------------------
+
+  /// for (i = start; i < end; ++i) body(i), unsigned; `body` may add blocks. A `short` loop
+  /// (fewer than 8 iterations) is left as it is: vectorizing and unrolling it would only cost
+  /// compile time.
+  void countedLoop(llvm::Value *start, llvm::Value *end, const std::function<void(llvm::Value *)> &body,
+                   bool isShort = false) {
+    llvm::Function *fn = currentFunction();
+    llvm::BasicBlock *before = b_.GetInsertBlock();
+    auto *loop = block("loop", fn);
+    auto *exit = block("loop.exit", fn);
+    b_.CreateCondBr(b_.CreateICmpULT(start, end), loop, exit);
+    b_.SetInsertPoint(loop);
+    auto *i = b_.CreatePHI(i64(), 2, "i");
+    i->addIncoming(start, before);
+    body(i);
+    llvm::Value *next = b_.CreateAdd(i, i64c(1), "i.next", /*HasNUW=*/true);
+    i->addIncoming(next, b_.GetInsertBlock());
+    auto *latch = b_.CreateCondBr(b_.CreateICmpEQ(next, end), exit, loop);
+    if (isShort) {
+      auto flag = [&](const char *name, bool value) {
+        return llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, name),
+                                        llvm::ConstantAsMetadata::get(b_.getInt1(value))});
+      };
+      auto *self = llvm::MDNode::getTemporary(ctx_, {}).release();
+      auto *md = llvm::MDNode::get(ctx_, {self, flag("llvm.loop.vectorize.enable", false),
+                                          llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")})});
+      md->replaceOperandWith(0, md);
+      llvm::MDNode::deleteTemporary(self);
+      latch->setMetadata(llvm::LLVMContext::MD_loop, md);
+    }
+    b_.SetInsertPoint(exit);
+  }
+
+  // --- Readers -------------------------------------------------------------------------------
+
+  Readers readersOf(const Expr &e) {
+    if (isFused(e)) return fusedReaders(e);
+    switch (e.kind) {
+    case NodeKind::Lit: return streamReaders(as<Lit>(e));
+    case NodeKind::Concat: return concatReaders(as<Concat>(e));
+    case NodeKind::Repeat: return repeatReaders(as<Repeat>(e));
+    case NodeKind::Scan: return scanReaders(as<Scan>(e));
+    case NodeKind::Const:
+    case NodeKind::Merge:
+    case NodeKind::Map:
+    case NodeKind::Hole: break;
+    }
+    __builtin_trap(); // fused, or rejected by appendShapeKey (holes)
+  }
+
+  /// A literal a cursor decodes: the runtime's callbacks on its stream handle.
+  Readers streamReaders(const Lit &l) {
+    const Readers r = declare("stream");
+    const unsigned k = operandIndex_.at(&l);
+    auto callback = [&](unsigned which, std::vector<llvm::Type *> params, std::vector<llvm::Value *> args) {
+      llvm::Value *stream = operand(k, "stream");
+      llvm::Value *fn = operand(callbacksIndex_ + which, "callback");
+      params.insert(params.begin(), ptrTy());
+      args.insert(args.begin(), stream);
+      b_.CreateCall(llvm::FunctionType::get(b_.getVoidTy(), params, false), fn, args);
+      b_.CreateRetVoid();
+    };
+    begin(r.read);
+    callback(0, {ptrTy(), i64()}, {r.read->getArg(3), r.read->getArg(4)});
+    begin(r.skip);
+    callback(1, {i64()}, {r.skip->getArg(3)});
+    begin(r.reset);
+    callback(2, {}, {});
+    return r;
+  }
+
+  /// A fused subtree: its leaves read into scratch, then one loop over the words.
+  Readers fusedReaders(const Expr &e) {
+    std::vector<const Expr *> leaves;
+    collectLeaves(e, leaves);
+    std::vector<Readers> leafReaders;
+    std::vector<uint64_t> leafScratch;
+    for (const Expr *leaf : leaves) {
+      leafReaders.push_back(readersOf(*leaf));
+      leafScratch.push_back(newScratch(maxWords_ * containerBytes(type(*leaf).width)));
+    }
+    const unsigned pos = newSlot();
+    const Readers r = declare("fused");
+
+    begin(r.read);
+    llvm::Value *out = r.read->getArg(3);
+    llvm::Value *n = r.read->getArg(4);
+    llvm::Value *at = loadSlot(pos, "pos");
+    leafBase_.clear();
+    for (size_t k = 0; k < leaves.size(); ++k) {
+      llvm::Value *buffer = scratchAt(leafScratch[k]);
+      callRead(leafReaders[k], buffer, n);
+      leafBase_[leaves[k]] = buffer;
+    }
+    base_.clear();
+    loadBases(e);
+    fusedLoop(e, out, at, n);
+    storeSlot(pos, b_.CreateAdd(at, n, "pos.next"));
+    b_.CreateRetVoid();
+
+    begin(r.skip);
+    llvm::Value *skipped = r.skip->getArg(3);
+    storeSlot(pos, b_.CreateAdd(loadSlot(pos, "pos"), skipped));
+    for (const Readers &leaf : leafReaders)
+      callSkip(leaf, skipped);
+    b_.CreateRetVoid();
+
+    begin(r.reset);
+    storeSlot(pos, i64c(0));
+    for (const Readers &leaf : leafReaders)
+      callReset(leaf);
+    b_.CreateRetVoid();
+    return r;
+  }
+
+  /// Where the fused subtree's payload literals are read from, loaded once per call.
+  void loadBases(const Expr &e) {
+    if (const auto *l = dynAs<Lit>(e)) {
+      if (!l->isInline() && l->type.length > 0) base_[l] = operand(operandIndex_.at(l), "literal");
+      return;
+    }
+    for (const Expr *c : children(e))
+      if (isFused(*c)) loadBases(*c);
+  }
+
+  /// out[j] = word at + j of `e`, for j < n.
+  void fusedLoop(const Expr &e, llvm::Value *out, llvm::Value *at, llvm::Value *n) {
+    auto *ty = intTy(containerBytes(type(e).width));
+    auto store = [&](llvm::Value *j) {
+      chunkIndex_ = j;
+      llvm::Value *w = value(e, b_.CreateAdd(at, j, "index", /*HasNUW=*/true), ty);
+      b_.CreateAlignedStore(w, b_.CreateInBoundsGEP(ty, out, j), llvm::MaybeAlign(1));
+    };
+    if (!needsGroups(e, payload_)) {
+      countedLoop(i64c(0), n, store);
+      return;
+    }
+    // Words up to the next multiple of 8, then groups of 8, then the rest: word 8m + l of a
+    // group is at bit (8m + l)·b of a bit-packed field, so the group's offsets and shifts are
+    // constants and its 8 words come from b consecutive bytes rather than 8 dependent loads.
+    llvm::Value *head = b_.CreateSelect(b_.CreateICmpULT(n, b_.CreateAnd(b_.CreateSub(i64c(0), at), i64c(7))), n,
+                                        b_.CreateAnd(b_.CreateSub(i64c(0), at), i64c(7)), "head");
+    countedLoop(i64c(0), head, store, /*isShort=*/true);
+    llvm::Value *groups = b_.CreateLShr(b_.CreateSub(n, head), 3, "groups");
+    llvm::Value *firstGroup = b_.CreateLShr(b_.CreateAdd(at, head), 3, "group0");
+    countedLoop(i64c(0), groups, [&](llvm::Value *g) {
+      group_ = b_.CreateAdd(firstGroup, g, "group", /*HasNUW=*/true);
+      for (unsigned l = 0; l < 8; ++l) {
+        lane_ = static_cast<int>(l);
+        store(b_.CreateAdd(head, b_.CreateAdd(b_.CreateShl(g, 3, "", /*HasNUW=*/true), i64c(l)), "", /*HasNUW=*/true));
+      }
+      lane_ = -1;
+    });
+    countedLoop(b_.CreateAdd(head, b_.CreateShl(groups, 3)), n, store, /*isShort=*/true);
+  }
+
+  /// `concat`: a switch over the parts, each read up to its length.
+  Readers concatReaders(const Concat &c) {
+    std::vector<Readers> parts;
+    std::vector<uint64_t> lengths;
+    for (const auto &p : c.parts) {
+      parts.push_back(readersOf(*p));
+      lengths.push_back(type(*p).length);
+    }
+    const unsigned partSlot = newSlot(), posSlot = newSlot();
+    const unsigned cb = containerBytes(type(c).width);
+    const Readers r = declare("concat");
+
+    // Walks n words forward across the parts, handing each part its share to `step`; `out`
+    // (null for skip) advances with them.
+    auto walk = [&](llvm::Function *fn, llvm::Value *out, llvm::Value *n,
+                    const std::function<void(size_t, llvm::Value *, llvm::Value *)> &step) {
+      llvm::BasicBlock *entry = b_.GetInsertBlock();
+      llvm::Value *part0 = loadSlot(partSlot, "part");
+      llvm::Value *pos0 = loadSlot(posSlot, "pos");
+      auto *loop = block("walk", fn);
+      auto *dispatch = block("dispatch", fn);
+      auto *exit = block("walk.exit", fn);
+      b_.CreateBr(loop);
+      b_.SetInsertPoint(loop);
+      auto *part = b_.CreatePHI(i64(), 0, "part");
+      auto *pos = b_.CreatePHI(i64(), 0, "pos");
+      auto *left = b_.CreatePHI(i64(), 0, "left");
+      llvm::PHINode *at = out ? b_.CreatePHI(ptrTy(), 0, "at") : nullptr;
+      part->addIncoming(part0, entry);
+      pos->addIncoming(pos0, entry);
+      left->addIncoming(n, entry);
+      if (at) at->addIncoming(out, entry);
+      b_.CreateCondBr(b_.CreateICmpEQ(left, i64c(0)), exit, dispatch);
+      b_.SetInsertPoint(dispatch);
+      auto *sw = b_.CreateSwitch(part, exit, static_cast<unsigned>(parts.size()));
+      for (size_t k = 0; k < parts.size(); ++k) {
+        auto *check = block("part", fn);
+        auto *next = block("part.next", fn);
+        auto *take = block("part.take", fn);
+        sw->addCase(i64c(k), check);
+        b_.SetInsertPoint(check);
+        llvm::Value *remaining = b_.CreateSub(i64c(lengths[k]), pos, "remaining");
+        b_.CreateCondBr(b_.CreateICmpEQ(remaining, i64c(0)), next, take);
+        b_.SetInsertPoint(next);
+        part->addIncoming(i64c(k + 1), next);
+        pos->addIncoming(i64c(0), next);
+        left->addIncoming(left, next);
+        if (at) at->addIncoming(at, next);
+        b_.CreateBr(loop);
+        b_.SetInsertPoint(take);
+        llvm::Value *count = b_.CreateSelect(b_.CreateICmpULT(remaining, left), remaining, left, "take");
+        step(k, at, count);
+        part->addIncoming(i64c(k), b_.GetInsertBlock());
+        pos->addIncoming(b_.CreateAdd(pos, count), b_.GetInsertBlock());
+        left->addIncoming(b_.CreateSub(left, count), b_.GetInsertBlock());
+        if (at)
+          at->addIncoming(b_.CreateInBoundsGEP(b_.getInt8Ty(), at, b_.CreateMul(count, i64c(cb))), b_.GetInsertBlock());
+        b_.CreateBr(loop);
+      }
+      b_.SetInsertPoint(exit);
+      storeSlot(partSlot, part);
+      storeSlot(posSlot, pos);
+      b_.CreateRetVoid();
+    };
+
+    begin(r.read);
+    walk(r.read, r.read->getArg(3), r.read->getArg(4),
+         [&](size_t k, llvm::Value *at, llvm::Value *count) { callRead(parts[k], at, count); });
+    begin(r.skip);
+    walk(r.skip, nullptr, r.skip->getArg(3),
+         [&](size_t k, llvm::Value *, llvm::Value *count) { callSkip(parts[k], count); });
+    begin(r.reset);
+    for (const Readers &p : parts)
+      callReset(p);
+    storeSlot(partSlot, i64c(0));
+    storeSlot(posSlot, i64c(0));
+    b_.CreateRetVoid();
+    return r;
+  }
+
+  /// `repeat`: the body read to the end of its period, rewound, read again.
+  Readers repeatReaders(const Repeat &rep) {
+    const Readers body = readersOf(*rep.body);
+    const uint64_t period = type(*rep.body).length; // >= 1 (typing)
+    const unsigned posSlot = newSlot();
+    const unsigned cb = containerBytes(type(rep).width);
+    const Readers r = declare("repeat");
+
+    begin(r.read);
+    {
+      llvm::Function *fn = r.read;
+      llvm::BasicBlock *entry = b_.GetInsertBlock();
+      llvm::Value *pos0 = loadSlot(posSlot, "pos");
+      auto *loop = block("pass", fn);
+      auto *more = block("more", fn);
+      auto *rewind = block("rewind", fn);
+      auto *take = block("take", fn);
+      auto *exit = block("pass.exit", fn);
+      b_.CreateBr(loop);
+      b_.SetInsertPoint(loop);
+      auto *pos = b_.CreatePHI(i64(), 2, "pos");
+      auto *left = b_.CreatePHI(i64(), 2, "left");
+      auto *at = b_.CreatePHI(ptrTy(), 2, "at");
+      pos->addIncoming(pos0, entry);
+      left->addIncoming(fn->getArg(4), entry);
+      at->addIncoming(fn->getArg(3), entry);
+      b_.CreateCondBr(b_.CreateICmpEQ(left, i64c(0)), exit, more);
+      b_.SetInsertPoint(more);
+      b_.CreateCondBr(b_.CreateICmpEQ(pos, i64c(period)), rewind, take);
+      b_.SetInsertPoint(rewind);
+      callReset(body);
+      b_.CreateBr(take);
+      b_.SetInsertPoint(take);
+      auto *from = b_.CreatePHI(i64(), 2, "from");
+      from->addIncoming(pos, more);
+      from->addIncoming(i64c(0), rewind);
+      llvm::Value *remaining = b_.CreateSub(i64c(period), from, "remaining");
+      llvm::Value *count = b_.CreateSelect(b_.CreateICmpULT(remaining, left), remaining, left, "take");
+      callRead(body, at, count);
+      pos->addIncoming(b_.CreateAdd(from, count), take);
+      left->addIncoming(b_.CreateSub(left, count), take);
+      at->addIncoming(b_.CreateInBoundsGEP(b_.getInt8Ty(), at, b_.CreateMul(count, i64c(cb))), take);
+      b_.CreateBr(loop);
+      b_.SetInsertPoint(exit);
+      storeSlot(posSlot, pos);
+      b_.CreateRetVoid();
+    }
+
+    begin(r.skip);
+    {
+      // To the end of this pass, whole passes by division, then into the next pass.
+      llvm::Function *fn = r.skip;
+      llvm::Value *n = fn->getArg(3);
+      auto *work = block("work", fn);
+      auto *wrap = block("wrap", fn);
+      auto *join = block("join", fn);
+      auto *done = block("done", fn);
+      llvm::Value *pos = loadSlot(posSlot, "pos");
+      llvm::Value *remaining = b_.CreateSub(i64c(period), pos, "remaining");
+      b_.CreateCondBr(b_.CreateICmpEQ(n, i64c(0)), done, work);
+      b_.SetInsertPoint(work);
+      b_.CreateCondBr(b_.CreateICmpUGE(n, remaining), wrap, join);
+      b_.SetInsertPoint(wrap);
+      llvm::Value *into = b_.CreateURem(b_.CreateSub(n, remaining), i64c(period), "into");
+      callReset(body);
+      b_.CreateBr(join);
+      b_.SetInsertPoint(join);
+      auto *from = b_.CreatePHI(i64(), 2, "from");
+      auto *m = b_.CreatePHI(i64(), 2, "m");
+      from->addIncoming(pos, work);
+      from->addIncoming(i64c(0), wrap);
+      m->addIncoming(n, work);
+      m->addIncoming(into, wrap);
+      callSkip(body, m);
+      storeSlot(posSlot, b_.CreateAdd(from, m));
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+      b_.CreateRetVoid();
+    }
+
+    begin(r.reset);
+    callReset(body);
+    storeSlot(posSlot, i64c(0));
+    b_.CreateRetVoid();
+    return r;
+  }
+
+  /// `scan`: the body read into the output, accumulated in place; skipping reads and drops.
+  Readers scanReaders(const Scan &s) {
+    const Readers body = readersOf(*s.body);
+    const unsigned width = type(s).width;
+    const unsigned cb = containerBytes(width);
+    auto *ty = intTy(cb);
+    const unsigned startedSlot = newSlot(), accSlot = newSlot();
+    const uint64_t discard = newScratch(maxWords_ * cb);
+    const Readers r = declare("scan");
+
+    begin(r.read);
+    {
+      llvm::Function *fn = r.read;
+      llvm::Value *out = fn->getArg(3);
+      llvm::Value *n = fn->getArg(4);
+      auto *nonEmpty = block("nonempty", fn);
+      auto *first = block("first", fn);
+      auto *resume = block("resume", fn);
+      auto *join = block("join", fn);
+      auto *done = block("done", fn);
+      b_.CreateCondBr(b_.CreateICmpEQ(n, i64c(0)), done, nonEmpty);
+      b_.SetInsertPoint(nonEmpty);
+      b_.CreateCondBr(b_.CreateICmpEQ(loadSlot(startedSlot, "started"), i64c(0)), first, resume);
+      b_.SetInsertPoint(first);
+      llvm::Value *init = llvm::ConstantInt::get(ty, s.init & widthMask(width));
+      b_.CreateAlignedStore(init, out, llvm::MaybeAlign(1));
+      storeSlot(startedSlot, i64c(1));
+      b_.CreateBr(join);
+      b_.SetInsertPoint(resume);
+      llvm::Value *saved = b_.CreateTrunc(loadSlot(accSlot, "acc"), ty);
+      b_.CreateBr(join);
+      b_.SetInsertPoint(join);
+      auto *from = b_.CreatePHI(i64(), 2, "from");
+      auto *acc0 = b_.CreatePHI(ty, 2, "acc0");
+      from->addIncoming(i64c(1), first);
+      from->addIncoming(i64c(0), resume);
+      acc0->addIncoming(init, first);
+      acc0->addIncoming(saved, resume);
+      callRead(body, b_.CreateInBoundsGEP(ty, out, from), b_.CreateSub(n, from));
+      // The running word stays in a register across the loop.
+      llvm::BasicBlock *before = b_.GetInsertBlock();
+      auto *loop = block("scan", fn);
+      auto *exit = block("scan.exit", fn);
+      b_.CreateCondBr(b_.CreateICmpULT(from, n), loop, exit);
+      b_.SetInsertPoint(loop);
+      auto *i = b_.CreatePHI(i64(), 2, "i");
+      auto *acc = b_.CreatePHI(ty, 2, "acc");
+      i->addIncoming(from, before);
+      acc->addIncoming(acc0, before);
+      llvm::Value *p = b_.CreateInBoundsGEP(ty, out, i);
+      llvm::Value *update = b_.CreateAlignedLoad(ty, p, llvm::MaybeAlign(1));
+      llvm::Value *next = s.op == ScanOp::Xor ? b_.CreateXor(acc, update) : mask(b_.CreateAdd(acc, update), width);
+      b_.CreateAlignedStore(next, p, llvm::MaybeAlign(1));
+      llvm::Value *iNext = b_.CreateAdd(i, i64c(1), "i.next", /*HasNUW=*/true);
+      i->addIncoming(iNext, loop);
+      acc->addIncoming(next, loop);
+      b_.CreateCondBr(b_.CreateICmpEQ(iNext, n), exit, loop);
+      b_.SetInsertPoint(exit);
+      auto *last = b_.CreatePHI(ty, 2, "last");
+      last->addIncoming(acc0, before);
+      last->addIncoming(next, loop);
+      storeSlot(accSlot, b_.CreateZExt(last, i64()));
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+      b_.CreateRetVoid();
+    }
+
+    begin(r.skip);
+    {
+      // Every word depends on all before it: read the skipped ones into scratch, a chunk at a time.
+      llvm::Function *fn = r.skip;
+      llvm::BasicBlock *entry = b_.GetInsertBlock();
+      llvm::Value *buffer = scratchAt(discard);
+      auto *loop = block("drop", fn);
+      auto *more = block("drop.more", fn);
+      auto *done = block("drop.done", fn);
+      b_.CreateBr(loop);
+      b_.SetInsertPoint(loop);
+      auto *left = b_.CreatePHI(i64(), 2, "left");
+      left->addIncoming(fn->getArg(3), entry);
+      b_.CreateCondBr(b_.CreateICmpEQ(left, i64c(0)), done, more);
+      b_.SetInsertPoint(more);
+      llvm::Value *count = b_.CreateSelect(b_.CreateICmpULT(left, i64c(maxWords_)), left, i64c(maxWords_), "take");
+      callRead(r, buffer, count);
+      left->addIncoming(b_.CreateSub(left, count), more);
+      b_.CreateBr(loop);
+      b_.SetInsertPoint(done);
+      b_.CreateRetVoid();
+    }
+
+    begin(r.reset);
+    callReset(body);
+    storeSlot(startedSlot, i64c(0));
+    b_.CreateRetVoid();
+    return r;
+  }
+
+  // --- Values in fused loops -----------------------------------------------------------------
+
+  /// v & widthMask(width), in v's type; nothing where the width fills it.
+  llvm::Value *mask(llvm::Value *v, unsigned width) {
+    if (width >= v->getType()->getIntegerBitWidth()) return v;
+    return b_.CreateAnd(v, llvm::ConstantInt::get(v->getType(), widthMask(width)));
+  }
+
+  /// Word `index` of the fused node `e` (chunkIndex_ within this call), as type `ty`.
   llvm::Value *value(const Expr &e, llvm::Value *index, llvm::IntegerType *ty) {
+    if (auto it = leafBase_.find(&e); it != leafBase_.end()) {
+      // A leaf: read into its scratch before the loop.
+      const unsigned cb = containerBytes(type(e).width);
+      auto *elemTy = intTy(cb);
+      llvm::Value *p = b_.CreateInBoundsGEP(elemTy, it->second, chunkIndex_);
+      return b_.CreateZExtOrTrunc(b_.CreateAlignedLoad(elemTy, p, llvm::MaybeAlign(cb)), ty);
+    }
     switch (e.kind) {
     case NodeKind::Const: {
       const auto &c = as<Const>(e);
@@ -131,7 +678,8 @@ private:
       // Each field at its place in the merge's layout (lang/MergeLayout.h).
       const auto &fields = as<Merge>(e).fields;
       std::vector<unsigned> widths;
-      for (const auto &f : fields) widths.push_back(streamTypeOf(*f.expr).width);
+      for (const auto &f : fields)
+        widths.push_back(type(*f.expr).width);
       const std::vector<unsigned> shifts = mergeFieldShifts(widths);
       llvm::Value *acc = nullptr;
       for (size_t k = fields.size(); k-- > 0;) {
@@ -141,14 +689,40 @@ private:
       }
       return acc;
     }
+    case NodeKind::Map: return mapValue(as<Map>(e), value(*as<Map>(e).body, index, ty));
     case NodeKind::Lit: return litValue(as<Lit>(e), index, ty);
     case NodeKind::Concat:
     case NodeKind::Repeat:
-    case NodeKind::Map:
     case NodeKind::Scan:
     case NodeKind::Hole: break;
     }
-    __builtin_trap(); // not compiled: JitDecoder::supports()
+    __builtin_trap(); // not fused: a leaf
+  }
+
+  /// applyMap (runtime/common/WordOps.h) of a word x < 2^width held in a wider type.
+  llvm::Value *mapValue(const Map &m, llvm::Value *x) {
+    const unsigned width = type(m).width;
+    llvm::Type *ty = x->getType();
+    const unsigned tyBits = ty->getIntegerBitWidth();
+    auto constant = [&](uint64_t v) { return llvm::ConstantInt::get(ty, v); };
+    switch (m.fn) {
+    case MapFn::Xor: return b_.CreateXor(x, constant(m.param));
+    case MapFn::Add: return mask(b_.CreateAdd(x, constant(m.param)), width);
+    case MapFn::ZigZag: {
+      llvm::Value *negative = b_.CreateAnd(b_.CreateLShr(x, width - 1), constant(1));
+      llvm::Value *all = mask(b_.CreateSub(constant(0), negative), width); // the mask, or 0
+      return b_.CreateXor(mask(b_.CreateShl(x, 1), width), all);
+    }
+    case MapFn::Gray: return b_.CreateXor(x, b_.CreateLShr(x, 1));
+    case MapFn::Rotl:
+      if (m.param == 0) return x;
+      return mask(b_.CreateOr(b_.CreateShl(x, m.param), b_.CreateLShr(x, width - m.param)), width);
+    case MapFn::BitRev: {
+      llvm::Value *reversed = b_.CreateUnaryIntrinsic(llvm::Intrinsic::bitreverse, x);
+      return tyBits == width ? reversed : b_.CreateLShr(reversed, tyBits - width);
+    }
+    }
+    __builtin_trap(); // not a MapFn
   }
 
   llvm::Value *litValue(const Lit &l, llvm::Value *index, llvm::IntegerType *ty) {
@@ -156,37 +730,31 @@ private:
     // An empty stream's words are never asked for.
     if (l.type.length == 0) return llvm::ConstantInt::get(ty, 0);
     if (l.isInline()) {
-      auto *elemTy = b_.getIntNTy(8 * containerBytes(width));
+      auto *elemTy = intTy(containerBytes(width));
       std::vector<llvm::Constant *> words;
       words.reserve(l.words().size());
-      for (uint64_t w : l.words()) words.push_back(llvm::ConstantInt::get(elemTy, w & widthMask(width)));
+      for (uint64_t w : l.words())
+        words.push_back(llvm::ConstantInt::get(elemTy, w & widthMask(width)));
       auto *arrayTy = llvm::ArrayType::get(elemTy, words.size());
       auto *table = new llvm::GlobalVariable(module_, arrayTy, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
                                              llvm::ConstantArray::get(arrayTy, words), "inline");
       table->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
-      llvm::Value *p = b_.CreateInBoundsGEP(arrayTy, table, {b_.getInt64(0), index});
+      llvm::Value *p = b_.CreateInBoundsGEP(arrayTy, table, {i64c(0), index});
       return b_.CreateZExtOrTrunc(b_.CreateLoad(elemTy, p), ty);
     }
-
     switch (l.encoding) {
+    case Encoding::Raw: {
+      auto *elemTy = intTy(containerBytes(width));
+      return b_.CreateZExtOrTrunc(loadLE(elemTy, b_.CreateInBoundsGEP(elemTy, base_.at(&l), index)), ty);
+    }
+    case Encoding::Bitpack: return bitpackValue(l, index, ty);
     case Encoding::Huffman:
     case Encoding::Rans:
     case Encoding::RansO1:
     case Encoding::Zstd:
-    case Encoding::Context: {
-      // Pre-decoded by the runtime: word `index` is element index - first of the chunk buffer.
-      const unsigned cb = containerBytes(width);
-      auto *elemTy = b_.getIntNTy(8 * cb);
-      llvm::Value *p = b_.CreateInBoundsGEP(elemTy, base_.at(&l), chunkIndex_);
-      return b_.CreateZExtOrTrunc(b_.CreateAlignedLoad(elemTy, p, llvm::MaybeAlign(cb)), ty);
+    case Encoding::Context: break;
     }
-    case Encoding::Raw: {
-      auto *elemTy = b_.getIntNTy(8 * containerBytes(width));
-      return b_.CreateZExtOrTrunc(loadLE(elemTy, b_.CreateInBoundsGEP(elemTy, base_.at(&l), index)), ty);
-    }
-    case Encoding::Bitpack: return bitpackValue(l, index, ty);
-    }
-    __builtin_trap(); // not an Encoding
+    __builtin_trap(); // a cursor's literal is a leaf
   }
 
   /// Word `index` of a bitpack literal (lang/BitpackFormat.h), as type `ty`.
@@ -205,14 +773,14 @@ private:
       // b <= 16 one load of the whole group (the same address in all 8 lanes, so LLVM loads it
       // once) and a constant shift per lane; wider fields load from byte m*b + (jb >> 3).
       const unsigned laneBit = static_cast<unsigned>(lane_) * bits;
-      llvm::Value *groupByte = b_.CreateMul(group_, b_.getInt64(bits), "", /*HasNUW=*/true);
+      llvm::Value *groupByte = b_.CreateMul(group_, i64c(bits), "", /*HasNUW=*/true);
       llvm::Value *v;
       if (8 * bits <= 128) {
         auto *loadTy = 8 * bits <= 64 ? b_.getInt64Ty() : b_.getInt128Ty();
         v = loadLE(loadTy, b_.CreateInBoundsGEP(b_.getInt8Ty(), base, groupByte));
         if (laneBit) v = b_.CreateLShr(v, laneBit);
       } else {
-        llvm::Value *byte = b_.CreateAdd(groupByte, b_.getInt64(laneBit >> 3), "", /*HasNUW=*/true);
+        llvm::Value *byte = b_.CreateAdd(groupByte, i64c(laneBit >> 3), "", /*HasNUW=*/true);
         auto *loadTy = bits <= 57 ? b_.getInt64Ty() : b_.getInt128Ty();
         v = loadLE(loadTy, b_.CreateInBoundsGEP(b_.getInt8Ty(), base, byte));
         if (laneBit & 7) v = b_.CreateLShr(v, laneBit & 7);
@@ -220,14 +788,15 @@ private:
       v = b_.CreateTrunc(v, b_.getIntNTy(bits));
       return b_.CreateZExtOrTrunc(v, ty);
     }
-    // Word i occupies bits [i*b, i*b+b) (bitpackBitOffset): load the containing bytes from the byte holding bit i*b
-    // and shift. A 64-bit load covers b + 7 bits for b <= 57; wider fields need 128 bits. Both
-    // loads start at a byte inside the literal, so the payload slack keeps them in bounds.
-    llvm::Value *bitPos = b_.CreateMul(index, b_.getInt64(bits), "bitpos", /*HasNUW=*/true);
+    // Word i occupies bits [i*b, i*b+b) (bitpackBitOffset): load the containing bytes from the
+    // byte holding bit i*b and shift. A 64-bit load covers b + 7 bits for b <= 57; wider fields
+    // need 128 bits. Both loads start at a byte inside the literal, so the payload slack keeps
+    // them in bounds.
+    llvm::Value *bitPos = b_.CreateMul(index, i64c(bits), "bitpos", /*HasNUW=*/true);
     llvm::Value *byte = b_.CreateLShr(bitPos, 3);
     llvm::Value *p = b_.CreateInBoundsGEP(b_.getInt8Ty(), base, byte);
     auto *loadTy = bits <= 57 ? b_.getInt64Ty() : b_.getInt128Ty();
-    llvm::Value *shift = b_.CreateZExt(b_.CreateAnd(bitPos, b_.getInt64(7)), loadTy);
+    llvm::Value *shift = b_.CreateZExt(b_.CreateAnd(bitPos, i64c(7)), loadTy);
     llvm::Value *v = b_.CreateLShr(loadLE(loadTy, p), shift);
     v = b_.CreateTrunc(v, b_.getIntNTy(bits));
     return b_.CreateZExtOrTrunc(v, ty);
@@ -240,27 +809,33 @@ private:
     return b_.CreateUnaryIntrinsic(llvm::Intrinsic::bswap, load);
   }
 
-  void storeLE(llvm::Value *v, llvm::Value *p) {
-    if (bigEndian_ && v->getType()->getIntegerBitWidth() > 8) v = b_.CreateUnaryIntrinsic(llvm::Intrinsic::bswap, v);
-    b_.CreateAlignedStore(v, p, llvm::MaybeAlign(1));
-  }
-
   llvm::Module &module_;
   llvm::LLVMContext &ctx_;
   llvm::IRBuilder<> b_;
   const Payload &payload_;
-  bool bigEndian_;
-  std::unordered_map<const Lit *, llvm::Value *> base_; ///< where each payload literal's words are read
-  llvm::Value *chunkIndex_ = nullptr;                          ///< the loop counter: index - first
-  llvm::Value *group_ = nullptr; ///< in the unrolled loop: the group m, words 8m .. 8m + 7
-  int lane_ = -1;                ///< in the unrolled loop: the word's lane j in its group; else -1
+  const uint64_t maxWords_;
+  const std::string cpu_, features_;
+  const bool bigEndian_;
+  std::string name_;
+  Env env_;
+  size_t readerCount_ = 0;
+  uint64_t stateSlots_ = 0, scratchBytes_ = 0;
+  std::unordered_map<const Expr *, StreamType> types_;
+  std::unordered_map<const Lit *, unsigned> operandIndex_; ///< each payload literal's operand slot
+  unsigned callbacksIndex_ = 0;                            ///< the first LitStreamCallbacks slot
+  // The fused loop being emitted:
+  std::unordered_map<const Lit *, llvm::Value *> base_;      ///< where its payload literals are read
+  std::unordered_map<const Expr *, llvm::Value *> leafBase_; ///< where its leaves were read into
+  llvm::Value *chunkIndex_ = nullptr;                        ///< the word's index within this call: j of out[j]
+  llvm::Value *group_ = nullptr;                             ///< in a group loop: the group m, words 8m .. 8m + 7
+  int lane_ = -1;                                            ///< in a group loop: the word's lane in its group; else -1
 };
 
 } // namespace
 
-void emitDecodeFunction(llvm::Module &module, const Payload &payload, const std::string &name, const Expr &root,
-                        const std::string &cpu, const std::string &features) {
-  FunctionEmitter(module, payload).emit(name, root, cpu, features);
+FrameLayout emitDecodeFunction(llvm::Module &module, const Payload &payload, const std::string &name, const Expr &root,
+                               uint64_t maxWords, const std::string &cpu, const std::string &features) {
+  return FunctionEmitter(module, payload, maxWords, cpu, features).emit(name, root);
 }
 
 } // namespace brevis::jit

@@ -14,19 +14,16 @@
 
 namespace brevis {
 
-/// Decodes regions with native code generated per program. Programs made only of lit, const and
-/// merge — at any nesting — are compiled; any other program is decoded by the interpreter, and
-/// the fallback is reported through the notice callback once per operator kind, e.g. "note: the
-/// JIT does not compile 'scan' yet; 3 regions use the interpreter". Raw, bit-packed and inline
-/// literals are read by the generated code itself; entropy- and LZ-coded literals (huffman,
-/// rans, zstd) are decoded chunk by chunk by the runtime's kernels into buffers the generated
-/// code reads.
+/// Decodes regions with native code generated per program (docs/jit.md): every well-typed
+/// program compiles, every operator at any nesting. Raw, bit-packed and inline literals are read
+/// by the generated code itself; entropy- and LZ-coded literals (huffman, rans, rans_o1, zstd,
+/// context) by the runtime's cursors, which the generated code calls.
 ///
-/// Generated code is specialized to a program's shape: its operators, constants, literal kinds
-/// and widths, and bitpack bit counts (read from the payload); literal addresses are arguments.
-/// Compiled functions are cached by that shape, so the regions of a model's repeated layers
-/// share one function, and a program decoded against another payload reuses or recompiles
-/// code as its shape says, never misdecodes.
+/// Generated code is specialized to a program's shape: its operators and their constants, the
+/// lengths concat and repeat walk by, literal kinds and widths, and bitpack bit counts (read from
+/// the payload); literal addresses are arguments. Compiled functions are cached by that shape, so
+/// the regions of a model's repeated layers share one function, and a program decoded against
+/// another payload reuses or recompiles code as its shape says, never misdecodes.
 /// decodeWords() may run on several threads at once; prepare() may not.
 class JitDecoder final : public RegionDecoder {
 public:
@@ -35,14 +32,15 @@ public:
   /// Output is produced in chunks of this many bytes, whatever the region's size.
   static constexpr size_t kChunkBytes = 64 * 1024;
 
-  /// Sets up the JIT for the host CPU. `notice` may be empty.
-  static Result<std::unique_ptr<JitDecoder>> create(Notice notice);
+  /// Sets up the JIT for the host CPU. `notice` (for remarks about decoding) may be empty; a
+  /// non-empty `emitLlvm` names a file that receives every module's IR before and after
+  /// optimization (created or truncated here).
+  static Result<std::unique_ptr<JitDecoder>> create(Notice notice, const std::string &emitLlvm = {});
   ~JitDecoder() override;
 
-  /// Compiles every supported region of `c`, specialized to `payload`, in one batch (one function
-  /// per region; identical programs share one), split into a few modules that the JIT compiles
-  /// concurrently, one per hardware thread at most; then reports the interpreter fallbacks with
-  /// their region counts. Optional: decode() compiles on demand, one region at a time.
+  /// Compiles every region of `c`, specialized to `payload`, in one batch (one function per
+  /// program shape), split into a few modules that the JIT compiles concurrently, one per
+  /// hardware thread at most. Optional: decode() compiles on demand, one region at a time.
   /// The literals of `c` must have been validated against `payload` (validatePayload).
   Result<void> prepare(const Checkpoint &c, const Payload &payload) override;
 
@@ -52,16 +50,11 @@ public:
   Result<void> decodeWords(const Region &region, const Payload &payload, uint64_t first, uint64_t count,
                            ByteSink &sink) override;
 
-  /// Whether `e` is compiled: made only of lit, const and merge.
-  static bool supports(const Expr &e);
-
-  /// "jit: N functions compiled in T ms (session set-up S ms); R region pieces ran compiled code,
-  /// I the interpreter".
+  /// "jit: N functions compiled in T ms (session set-up S ms); R region pieces decoded".
   std::string summary() const override;
 
-  /// Regions decode() has run as native code and through the interpreter, respectively.
+  /// Region pieces decodeWords() has decoded.
   size_t compiledRegions() const;
-  size_t interpretedRegions() const;
   /// Functions compiled so far: one per program shape.
   size_t compiledFunctions() const;
 

@@ -10,9 +10,9 @@
 
 BREVIS_JIT_EXPORT const char brevis_jit_build_id[] = BREVIS_JIT_BUILD_ID;
 
-BREVIS_JIT_EXPORT void brevis_jit_make_decoder(const brevis::JitNotice *notice,
+BREVIS_JIT_EXPORT void brevis_jit_make_decoder(const brevis::JitSettings *settings,
                                                brevis::Result<std::unique_ptr<brevis::RegionDecoder>> *out) {
-  auto decoder = brevis::JitDecoder::create(*notice);
+  auto decoder = brevis::JitDecoder::create(settings->notice, settings->emitLlvm);
   if (!decoder) *out = decoder.error();
   else *out = std::unique_ptr<brevis::RegionDecoder>(std::move(*decoder));
 }

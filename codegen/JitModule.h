@@ -27,8 +27,15 @@ inline constexpr const char *kJitModuleFactorySymbol = "brevis_jit_make_decoder"
 
 using JitNotice = std::function<void(const std::string &)>;
 
-/// The factory's type: sets *out to a JIT decoder reporting through *notice (JitDecoder::create).
+/// What the host asks of the JIT decoder it makes (JitDecoder::create).
+struct JitSettings {
+  JitNotice notice;
+  /// Where to write the generated IR, before and after optimization; empty: nowhere.
+  std::string emitLlvm;
+};
+
+/// The factory's type: sets *out to a JIT decoder made with *settings (JitDecoder::create).
 /// C++ types travel by pointer so that the signature stays C-compatible for dlsym.
-using JitModuleFactory = void (*)(const JitNotice *notice, Result<std::unique_ptr<RegionDecoder>> *out);
+using JitModuleFactory = void (*)(const JitSettings *settings, Result<std::unique_ptr<RegionDecoder>> *out);
 
 } // namespace brevis

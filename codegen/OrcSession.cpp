@@ -39,6 +39,20 @@ void initializeNativeTarget() {
 
 } // namespace
 
+/// The file that --emit-llvm names: modules are written whole, one at a time, from the thread
+/// that emitted them (before optimization) or the compile thread that optimized them (after).
+struct OrcSession::IrLog {
+  std::mutex mutex;
+  std::unique_ptr<llvm::raw_fd_ostream> out;
+
+  void write(const llvm::Module &m, const char *stage) {
+    std::lock_guard lock(mutex);
+    *out << "; ---- " << m.getModuleIdentifier() << ", " << stage << "\n";
+    m.print(*out, nullptr);
+    out->flush();
+  }
+};
+
 OrcSession::Batch::Batch() = default;
 OrcSession::Batch::Batch(Batch &&) noexcept = default;
 OrcSession::Batch &OrcSession::Batch::operator=(Batch &&) noexcept = default;
@@ -46,9 +60,16 @@ OrcSession::Batch::~Batch() = default;
 
 OrcSession::~OrcSession() = default;
 
-Result<std::unique_ptr<OrcSession>> OrcSession::create() {
+Result<std::unique_ptr<OrcSession>> OrcSession::create(const std::string &irPath) {
   initializeNativeTarget();
   std::unique_ptr<OrcSession> session(new OrcSession());
+  if (!irPath.empty()) {
+    std::error_code ec;
+    auto out = std::make_unique<llvm::raw_fd_ostream>(irPath, ec);
+    if (ec) return Error{fmt::format("cannot write the IR to {}: {}", irPath, ec.message())};
+    session->irLog_ = std::make_shared<IrLog>();
+    session->irLog_->out = std::move(out);
+  }
 
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) return toError(jtmb.takeError(), "the JIT cannot target this CPU");
@@ -68,12 +89,15 @@ Result<std::unique_ptr<OrcSession>> OrcSession::create() {
 
   // Each compile thread optimizes with its own TargetMachine: they are not shareable across threads.
   session->jit_->getIRTransformLayer().setTransform(
-      [jtmb = *jtmb](llvm::orc::ThreadSafeModule tsm,
-                     llvm::orc::MaterializationResponsibility &) -> llvm::Expected<llvm::orc::ThreadSafeModule> {
+      [jtmb = *jtmb, log = session->irLog_](llvm::orc::ThreadSafeModule tsm, llvm::orc::MaterializationResponsibility &)
+          -> llvm::Expected<llvm::orc::ThreadSafeModule> {
         auto builder = jtmb;
         auto tm = builder.createTargetMachine();
         if (!tm) return tm.takeError();
-        tsm.withModuleDo([&](llvm::Module &m) { optimize(m, **tm); });
+        tsm.withModuleDo([&](llvm::Module &m) {
+          optimize(m, **tm);
+          if (log) log->write(m, "after optimization");
+        });
         return tsm;
       });
   return session;
@@ -82,30 +106,36 @@ Result<std::unique_ptr<OrcSession>> OrcSession::create() {
 OrcSession::Batch OrcSession::newBatch() {
   Batch batch;
   batch.ctx = std::make_unique<llvm::LLVMContext>();
-  batch.module = std::make_unique<llvm::Module>("brevis", *batch.ctx);
+  batch.module = std::make_unique<llvm::Module>(fmt::format("brevis.module{}", nextModule_++), *batch.ctx);
   batch.module->setDataLayout(jit_->getDataLayout());
   batch.module->setTargetTriple(jit_->getTargetTriple().str());
   return batch;
 }
 
-void OrcSession::emit(Batch &batch, std::string key, const Expr &root, const Payload &payload) {
+void OrcSession::emit(Batch &batch, std::string key, const Expr &root, const Payload &payload, uint64_t maxWords) {
   std::string name = fmt::format("brevis_decode_{}", nextFunction_++);
-  emitDecodeFunction(*batch.module, payload, name, root, cpu_, features_);
-  batch.functions.emplace_back(std::move(key), std::move(name));
+  const FrameLayout layout = emitDecodeFunction(*batch.module, payload, name, root, maxWords, cpu_, features_);
+  batch.functions.push_back(Batch::Function{std::move(key), std::move(name), layout});
 }
 
-Result<void> OrcSession::compile(std::vector<Batch> &batches, std::unordered_map<std::string, DecodeFn> &functions) {
+Result<void> OrcSession::compile(std::vector<Batch> &batches, std::unordered_map<std::string, Compiled> &functions) {
   llvm::orc::SymbolLookupSet symbols;
-  std::vector<std::pair<std::string, llvm::orc::SymbolStringPtr>> wanted;
+  struct Wanted {
+    std::string key;
+    llvm::orc::SymbolStringPtr symbol;
+    FrameLayout layout;
+  };
+  std::vector<Wanted> wanted;
   for (Batch &batch : batches) {
     if (batch.functions.empty()) continue;
     std::string problems;
     llvm::raw_string_ostream os(problems);
     if (llvm::verifyModule(*batch.module, &os)) return Error{"the JIT generated invalid code: " + os.str()};
-    for (auto &[key, name] : batch.functions) {
-      auto symbol = jit_->mangleAndIntern(name);
+    if (irLog_) irLog_->write(*batch.module, "as emitted");
+    for (auto &f : batch.functions) {
+      auto symbol = jit_->mangleAndIntern(f.name);
       symbols.add(symbol);
-      wanted.emplace_back(std::move(key), std::move(symbol));
+      wanted.push_back(Wanted{std::move(f.key), std::move(symbol), f.layout});
     }
     batch.functions.clear();
     if (auto err = jit_->addIRModule(llvm::orc::ThreadSafeModule(std::move(batch.module), std::move(batch.ctx))))
@@ -117,10 +147,10 @@ Result<void> OrcSession::compile(std::vector<Batch> &batches, std::unordered_map
   auto &session = jit_->getExecutionSession();
   auto found = session.lookup(llvm::orc::makeJITDylibSearchOrder(&jit_->getMainJITDylib()), std::move(symbols));
   if (!found) return toError(found.takeError(), "the JIT could not compile the decoders");
-  for (auto &[key, symbol] : wanted) {
-    auto it = found->find(symbol);
-    if (it == found->end()) return Error{fmt::format("the JIT lost the decoder {}", *symbol)};
-    functions.emplace(std::move(key), it->second.getAddress().toPtr<DecodeFn>());
+  for (auto &w : wanted) {
+    auto it = found->find(w.symbol);
+    if (it == found->end()) return Error{fmt::format("the JIT lost the decoder {}", *w.symbol)};
+    functions.emplace(std::move(w.key), Compiled{it->second.getAddress().toPtr<DecodeFn>(), w.layout});
   }
   return {};
 }

@@ -34,11 +34,22 @@ public:
     ~Batch();
     std::unique_ptr<llvm::LLVMContext> ctx;
     std::unique_ptr<llvm::Module> module;
-    std::vector<std::pair<std::string, std::string>> functions;
+    struct Function {
+      std::string key, name;
+      FrameLayout layout;
+    };
+    std::vector<Function> functions;
   };
 
-  /// Sets up the JIT for the host CPU.
-  static Result<std::unique_ptr<OrcSession>> create();
+  /// A compiled decode function and what its callers allocate for it.
+  struct Compiled {
+    DecodeFn fn = nullptr;
+    FrameLayout layout;
+  };
+
+  /// Sets up the JIT for the host CPU; a non-empty `irPath` names a file that receives each
+  /// module's IR as emitted and as optimized.
+  static Result<std::unique_ptr<OrcSession>> create(const std::string &irPath = {});
   ~OrcSession();
 
   /// How many modules the session compiles at once: one per hardware thread.
@@ -46,21 +57,25 @@ public:
 
   Batch newBatch();
 
-  /// Emits into `batch` the function for `root`, found later under `key`.
-  void emit(Batch &batch, std::string key, const Expr &root, const Payload &payload);
+  /// Emits into `batch` the function for `root`, producing at most `maxWords` words a call,
+  /// found later under `key`.
+  void emit(Batch &batch, std::string key, const Expr &root, const Payload &payload, uint64_t maxWords);
 
   /// Hands the modules to the JIT and compiles them, concurrently when there are several, then
   /// records their functions in `functions` under their keys. Optimization runs in the JIT's IR
   /// transform layer, on the compile threads.
-  Result<void> compile(std::vector<Batch> &batches, std::unordered_map<std::string, DecodeFn> &functions);
+  Result<void> compile(std::vector<Batch> &batches, std::unordered_map<std::string, Compiled> &functions);
 
 private:
   OrcSession() = default;
 
+  struct IrLog;
+  std::shared_ptr<IrLog> irLog_; ///< null: no IR is written
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::string cpu_, features_; ///< the host's, stamped on every function for the optimizer
   unsigned compileThreads_ = 1;
   size_t nextFunction_ = 0;
+  size_t nextModule_ = 0;
 };
 
 } // namespace brevis::jit

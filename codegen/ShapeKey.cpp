@@ -52,12 +52,42 @@ Result<void> appendKey(const Expr &e, const Payload &payload, std::string &key) 
     for (const auto &f : m.fields) BREVIS_TRY(appendKey(*f.expr, payload, key));
     return {};
   }
+  case NodeKind::Concat: {
+    // The parts' lengths are folded into the code that walks them.
+    const auto &c = as<Concat>(e);
+    key += 'K';
+    appendU64(key, c.parts.size());
+    for (const auto &p : c.parts) {
+      appendU64(key, streamTypeOf(*p).length);
+      BREVIS_TRY(appendKey(*p, payload, key));
+    }
+    return {};
+  }
+  case NodeKind::Repeat: {
+    // The period is folded in; the count only bounds how far the caller reads.
+    const auto &r = as<Repeat>(e);
+    key += 'P';
+    appendU64(key, streamTypeOf(*r.body).length);
+    return appendKey(*r.body, payload, key);
+  }
+  case NodeKind::Map: {
+    const auto &m = as<Map>(e);
+    key += 'A';
+    appendU64(key, static_cast<uint64_t>(m.fn));
+    appendU64(key, m.param);
+    return appendKey(*m.body, payload, key);
+  }
+  case NodeKind::Scan: {
+    const auto &s = as<Scan>(e);
+    key += 'S';
+    appendU64(key, static_cast<uint64_t>(s.op));
+    appendU64(key, s.init);
+    return appendKey(*s.body, payload, key);
+  }
+  case NodeKind::Hole:
+    return Error{fmt::format("the program has a hole at line {}, column {}; fill it before running", e.loc.line,
+                             e.loc.column)};
   case NodeKind::Lit: break;
-  case NodeKind::Concat:
-  case NodeKind::Repeat:
-  case NodeKind::Map:
-  case NodeKind::Scan:
-  case NodeKind::Hole: __builtin_trap(); // not compiled: JitDecoder::supports()
   }
 
   const auto &l = as<Lit>(e);

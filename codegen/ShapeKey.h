@@ -1,7 +1,7 @@
 #pragma once
 // The shape of a program the JIT compiles: everything its generated code depends on, as a key
-// under which compiled functions are cached, and the facts about a supported program (lit, const
-// and merge only) that emission and the chunk driver share.
+// under which compiled functions are cached, and the facts about a program that emission and the
+// chunk driver share.
 #include "lang/Ast.h"
 #include "lang/Result.h"
 #include "runtime/containers/Payload.h"
@@ -12,7 +12,7 @@
 
 namespace brevis::jit {
 
-/// The payload literals (every literal but inline ones) of a supported program, in pre-order:
+/// The payload literals (every literal but inline ones) of a program, in pre-order:
 /// their index is their slot in the generated function's `operands` argument.
 void operandLiterals(const Expr &e, std::vector<const Lit *> &out);
 

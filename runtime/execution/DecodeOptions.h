@@ -18,7 +18,10 @@ struct DecodeOptions {
   /// LLVM-compiled decoders instead of the interpreter (chosen where the decoder is made:
   /// tools/api/DecoderFactory).
   bool jit = false;
-  /// The JIT's notes (interpreter fallbacks); may be empty.
+  /// Where the JIT writes the LLVM IR it generates, before and after optimization (empty:
+  /// nowhere).
+  std::string emitLlvm = {};
+  /// Notes about decoding; may be empty.
   std::function<void(const std::string &)> notice = {};
   /// After decoding, the decoder's summary line (RegionDecoder::summary), where it has one; may
   /// be empty (-v sets it).

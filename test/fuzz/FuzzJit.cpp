@@ -1,15 +1,15 @@
 // libFuzzer target: the JIT decoder against the interpreter on valid programs. The input is not
-// program text but the choices of a generator (ProgramGen below): merges of literals and
-// constants at any nesting, every literal encoding, widths 1..64, lengths that cross the JIT's
-// chunks and the entropy coders' blocks, words from seeded skewed distributions; then a range
-// of words to decode. Both decoders must produce the same bytes, whole and for the range.
+// program text but the choices of a generator (ProgramGen below): every operator (merge, concat,
+// repeat, map, scan over literals and constants) at any nesting, every literal encoding, widths 1..64, lengths that
+// cross the JIT's chunks and the entropy coders' blocks, words from seeded skewed distributions; then a range of words
+// to decode. Both decoders must produce the same bytes, whole and for the range.
 //
 // The JIT is built once per process: creating LLJIT costs tens of milliseconds, and its cache
 // of compiled shapes is part of what is under test (a shape decoded again against another
 // payload must be reused or recompiled, never misdecode).
 #include "codegen/JitDecoder.h"
-#include "runtime/execution/Interpreter.h"
 #include "runtime/codecs/LitEncode.h"
+#include "runtime/execution/Interpreter.h"
 
 #include <algorithm>
 #include <random>
@@ -41,13 +41,17 @@ public:
   Bytes payload;
 
   ExprPtr make(unsigned width, uint64_t n, int depth) {
-    const unsigned kind = c_.byte() % 8;
+    const unsigned kind = c_.byte() % 12;
+    if (kind >= 8 && depth > 0) {
+      if (ExprPtr structural = makeStructural(kind, width, n, depth)) return structural;
+    }
     if (kind < 3 && depth > 0 && width >= 2) {
       const unsigned parts = 2 + c_.below(std::min(3u, width - 1));
       std::vector<unsigned> cuts;
       while (cuts.size() < parts - 1) { // distinct points in [1, width): there are enough
         unsigned cut = 1 + static_cast<unsigned>(c_.below(width - 1));
-        while (std::find(cuts.begin(), cuts.end(), cut) != cuts.end()) cut = cut % (width - 1) + 1;
+        while (std::find(cuts.begin(), cuts.end(), cut) != cuts.end())
+          cut = cut % (width - 1) + 1;
         cuts.push_back(cut);
       }
       std::sort(cuts.begin(), cuts.end());
@@ -72,6 +76,38 @@ public:
   }
 
 private:
+  /// concat, repeat, map or scan of type u<width>[n]; null where the length does not suit.
+  ExprPtr makeStructural(unsigned kind, unsigned width, uint64_t n, int depth) {
+    switch (kind) {
+    case 8: { // concat of 2..3 parts, any of them empty
+      const unsigned parts = 2 + c_.byte() % 2;
+      std::vector<ExprPtr> made;
+      uint64_t left = n;
+      for (unsigned i = 0; i < parts; ++i) {
+        const uint64_t take = i + 1 == parts ? left : c_.below(left + 1);
+        made.push_back(make(width, take, depth - 1));
+        left -= take;
+      }
+      return Concat::make(std::move(made));
+    }
+    case 9: // repeat a body whose length divides n
+      for (uint64_t k : {2u, 3u, 5u, 64u})
+        if (n >= k && n % k == 0 && c_.byte() % 2) return Repeat::make(k, make(width, n / k, depth - 1));
+      return nullptr;
+    case 10: {
+      const auto fn = static_cast<MapFn>(c_.byte() % (static_cast<unsigned>(MapFn::BitRev) + 1));
+      const uint64_t param = fn == MapFn::Rotl         ? c_.below(width)
+                             : mapFnTakesParameter(fn) ? rng_() & widthMask(width)
+                                                       : 0;
+      return Map::make(fn, param, make(width, n, depth - 1));
+    }
+    default:
+      if (n == 0) return nullptr;
+      return Scan::make(c_.byte() % 2 ? ScanOp::Add : ScanOp::Xor, rng_() & widthMask(width),
+                        make(width, n - 1, depth - 1));
+    }
+  }
+
   /// Words of a few shapes real fields have: few distinct values, geometric around a mode,
   /// uniform below some bit count.
   std::vector<uint64_t> draw(unsigned width, uint64_t n) {
@@ -114,7 +150,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }();
   Choices choices(data, size);
   static constexpr unsigned kRootWidths[] = {8, 16, 32, 64};
-  const unsigned width = choices.byte() % 2 ? kRootWidths[choices.byte() % 4] : 1 + static_cast<unsigned>(choices.below(64));
+  const unsigned width =
+      choices.byte() % 2 ? kRootWidths[choices.byte() % 4] : 1 + static_cast<unsigned>(choices.below(64));
   // Lengths up to 100,000 words: past the JIT's 64 KiB chunks of output, at any width. A rans
   // block boundary (1 Mi words) is too far for a fuzzer's speed; RoundTripLarge crosses it.
   static constexpr uint64_t kLengthScale[] = {1, 17, 1000, 100000};

@@ -95,13 +95,14 @@ Result<JitModuleFactory> loadModule() {
 
 } // namespace
 
-Result<std::unique_ptr<RegionDecoder>> makeRegionDecoder(bool jit, std::function<void(const std::string &)> notice) {
+Result<std::unique_ptr<RegionDecoder>> makeRegionDecoder(bool jit, std::function<void(const std::string &)> notice,
+                                                         const std::string &emitLlvm) {
   if (!jit) return std::unique_ptr<RegionDecoder>(std::make_unique<Interpreter>());
   static const Result<JitModuleFactory> factory = loadModule();
   if (!factory) return factory.error();
   Result<std::unique_ptr<RegionDecoder>> decoder = Error{"the JIT module made no decoder"};
-  const JitNotice n = std::move(notice);
-  (*factory)(&n, &decoder);
+  const JitSettings settings{std::move(notice), emitLlvm};
+  (*factory)(&settings, &decoder);
   return decoder;
 }
 

@@ -19,6 +19,8 @@ namespace brevis {
 ///   4. for an executable inside the build tree it was built in, that build's module.
 /// The executable's path is /proc/self/exe, symbolic links resolved. A module that is missing,
 /// cannot be loaded or comes from another build is an error naming where it looked.
-Result<std::unique_ptr<RegionDecoder>> makeRegionDecoder(bool jit, std::function<void(const std::string &)> notice);
+/// With the JIT, `emitLlvm` names a file for the IR it generates (empty: none).
+Result<std::unique_ptr<RegionDecoder>> makeRegionDecoder(bool jit, std::function<void(const std::string &)> notice,
+                                                         const std::string &emitLlvm = {});
 
 } // namespace brevis

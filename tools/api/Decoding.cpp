@@ -15,7 +15,7 @@ void reportSummary(const RegionDecoder &decoder, const DecodeOptions &options) {
 } // namespace
 
 Result<void> decodeJobs(std::span<const DecodeJob> jobs, const DecodeOptions &options) {
-  auto decoder = makeRegionDecoder(options.jit, options.notice);
+  auto decoder = makeRegionDecoder(options.jit, options.notice, options.emitLlvm);
   // Named by the first file, as every other decoding error is.
   if (!decoder) return jobs.empty() ? decoder.error() : Error{jobs.front().label + ": " + decoder.error().message};
   auto done = decodeJobs(jobs, **decoder, options);
@@ -25,7 +25,7 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, const DecodeOptions &op
 
 Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, const DecodeOptions &options, ByteSink &sink,
                               std::vector<uint64_t> *regionDigests) {
-  auto decoder = makeRegionDecoder(options.jit, options.notice);
+  auto decoder = makeRegionDecoder(options.jit, options.notice, options.emitLlvm);
   if (!decoder) return decoder.error();
   auto done = runCheckpoint(c, payload, **decoder, sink, regionDigests);
   reportSummary(**decoder, options);

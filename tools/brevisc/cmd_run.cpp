@@ -1,6 +1,6 @@
-// brevisc run PROGRAM.bdsl [-o OUT] [--jit]: execute a program. A checkpoint program rebuilds
-// its source file (verified against the program's checksum); a single expression writes its
-// words, little-endian.
+// brevisc run PROGRAM.bdsl [-o OUT] [--jit [--emit-llvm FILE]]: execute a program. A checkpoint
+// program rebuilds its source file (verified against the program's checksum); a single
+// expression writes its words, little-endian.
 #include "tools/brevisc/Commands.h"
 
 #include "lang/Printer.h"
@@ -22,12 +22,31 @@ struct RunOptions {
   unsigned threads = 0;
   std::string maxOutput = "16T";
   bool jit = false;
+  std::string emitLlvm;
   bool force = false;
+
+  DecodeOptions decoding(unsigned threads, bool verbose) const {
+    DecodeOptions options = decodeOptions(jit, threads, verbose);
+    options.emitLlvm = emitLlvm;
+    return options;
+  }
 };
 
-Result<void> runExpression(const Expr &e, const Payload &payload, bool jit, ByteSink &sink) {
-  if (jit) printNotice("note: --jit compiles checkpoint programs; interpreting this single expression");
-  return evaluateTo(e, payload, sink);
+/// A single expression: its words, as one region, through the interpreter or the JIT.
+Result<void> runExpression(ExprPtr e, const Payload &payload, const RunOptions &o, bool verbose, ByteSink &sink) {
+  if (!o.jit) return evaluateTo(*e, payload, sink);
+  BREVIS_TRY(validateForExecution(*e, payload));
+  const StreamType t = streamTypeOf(*e);
+  Region region;
+  region.kind = RegionKind::Bytes;
+  region.bytes = ByteRange{0, t.length * containerBytes(t.width)}; // within --max-output: checked
+  region.program = std::move(e);
+  const DecodeOptions options = o.decoding(1, verbose);
+  auto decoder = makeRegionDecoder(true, options.notice, options.emitLlvm);
+  if (!decoder) return decoder.error();
+  BREVIS_TRY((*decoder)->decode(region, payload, sink));
+  if (options.summary) options.summary((*decoder)->summary());
+  return {};
 }
 
 /// A file name from a program, used beside the program: only its last component, so that a
@@ -50,7 +69,7 @@ int runProgramTensor(const RunOptions &o, const Module &module, const Payload &p
   if (o.output.empty()) return fail("--tensor needs an output file: use -o FILE");
   auto out = OutputFile::create(o.output, o.force);
   if (!out) return fail(out.error().message);
-  auto decoder = makeRegionDecoder(o.jit, printNotice);
+  auto decoder = makeRegionDecoder(o.jit, printNotice, o.emitLlvm);
   if (!decoder) return fail(decoder.error().message);
   auto done = validateForExecution(*region->program, payload);
   if (done) done = (*decoder)->decode(*region, payload, **out);
@@ -69,7 +88,7 @@ int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive) {
   if (!tensor) return fail(tensor.error().message);
   auto out = OutputFile::create(o.output, o.force);
   if (!out) return fail(out.error().message);
-  DecodeOptions options = decodeOptions(o.jit, (*out)->isPositional() ? resolveThreads(o.threads) : 1);
+  DecodeOptions options = o.decoding((*out)->isPositional() ? resolveThreads(o.threads) : 1, false);
   options.asyncWrites = true;
   SequentialPositionalSink sequential(**out, 0);
   PositionalSink &sink = (*out)->isPositional() ? static_cast<PositionalSink &>(**out) : sequential;
@@ -79,6 +98,7 @@ int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive) {
 }
 
 int runRun(const RunOptions &o, const Verbosity &v) {
+  if (!o.emitLlvm.empty() && !o.jit) return usageError("--emit-llvm needs --jit");
   auto input = openInput(o.input);
   if (!input) return fail(input.error().message);
   if (looksLikeArchive((*input)->bytes())) {
@@ -99,7 +119,7 @@ int runRun(const RunOptions &o, const Verbosity &v) {
     if (!out) return fail(out.error().message);
     if (auto room = (*out)->checkRoom(archive->originalSize()); !room) return fail(room.error().message);
     if (auto room = (*out)->preallocate(archive->checkpoint(0).source.size); !room) return fail(room.error().message);
-    DecodeOptions options = decodeOptions(o.jit, (*out)->isPositional() ? resolveThreads(o.threads) : 1, v.verbose);
+    DecodeOptions options = o.decoding((*out)->isPositional() ? resolveThreads(o.threads) : 1, v.verbose);
     options.asyncWrites = true;
     SequentialPositionalSink sequential(**out, 0);
     PositionalSink &sink = (*out)->isPositional() ? static_cast<PositionalSink &>(**out) : sequential;
@@ -149,8 +169,9 @@ int runRun(const RunOptions &o, const Verbosity &v) {
   if (!out) return fail(out.error().message);
   if (module->isCheckpoint())
     if (auto room = (*out)->checkRoom(module->checkpoint().source.size); !room) return fail(room.error().message);
-  auto done = module->isCheckpoint() ? decodeCheckpoint(module->checkpoint(), payload, decodeOptions(o.jit, 1, v.verbose), **out)
-                                     : runExpression(module->expr(), payload, o.jit, **out);
+  auto done = module->isCheckpoint()
+                  ? decodeCheckpoint(module->checkpoint(), payload, o.decoding(1, v.verbose), **out)
+                  : runExpression(std::move(std::get<ExprPtr>(module->body)), payload, o, v.verbose, **out);
   if (done) done = (*out)->commit();
   if (!done) return fail(o.input + ": " + done.error().message);
   if (v.verbose) std::cerr << fmt::format("{}: wrote {} ({})\n", o.input, output, humanBytes((*out)->bytesWritten()));
@@ -168,6 +189,9 @@ void registerRun(CLI::App &app, Context &ctx) {
                   "file to write (default for a checkpoint: its source file name, beside the program)");
   cmd->add_option("--payload", o->payload, "payload file (default: the one the program names, beside it)");
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
+  cmd->add_option("--emit-llvm", o->emitLlvm, "with --jit, write the LLVM IR of every decoder to FILE, as generated "
+                                              "and as optimized")
+      ->option_text("FILE");
   addThreadsOption(cmd, o->threads, "decoding threads for archives (default 0: all cores)");
   cmd->add_flag("-f,--force", o->force, "overwrite the output file");
   cmd->add_option("--max-output", o->maxOutput, kMaxOutputHelp)->check(validateSize);
