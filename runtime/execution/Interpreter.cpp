@@ -312,16 +312,57 @@ void storeLE(const uint64_t *words, size_t n, unsigned cb, uint8_t *out) {
 
 } // namespace
 
-Result<void> Interpreter::decodeWords(const Region &region, const Payload &payload, uint64_t first, uint64_t count,
-                                      ByteSink &sink) {
-  // The caller validated the program (RegionDecoder's contract); see validatePayload().
-  if (fusedKernelApplies(*region.program)) return decodeFused(*region.program, payload, first, count, sink);
+namespace {
+
+/// Below this period, a repeat's passes are too short to decode each as a range of its own.
+constexpr uint64_t kMinRangePeriod = 4096;
+
+/// Words [first, first + count) of `e` to `sink`. Merges of literals and constants run in the
+/// fused kernel; a concat, or a repeat of long periods, is split into ranges of its parts (or
+/// passes), each decoded the same way; anything else streams through the readers.
+Result<void> decodeRange(const Expr &e, const Payload &payload, uint64_t first, uint64_t count, ByteSink &sink) {
+  if (fusedKernelApplies(e)) return decodeFused(e, payload, first, count, sink);
+  if (const auto *c = dynAs<Concat>(e)) {
+    uint64_t start = 0; // of the current part
+    for (const auto &part : c->parts) {
+      if (count == 0) break;
+      const uint64_t length = streamTypeOf(*part).length;
+      if (first < start + length) {
+        const uint64_t take = std::min(start + length - first, count);
+        BREVIS_TRY(decodeRange(*part, payload, first - start, take, sink));
+        first += take;
+        count -= take;
+      }
+      start += length;
+    }
+    return {};
+  }
+  if (const auto *r = dynAs<Repeat>(e)) {
+    const uint64_t period = streamTypeOf(*r->body).length;
+    if (period >= kMinRangePeriod) {
+      while (count > 0) {
+        const uint64_t at = first % period, take = std::min(period - at, count);
+        BREVIS_TRY(decodeRange(*r->body, payload, at, take, sink));
+        first += take;
+        count -= take;
+      }
+      return {};
+    }
+  }
   std::vector<uint8_t> bytes(Interpreter::kChunkWords * 8);
-  return stream(*region.program, payload, first, count, [&](StreamType t, const uint64_t *words, size_t n) {
+  return stream(e, payload, first, count, [&](StreamType t, const uint64_t *words, size_t n) {
     unsigned cb = containerBytes(t.width);
     storeLE(words, n, cb, bytes.data());
     return sink.write(bytes.data(), n * cb);
   });
+}
+
+} // namespace
+
+Result<void> Interpreter::decodeWords(const Region &region, const Payload &payload, uint64_t first, uint64_t count,
+                                      ByteSink &sink) {
+  // The caller validated the program (RegionDecoder's contract); see validatePayload().
+  return decodeRange(*region.program, payload, first, count, sink);
 }
 
 Result<std::vector<uint64_t>> evaluateWords(const Expr &e, const Payload &payload) {

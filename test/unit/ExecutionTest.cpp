@@ -226,6 +226,60 @@ TEST(Interpreter, MergesOfByteSizedFieldsMatchTheReference) {
   }
 }
 
+// A concat, or a repeat of long periods, is decoded as ranges of its parts (or passes), each of
+// which may run in the fused kernel: ranges that start and end inside parts, cross part and
+// pass boundaries, and skip empty parts.
+TEST(Interpreter, ConcatsAndLongRepeatsOfMergesDecodeByRanges) {
+  std::mt19937_64 rng(41);
+  Bytes bytes;
+  auto merge = [&](uint64_t n) { // a BF16-like field merge: sign, huffman exponent, mantissa
+    std::vector<MergeField> fields;
+    for (auto [w, enc] : {std::pair{1u, Encoding::Bitpack}, {8u, Encoding::Huffman}, {7u, Encoding::Bitpack}}) {
+      auto words = randomWords(rng, n, w);
+      for (size_t i = 0; i < n; i += 1 + rng() % 3) words[i] &= 3; // skewed, for the entropy coder
+      const uint64_t at = bytes.size();
+      if (n == 0) enc = Encoding::Bitpack; // nothing to model
+      EXPECT_TRUE(encodeLit(enc, words, w, bytes));
+      fields.push_back({"", Lit::make(StreamType{w, n}, enc, ByteRange{at, bytes.size() - at})});
+    }
+    return Merge::make(std::move(fields));
+  };
+  std::vector<ExprPtr> programs;
+  {
+    std::vector<ExprPtr> parts;
+    parts.push_back(merge(5000));
+    parts.push_back(merge(0));
+    parts.push_back(merge(70001));
+    parts.push_back(Const::make(StreamType{16, 3}, 0x3f80));
+    parts.push_back(merge(4097));
+    programs.push_back(Concat::make(std::move(parts)));
+  }
+  programs.push_back(Repeat::make(3, merge(4096)));  // passes decoded as ranges
+  programs.push_back(Repeat::make(5, merge(4095)));  // too short a period: streamed
+  programs.push_back(Repeat::make(2, merge(10007))); // a pass that is not a multiple of 8
+  for (size_t p = 0; p < programs.size(); ++p) {
+    const StreamType t = streamTypeOf(*programs[p]);
+    Region region;
+    region.program = std::move(programs[p]);
+    region.bytes = ByteRange{0, t.length * 2};
+    Payload payload = Payload::fromBytes(bytes);
+    ASSERT_TRUE(validateForExecution(*region.program, payload));
+    auto want = referenceEvaluate(*region.program, payload);
+    Interpreter interpreter;
+    for (int trial = 0; trial < 6; ++trial) {
+      const uint64_t first = trial == 0 ? 0 : rng() % t.length;
+      const uint64_t count = trial == 0 ? t.length : rng() % (t.length - first + 1);
+      Bytes got;
+      VectorSink sink(got);
+      ASSERT_TRUE(interpreter.decodeWords(region, payload, first, count, sink));
+      Bytes expected;
+      for (uint64_t i = first; i < first + count; ++i)
+        for (unsigned b = 0; b < 2; ++b) expected.push_back(static_cast<uint8_t>(want[i] >> (8 * b)));
+      EXPECT_EQ(got, expected) << "program " << p << ", words " << first << "+" << count;
+    }
+  }
+}
+
 TEST(Interpreter, ByteFieldsAcrossEntropyBlockBoundaries) {
   // An entropy-coded field is read in place from its decoded blocks; a chunk of the merge that
   // spans two decoded pieces (rans decodes blocks in pairs) is copied instead. BF16-like fields, with
