@@ -21,24 +21,17 @@ namespace brevis::jit {
 
 namespace {
 
-// Bitpack fields wider than 57 bits are read with a 16-byte load starting at any byte of the literal.
-static_assert(kPayloadSlack >= 15, "generated bitpack loads read up to 15 bytes past a literal's last byte");
-
 /// Scratch buffers start at multiples of a cache line.
 constexpr uint64_t kScratchAlign = 64;
 
 /// Whether `e` belongs in a fused loop (docs/jit.md): its word i is computed from word i of its
 /// children, or, for a literal, located directly in the payload.
-bool isFused(const Expr &e) {
+bool isFused(const Expr &e, const Payload &payload) {
   switch (e.kind) {
   case NodeKind::Const:
   case NodeKind::Merge:
   case NodeKind::Map: return true;
-  case NodeKind::Lit: {
-    const auto &l = as<Lit>(e);
-    // An empty literal's words are never asked for, whatever decodes it.
-    return l.isInline() || l.type.length == 0 || l.encoding == Encoding::Raw || l.encoding == Encoding::Bitpack;
-  }
+  case NodeKind::Lit: return !readsThroughCursor(as<Lit>(e), payload);
   case NodeKind::Concat:
   case NodeKind::Repeat:
   case NodeKind::Scan:
@@ -49,27 +42,13 @@ bool isFused(const Expr &e) {
 
 /// The readers a fused subtree rooted at `e` reads from: its maximal descendants that are not
 /// fused, reached through fused nodes only.
-void collectLeaves(const Expr &e, std::vector<const Expr *> &out) {
+void collectLeaves(const Expr &e, const Payload &payload, std::vector<const Expr *> &out) {
   for (const Expr *c : children(e)) {
-    if (isFused(*c))
-      collectLeaves(*c, out);
+    if (isFused(*c, payload))
+      collectLeaves(*c, payload, out);
     else
       out.push_back(c);
   }
-}
-
-/// Whether the fused subtree of `e` holds a bit-packed literal whose words are not whole
-/// power-of-two bytes: its loop then runs in groups of 8 words from a multiple of 8.
-bool needsGroups(const Expr &e, const Payload &payload) {
-  if (const auto *l = dynAs<Lit>(e)) {
-    if (l->isInline() || l->encoding != Encoding::Bitpack || l->type.length == 0) return false;
-    const unsigned bits = bitpackBitCount(payload.data() + l->payload().offset);
-    return bits != 0 && !(bits % 8 == 0 && (bits & (bits - 1)) == 0);
-  }
-  bool any = false;
-  for (const Expr *c : children(e))
-    if (isFused(*c)) any = any || needsGroups(*c, payload);
-  return any;
 }
 
 /// Emits the readers of one program and its entry function into a module. Values inside a
@@ -233,11 +212,8 @@ private:
 
   // --- Loops ---------------------------------------------------------------------------------
 
-  /// for (i = start; i < end; ++i) body(i), unsigned; `body` may add blocks. A `short` loop
-  /// (fewer than 8 iterations) is left as it is: vectorizing and unrolling it would only cost
-  /// compile time.
-  void countedLoop(llvm::Value *start, llvm::Value *end, const std::function<void(llvm::Value *)> &body,
-                   bool isShort = false) {
+  /// for (i = start; i < end; ++i) body(i), unsigned; `body` may add blocks.
+  void countedLoop(llvm::Value *start, llvm::Value *end, const std::function<void(llvm::Value *)> &body) {
     llvm::Function *fn = currentFunction();
     llvm::BasicBlock *before = b_.GetInsertBlock();
     auto *loop = block("loop", fn);
@@ -249,26 +225,14 @@ private:
     body(i);
     llvm::Value *next = b_.CreateAdd(i, i64c(1), "i.next", /*HasNUW=*/true);
     i->addIncoming(next, b_.GetInsertBlock());
-    auto *latch = b_.CreateCondBr(b_.CreateICmpEQ(next, end), exit, loop);
-    if (isShort) {
-      auto flag = [&](const char *name, bool value) {
-        return llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, name),
-                                        llvm::ConstantAsMetadata::get(b_.getInt1(value))});
-      };
-      auto *self = llvm::MDNode::getTemporary(ctx_, {}).release();
-      auto *md = llvm::MDNode::get(ctx_, {self, flag("llvm.loop.vectorize.enable", false),
-                                          llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")})});
-      md->replaceOperandWith(0, md);
-      llvm::MDNode::deleteTemporary(self);
-      latch->setMetadata(llvm::LLVMContext::MD_loop, md);
-    }
+    b_.CreateCondBr(b_.CreateICmpEQ(next, end), exit, loop);
     b_.SetInsertPoint(exit);
   }
 
   // --- Readers -------------------------------------------------------------------------------
 
   Readers readersOf(const Expr &e) {
-    if (isFused(e)) return fusedReaders(e);
+    if (isFused(e, payload_)) return fusedReaders(e);
     switch (e.kind) {
     case NodeKind::Lit: return streamReaders(as<Lit>(e));
     case NodeKind::Concat: return concatReaders(as<Concat>(e));
@@ -306,7 +270,7 @@ private:
   /// A fused subtree: its leaves read into scratch, then one loop over the words.
   Readers fusedReaders(const Expr &e) {
     std::vector<const Expr *> leaves;
-    collectLeaves(e, leaves);
+    collectLeaves(e, payload_, leaves);
     std::vector<Readers> leafReaders;
     std::vector<uint64_t> leafScratch;
     for (const Expr *leaf : leaves) {
@@ -323,6 +287,14 @@ private:
     leafBase_.clear();
     for (size_t k = 0; k < leaves.size(); ++k) {
       llvm::Value *buffer = scratchAt(leafScratch[k]);
+      if (const auto *l = dynAs<Lit>(*leaves[k])) {
+        // A cursor's words are read where they lie when it holds them decoded (its view).
+        llvm::Value *stream = operand(operandIndex_.at(l), "stream");
+        llvm::Value *view = operand(callbacksIndex_ + 3, "view");
+        auto *viewTy = llvm::FunctionType::get(ptrTy(), {ptrTy(), ptrTy(), i64()}, false);
+        leafBase_[leaves[k]] = b_.CreateCall(viewTy, view, {stream, buffer, n}, "words");
+        continue;
+      }
       callRead(leafReaders[k], buffer, n);
       leafBase_[leaves[k]] = buffer;
     }
@@ -354,38 +326,17 @@ private:
       return;
     }
     for (const Expr *c : children(e))
-      if (isFused(*c)) loadBases(*c);
+      if (isFused(*c, payload_)) loadBases(*c);
   }
 
   /// out[j] = word at + j of `e`, for j < n.
   void fusedLoop(const Expr &e, llvm::Value *out, llvm::Value *at, llvm::Value *n) {
     auto *ty = intTy(containerBytes(type(e).width));
-    auto store = [&](llvm::Value *j) {
+    countedLoop(i64c(0), n, [&](llvm::Value *j) {
       chunkIndex_ = j;
       llvm::Value *w = value(e, b_.CreateAdd(at, j, "index", /*HasNUW=*/true), ty);
       b_.CreateAlignedStore(w, b_.CreateInBoundsGEP(ty, out, j), llvm::MaybeAlign(1));
-    };
-    if (!needsGroups(e, payload_)) {
-      countedLoop(i64c(0), n, store);
-      return;
-    }
-    // Words up to the next multiple of 8, then groups of 8, then the rest: word 8m + l of a
-    // group is at bit (8m + l)·b of a bit-packed field, so the group's offsets and shifts are
-    // constants and its 8 words come from b consecutive bytes rather than 8 dependent loads.
-    llvm::Value *head = b_.CreateSelect(b_.CreateICmpULT(n, b_.CreateAnd(b_.CreateSub(i64c(0), at), i64c(7))), n,
-                                        b_.CreateAnd(b_.CreateSub(i64c(0), at), i64c(7)), "head");
-    countedLoop(i64c(0), head, store, /*isShort=*/true);
-    llvm::Value *groups = b_.CreateLShr(b_.CreateSub(n, head), 3, "groups");
-    llvm::Value *firstGroup = b_.CreateLShr(b_.CreateAdd(at, head), 3, "group0");
-    countedLoop(i64c(0), groups, [&](llvm::Value *g) {
-      group_ = b_.CreateAdd(firstGroup, g, "group", /*HasNUW=*/true);
-      for (unsigned l = 0; l < 8; ++l) {
-        lane_ = static_cast<int>(l);
-        store(b_.CreateAdd(head, b_.CreateAdd(b_.CreateShl(g, 3, "", /*HasNUW=*/true), i64c(l)), "", /*HasNUW=*/true));
-      }
-      lane_ = -1;
     });
-    countedLoop(b_.CreateAdd(head, b_.CreateShl(groups, 3)), n, store, /*isShort=*/true);
   }
 
   /// `concat`: a switch over the parts, each read up to its length.
@@ -757,49 +708,14 @@ private:
     __builtin_trap(); // a cursor's literal is a leaf
   }
 
-  /// Word `index` of a bitpack literal (lang/BitpackFormat.h), as type `ty`.
+  /// Word `index` of a bitpack literal (lang/BitpackFormat.h) whose words are whole power-of-two
+  /// bytes, or no bits (readsThroughCursor: the runtime unpacks other bit counts), as type `ty`.
   llvm::Value *bitpackValue(const Lit &l, llvm::Value *index, llvm::IntegerType *ty) {
     // The bit count is specialized; appendShapeKey() has checked it against the width.
     const unsigned bits = bitpackBitCount(payload_.data() + l.payload().offset);
     if (bits == 0) return llvm::ConstantInt::get(ty, 0);
-    llvm::Value *base = base_.at(&l); // bitpackBody(): after the bit count
-    if (bits % 8 == 0 && (bits & (bits - 1)) == 0) {
-      // Whole aligned words: a plain strided load the vectorizer handles like raw.
-      auto *elemTy = b_.getIntNTy(bits);
-      return b_.CreateZExtOrTrunc(loadLE(elemTy, b_.CreateInBoundsGEP(elemTy, base, index)), ty);
-    }
-    if (lane_ >= 0) {
-      // Word 8m + j starts at bit 8mb + jb. The group's 8 words are the 8b bits from byte m*b: for
-      // b <= 16 one load of the whole group (the same address in all 8 lanes, so LLVM loads it
-      // once) and a constant shift per lane; wider fields load from byte m*b + (jb >> 3).
-      const unsigned laneBit = static_cast<unsigned>(lane_) * bits;
-      llvm::Value *groupByte = b_.CreateMul(group_, i64c(bits), "", /*HasNUW=*/true);
-      llvm::Value *v;
-      if (8 * bits <= 128) {
-        auto *loadTy = 8 * bits <= 64 ? b_.getInt64Ty() : b_.getInt128Ty();
-        v = loadLE(loadTy, b_.CreateInBoundsGEP(b_.getInt8Ty(), base, groupByte));
-        if (laneBit) v = b_.CreateLShr(v, laneBit);
-      } else {
-        llvm::Value *byte = b_.CreateAdd(groupByte, i64c(laneBit >> 3), "", /*HasNUW=*/true);
-        auto *loadTy = bits <= 57 ? b_.getInt64Ty() : b_.getInt128Ty();
-        v = loadLE(loadTy, b_.CreateInBoundsGEP(b_.getInt8Ty(), base, byte));
-        if (laneBit & 7) v = b_.CreateLShr(v, laneBit & 7);
-      }
-      v = b_.CreateTrunc(v, b_.getIntNTy(bits));
-      return b_.CreateZExtOrTrunc(v, ty);
-    }
-    // Word i occupies bits [i*b, i*b+b) (bitpackBitOffset): load the containing bytes from the
-    // byte holding bit i*b and shift. A 64-bit load covers b + 7 bits for b <= 57; wider fields
-    // need 128 bits. Both loads start at a byte inside the literal, so the payload slack keeps
-    // them in bounds.
-    llvm::Value *bitPos = b_.CreateMul(index, i64c(bits), "bitpos", /*HasNUW=*/true);
-    llvm::Value *byte = b_.CreateLShr(bitPos, 3);
-    llvm::Value *p = b_.CreateInBoundsGEP(b_.getInt8Ty(), base, byte);
-    auto *loadTy = bits <= 57 ? b_.getInt64Ty() : b_.getInt128Ty();
-    llvm::Value *shift = b_.CreateZExt(b_.CreateAnd(bitPos, i64c(7)), loadTy);
-    llvm::Value *v = b_.CreateLShr(loadLE(loadTy, p), shift);
-    v = b_.CreateTrunc(v, b_.getIntNTy(bits));
-    return b_.CreateZExtOrTrunc(v, ty);
+    auto *elemTy = b_.getIntNTy(bits);
+    return b_.CreateZExtOrTrunc(loadLE(elemTy, b_.CreateInBoundsGEP(elemTy, base_.at(&l), index)), ty);
   }
 
   /// Unaligned little-endian load; the payload is little-endian whatever the host.
@@ -827,8 +743,6 @@ private:
   std::unordered_map<const Lit *, llvm::Value *> base_;      ///< where its payload literals are read
   std::unordered_map<const Expr *, llvm::Value *> leafBase_; ///< where its leaves were read into
   llvm::Value *chunkIndex_ = nullptr;                        ///< the word's index within this call: j of out[j]
-  llvm::Value *group_ = nullptr;                             ///< in a group loop: the group m, words 8m .. 8m + 7
-  int lane_ = -1;                                            ///< in a group loop: the word's lane in its group; else -1
 };
 
 } // namespace

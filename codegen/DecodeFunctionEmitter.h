@@ -29,13 +29,16 @@ using DecodeFn = void (*)(uint8_t *out, uint64_t skip, uint64_t count, const voi
                           uint8_t *scratch);
 
 /// The runtime's side of a cursor-decoded literal: its next n words into `out` (each in
-/// containerBytes of the literal's width), a skip, a rewind. Errors are the runtime's to record.
+/// containerBytes of the literal's width), a skip, a rewind, and a view: the next n words where
+/// the cursor holds them decoded, or else read into `scratch`, and where they are. Errors are
+/// the runtime's to record.
 struct LitStreamCallbacks {
   void (*read)(void *stream, void *out, uint64_t n);
   void (*skip)(void *stream, uint64_t n);
   void (*reset)(void *stream);
+  const void *(*view)(void *stream, void *scratch, uint64_t n);
 };
-inline constexpr size_t kLitStreamCallbackCount = 3;
+inline constexpr size_t kLitStreamCallbackCount = 4;
 
 /// What a caller of a DecodeFn allocates for it.
 struct FrameLayout {

@@ -27,10 +27,6 @@ using jit::operandLiterals;
 
 namespace {
 
-/// Below this many functions per module, splitting a checkpoint across compile threads costs more
-/// than it saves.
-constexpr size_t kMinFunctionsPerModule = 16;
-
 /// The first decoding error of a run: the callbacks record it and produce zeros after it; the
 /// driver checks it after every call.
 struct RunState {
@@ -75,7 +71,18 @@ void resetStream(void *handle) {
   if (!s.state->error) s.cursor->reset();
 }
 
-constexpr jit::LitStreamCallbacks kStreamCallbacks{readStream, skipStream, resetStream};
+const void *viewStream(void *handle, void *scratch, uint64_t n) {
+  auto &s = *static_cast<LitStream *>(handle);
+  if (s.containerBytes == 1 && !s.state->error) {
+    auto inPlace = s.cursor->readInPlace8(n);
+    if (!inPlace) s.fail(inPlace.error());
+    else if (*inPlace) return *inPlace;
+  }
+  readStream(handle, scratch, n);
+  return scratch;
+}
+
+constexpr jit::LitStreamCallbacks kStreamCallbacks{readStream, skipStream, resetStream, viewStream};
 
 } // namespace
 
@@ -101,9 +108,10 @@ struct JitDecoder::Impl {
 JitDecoder::JitDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 JitDecoder::~JitDecoder() = default;
 
-Result<std::unique_ptr<JitDecoder>> JitDecoder::create(Notice notice, const std::string &emitLlvm) {
+Result<std::unique_ptr<JitDecoder>> JitDecoder::create(Notice notice, const std::string &emitLlvm,
+                                                      const std::string &cacheDir) {
   const auto start = std::chrono::steady_clock::now();
-  auto session = jit::OrcSession::create(emitLlvm);
+  auto session = jit::OrcSession::create(emitLlvm, cacheDir);
   if (!session) return session.error();
   auto impl = std::make_unique<Impl>();
   impl->setupTime = std::chrono::steady_clock::now() - start;
@@ -131,14 +139,11 @@ Result<void> JitDecoder::prepare(const Checkpoint &c, const Payload &payload) {
     todo.emplace_back(std::move(key), region.program.get());
   }
 
-  const size_t modules = std::clamp<size_t>(todo.size() / kMinFunctionsPerModule, 1, impl.session->compileThreads());
+  // One module per shape, so that each is cached on its own; the session compiles them
+  // concurrently.
   std::vector<jit::OrcSession::Batch> batches;
-  for (size_t i = 0; i < modules; ++i) batches.push_back(impl.session->newBatch());
-  for (size_t i = 0; i < todo.size(); ++i) {
-    const Expr &root = *todo[i].second;
-    impl.session->emit(batches[i % modules], std::move(todo[i].first), root, payload,
-                       chunkWords(streamTypeOf(root).width));
-  }
+  for (auto &[key, root] : todo)
+    batches.push_back(impl.session->emit(std::move(key), *root, payload, chunkWords(streamTypeOf(*root).width)));
   return impl.compile(batches);
 }
 
@@ -166,8 +171,7 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
     auto it = impl.functions.find(key);
     if (it == impl.functions.end()) {
       std::vector<jit::OrcSession::Batch> batches;
-      batches.push_back(impl.session->newBatch());
-      impl.session->emit(batches.back(), key, root, payload, maxWords);
+      batches.push_back(impl.session->emit(key, root, payload, maxWords));
       BREVIS_TRY(impl.compile(batches));
       it = impl.functions.find(key);
     }
@@ -184,14 +188,9 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
   for (size_t k = 0; k < literals.size(); ++k) {
     const Lit &l = *literals[k];
     const uint8_t *bytes = payload.data() + l.payload().offset;
-    switch (l.encoding) {
-    case Encoding::Raw: operands[k] = bytes; continue;
-    case Encoding::Bitpack: operands[k] = bitpackBody(bytes); continue;
-    case Encoding::Huffman:
-    case Encoding::Rans:
-    case Encoding::RansO1:
-    case Encoding::Zstd:
-    case Encoding::Context: break;
+    if (!jit::readsThroughCursor(l, payload)) {
+      operands[k] = l.encoding == Encoding::Bitpack ? bitpackBody(bytes) : bytes;
+      continue;
     }
     auto cursor = LitCursor::open(l, payload);
     if (!cursor) return cursor.error();
@@ -201,7 +200,8 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
   operands[literals.size()] = reinterpret_cast<const void *>(kStreamCallbacks.read);
   operands[literals.size() + 1] = reinterpret_cast<const void *>(kStreamCallbacks.skip);
   operands[literals.size() + 2] = reinterpret_cast<const void *>(kStreamCallbacks.reset);
-  static_assert(jit::kLitStreamCallbackCount == 3);
+  operands[literals.size() + 3] = reinterpret_cast<const void *>(kStreamCallbacks.view);
+  static_assert(jit::kLitStreamCallbackCount == 4);
 
   std::vector<uint64_t> frame(compiled.layout.stateSlots);
   auto scratch = std::make_unique_for_overwrite<uint64_t[]>(compiled.layout.scratchBytes / 8 + 1);
@@ -222,16 +222,23 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
 std::string JitDecoder::summary() const {
   std::lock_guard lock(impl_->mutex);
   auto ms = [](std::chrono::steady_clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
-  const size_t functions = impl_->functions.size(), compiled = impl_->compiled;
-  return fmt::format("jit: {} function{} compiled in {:.0f} ms (session set-up {:.0f} ms); {} region piece{} decoded",
-                     functions, functions == 1 ? "" : "s", ms(impl_->compileTime), ms(impl_->setupTime), compiled,
-                     compiled == 1 ? "" : "s");
+  const size_t functions = impl_->functions.size(), pieces = impl_->compiled;
+  const size_t cached = impl_->session->cacheHits();
+  return fmt::format("jit: {} function{} ({} compiled, {} from the cache) in {:.0f} ms (session set-up {:.0f} ms); "
+                     "{} region piece{} decoded",
+                     functions, functions == 1 ? "" : "s", functions - cached, cached, ms(impl_->compileTime),
+                     ms(impl_->setupTime), pieces, pieces == 1 ? "" : "s");
 }
 
 size_t JitDecoder::compiledRegions() const { return impl_->compiled; }
 size_t JitDecoder::compiledFunctions() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->functions.size();
+}
+
+size_t JitDecoder::cachedFunctions() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->session->cacheHits();
 }
 
 } // namespace brevis

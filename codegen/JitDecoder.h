@@ -34,8 +34,10 @@ public:
 
   /// Sets up the JIT for the host CPU. `notice` (for remarks about decoding) may be empty; a
   /// non-empty `emitLlvm` names a file that receives every module's IR before and after
-  /// optimization (created or truncated here).
-  static Result<std::unique_ptr<JitDecoder>> create(Notice notice, const std::string &emitLlvm = {});
+  /// optimization (created or truncated here); a non-empty `cacheDir` keeps compiled code across
+  /// runs in that directory (docs/jit.md), created if needed, unused where it cannot be.
+  static Result<std::unique_ptr<JitDecoder>> create(Notice notice, const std::string &emitLlvm = {},
+                                                    const std::string &cacheDir = {});
   ~JitDecoder() override;
 
   /// Compiles every region of `c`, specialized to `payload`, in one batch (one function per
@@ -50,13 +52,16 @@ public:
   Result<void> decodeWords(const Region &region, const Payload &payload, uint64_t first, uint64_t count,
                            ByteSink &sink) override;
 
-  /// "jit: N functions compiled in T ms (session set-up S ms); R region pieces decoded".
+  /// "jit: N functions (C compiled, H from the cache) in T ms (session set-up S ms); R region
+  /// pieces decoded".
   std::string summary() const override;
 
   /// Region pieces decodeWords() has decoded.
   size_t compiledRegions() const;
-  /// Functions compiled so far: one per program shape.
+  /// Functions made so far: one per program shape, compiled or loaded from the cache.
   size_t compiledFunctions() const;
+  /// Of those, the ones loaded from the cache.
+  size_t cachedFunctions() const;
 
 private:
   struct Impl;

@@ -32,6 +32,8 @@ struct JitSettings {
   JitNotice notice;
   /// Where to write the generated IR, before and after optimization; empty: nowhere.
   std::string emitLlvm;
+  /// The directory of compiled code kept across runs; empty: none.
+  std::string cacheDir;
 };
 
 /// The factory's type: sets *out to a JIT decoder made with *settings (JitDecoder::create).

@@ -1,6 +1,8 @@
 #include "codegen/OrcSession.h"
 
+#include "codegen/CompiledCodeCache.h"
 #include "codegen/OptimizationPipeline.h"
+#include "runtime/containers/Checksum.h"
 
 #include <llvm/ExecutionEngine/Orc/Core.h>
 #include <llvm/ExecutionEngine/Orc/IRTransformLayer.h>
@@ -13,6 +15,8 @@
 #include <llvm/Support/Error.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
+#include <llvm/Config/llvm-config.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include <fmt/format.h>
@@ -60,7 +64,11 @@ OrcSession::Batch::~Batch() = default;
 
 OrcSession::~OrcSession() = default;
 
-Result<std::unique_ptr<OrcSession>> OrcSession::create(const std::string &irPath) {
+/// Bumped when the optimization pipeline changes: cached code compiled by another pipeline is
+/// correct but not what this build would make.
+constexpr const char *kPipelineVersion = "brevis pipeline 1 (O2)";
+
+Result<std::unique_ptr<OrcSession>> OrcSession::create(const std::string &irPath, const std::string &cacheDir) {
   initializeNativeTarget();
   std::unique_ptr<OrcSession> session(new OrcSession());
   if (!irPath.empty()) {
@@ -79,10 +87,20 @@ Result<std::unique_ptr<OrcSession>> OrcSession::create(const std::string &irPath
     session->cpu_ = (*tm)->getTargetCPU().str();
     session->features_ = (*tm)->getTargetFeatureString().str();
   }
+  session->target_ = fmt::format("{}\n{}\n{}\nLLVM {}\n{}", jtmb->getTargetTriple().str(), session->cpu_,
+                                 session->features_, LLVM_VERSION_STRING, kPipelineVersion);
+  session->cache_ = CompiledCodeCache::open(cacheDir);
   session->compileThreads_ = std::max(1u, std::thread::hardware_concurrency());
   llvm::orc::LLJITBuilder builder;
   builder.setJITTargetMachineBuilder(*jtmb);
   if (session->compileThreads_ > 1) builder.setNumCompileThreads(session->compileThreads_);
+  // The compiler hands what it compiles to the cache (ConcurrentIRCompiler: one TargetMachine
+  // per module, so it is safe on several compile threads).
+  builder.setCompileFunctionCreator(
+      [cache = session->cache_.get()](llvm::orc::JITTargetMachineBuilder target)
+          -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+        return std::make_unique<llvm::orc::ConcurrentIRCompiler>(std::move(target), cache);
+      });
   auto jit = builder.create();
   if (!jit) return toError(jit.takeError(), "the JIT could not start");
   session->jit_ = std::move(*jit);
@@ -103,19 +121,17 @@ Result<std::unique_ptr<OrcSession>> OrcSession::create(const std::string &irPath
   return session;
 }
 
-OrcSession::Batch OrcSession::newBatch() {
+OrcSession::Batch OrcSession::emit(std::string key, const Expr &root, const Payload &payload, uint64_t maxWords) {
   Batch batch;
   batch.ctx = std::make_unique<llvm::LLVMContext>();
-  batch.module = std::make_unique<llvm::Module>(fmt::format("brevis.module{}", nextModule_++), *batch.ctx);
+  batch.module = std::make_unique<llvm::Module>("brevis", *batch.ctx);
   batch.module->setDataLayout(jit_->getDataLayout());
   batch.module->setTargetTriple(jit_->getTargetTriple().str());
-  return batch;
-}
-
-void OrcSession::emit(Batch &batch, std::string key, const Expr &root, const Payload &payload, uint64_t maxWords) {
-  std::string name = fmt::format("brevis_decode_{}", nextFunction_++);
+  const ByteSpan keyBytes(reinterpret_cast<const uint8_t *>(key.data()), key.size());
+  std::string name = fmt::format("brevis_decode_{:016x}", xxh3(keyBytes));
   const FrameLayout layout = emitDecodeFunction(*batch.module, payload, name, root, maxWords, cpu_, features_);
   batch.functions.push_back(Batch::Function{std::move(key), std::move(name), layout});
+  return batch;
 }
 
 Result<void> OrcSession::compile(std::vector<Batch> &batches, std::unordered_map<std::string, Compiled> &functions) {
@@ -131,13 +147,30 @@ Result<void> OrcSession::compile(std::vector<Batch> &batches, std::unordered_map
     std::string problems;
     llvm::raw_string_ostream os(problems);
     if (llvm::verifyModule(*batch.module, &os)) return Error{"the JIT generated invalid code: " + os.str()};
-    if (irLog_) irLog_->write(*batch.module, "as emitted");
     for (auto &f : batch.functions) {
       auto symbol = jit_->mangleAndIntern(f.name);
       symbols.add(symbol);
       wanted.push_back(Wanted{std::move(f.key), std::move(symbol), f.layout});
     }
     batch.functions.clear();
+    std::unique_ptr<llvm::MemoryBuffer> cached;
+    if (cache_) {
+      // The module's text says everything its code depends on; its identifier becomes that key,
+      // under which the compiler's ObjectCache stores what it makes.
+      std::string text;
+      llvm::raw_string_ostream textOut(text);
+      batch.module->print(textOut, nullptr);
+      const std::string cacheKey = CompiledCodeCache::keyOf(textOut.str(), target_);
+      batch.module->setModuleIdentifier(cacheKey);
+      cached = cache_->find(cacheKey);
+    }
+    if (irLog_) irLog_->write(*batch.module, cached ? "as emitted (its code loaded from the cache)" : "as emitted");
+    if (cached) {
+      ++cacheHits_;
+      if (auto err = jit_->addObjectFile(std::move(cached)))
+        return toError(std::move(err), "the JIT could not load cached code");
+      continue;
+    }
     if (auto err = jit_->addIRModule(llvm::orc::ThreadSafeModule(std::move(batch.module), std::move(batch.ctx))))
       return toError(std::move(err), "the JIT could not add a module");
   }

@@ -12,6 +12,23 @@ void operandLiterals(const Expr &e, std::vector<const Lit *> &out) {
   for (const Expr *c : children(e)) operandLiterals(*c, out);
 }
 
+bool readsThroughCursor(const Lit &l, const Payload &payload) {
+  if (l.isInline() || l.type.length == 0) return false;
+  switch (l.encoding) {
+  case Encoding::Raw: return false;
+  case Encoding::Bitpack: {
+    const unsigned bits = bitpackBitCount(payload.data() + l.payload().offset);
+    return bits != 0 && !(bits % 8 == 0 && (bits & (bits - 1)) == 0);
+  }
+  case Encoding::Huffman:
+  case Encoding::Rans:
+  case Encoding::RansO1:
+  case Encoding::Zstd:
+  case Encoding::Context: return true;
+  }
+  __builtin_trap(); // not an Encoding
+}
+
 Result<StreamType> typeOf(const Expr &e) {
   std::vector<StreamType> childTypes;
   std::optional<Error> error;
@@ -129,6 +146,12 @@ Result<void> appendKey(const Expr &e, const Payload &payload, std::string &key) 
     if (bitpackPayloadSize(n, b) > r.size)
       return Error{fmt::format("bitpack literal at @{} holds {} bytes, too few for {} words of {} bits", r.offset,
                                r.size - kBitpackHeaderBytes, n, b)};
+    if (readsThroughCursor(l, payload)) { // code like an entropy-coded literal's, whatever b is
+      key += 'E';
+      appendU64(key, width);
+      key += '+';
+      return {};
+    }
     key += 'B';
     appendU64(key, width);
     key += n == 0 ? '0' : '+';

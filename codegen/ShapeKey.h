@@ -16,6 +16,13 @@ namespace brevis::jit {
 /// their index is their slot in the generated function's `operands` argument.
 void operandLiterals(const Expr &e, std::vector<const Lit *> &out);
 
+/// Whether generated code reads the payload literal `l` through the runtime's cursor, called back
+/// into, rather than locating its words in the payload itself: entropy- and LZ-coded literals,
+/// and bit-packed ones whose bit count is not 0 or a whole power-of-two of bytes (the runtime
+/// unpacks those with BMI2 or AVX-512 VBMI, faster than the loops LLVM makes of them). The
+/// emitter and the chunk driver must agree on it. `l`'s range must lie inside `payload`.
+bool readsThroughCursor(const Lit &l, const Payload &payload);
+
 /// The stream type of an expression by the operators' typing rules (lang/OperatorTyping.h); a
 /// broken rule is an error, so that the generated code's loops and shifts, which follow from
 /// the types, are sound even for a program nobody checked.

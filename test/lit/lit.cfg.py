@@ -14,3 +14,6 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%data", config.brevis_test_data))
 config.substitutions.append(("%jit_module", config.brevis_jit_module))
 config.substitutions.append(("%brevisc_exe", os.path.join(config.brevis_tools_dir, "brevisc")))
+# Compiled code is not kept across runs unless a test asks for it: the tests must not write
+# into the user's cache, and each one's -v summary must not depend on the tests before it.
+config.environment["BREVIS_JIT_CACHE"] = "off"

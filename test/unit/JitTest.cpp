@@ -1,18 +1,23 @@
 // The JIT decoder against the interpreter and against words computed here directly: random
 // programs of every operator, every literal encoding and width, nested merges, chunk boundaries,
-// ranges that start mid-literal, shapes and payload specialization.
+// ranges that start mid-literal, shapes and payload specialization, and the cache of compiled
+// code kept across sessions.
 #include "codegen/JitDecoder.h"
-#include "runtime/execution/Interpreter.h"
+#include "lang/Printer.h"
 #include "runtime/codecs/LitEncode.h"
 #include "runtime/codecs/zstd/ZstdCodec.h"
-#include "lang/Printer.h"
+#include "runtime/execution/Interpreter.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "RandomPrograms.h"
 #include "WordShapes.h"
@@ -368,26 +373,37 @@ TEST(Jit, RandomProgramsMatchInterpreter) {
   EXPECT_EQ(jit->compiledRegions(), regions);
 }
 
-// A prepared checkpoint of random programs decodes the same as on demand.
-TEST(Jit, PreparedRandomCheckpoint) {
-  ProgramBuilder pb(77);
+/// A checkpoint of random programs (ProgramBuilder::random), region i of 8 << (i % 4) bits and
+/// 1 + (i * step) % 20000 words, and the bytes each region must decode to.
+struct RandomCheckpoint {
   Checkpoint c;
   std::vector<Bytes> expected;
+  Payload payload;
+};
+
+RandomCheckpoint randomCheckpoint(uint64_t seed, int regions, uint64_t step, int depth) {
+  ProgramBuilder pb(seed);
+  RandomCheckpoint out;
   uint64_t offset = 0;
-  for (int i = 0; i < 40; ++i) {
-    const unsigned width = 8u << (i % 4);
-    Built b = pb.random(width, 1 + (i * 977) % 20000, 4);
-    expected.push_back(storeWords(b.words, b.width));
-    c.regions.push_back(makeRegion(b, offset));
-    offset += c.regions.back().bytes.size;
+  for (int i = 0; i < regions; ++i) {
+    Built b = pb.random(8u << (i % 4), 1 + (static_cast<uint64_t>(i) * step) % 20000, depth);
+    out.expected.push_back(storeWords(b.words, b.width));
+    out.c.regions.push_back(makeRegion(b, offset));
+    offset += out.c.regions.back().bytes.size;
   }
-  Payload payload = Payload::fromBytes(pb.payload());
+  out.payload = Payload::fromBytes(pb.payload());
+  return out;
+}
+
+// A prepared checkpoint of random programs decodes the same as on demand.
+TEST(Jit, PreparedRandomCheckpoint) {
+  const RandomCheckpoint r = randomCheckpoint(77, 40, 977, 4);
   auto jit = makeJit();
   ASSERT_TRUE(jit);
-  auto prepared = jit->prepare(c, payload);
+  auto prepared = jit->prepare(r.c, r.payload);
   ASSERT_TRUE(prepared) << prepared.error().message;
-  for (size_t i = 0; i < c.regions.size(); ++i)
-    expectSameBytes(*jit, c.regions[i], payload, expected[i], "region " + std::to_string(i));
+  for (size_t i = 0; i < r.c.regions.size(); ++i)
+    expectSameBytes(*jit, r.c.regions[i], r.payload, r.expected[i], "region " + std::to_string(i));
 }
 
 /// `scan add init (lit raw u<width>[n - 1])` and its words.
@@ -462,7 +478,8 @@ TEST(Jit, StructuralShapesAreKeyedByTheirConstants) {
 }
 
 // Regions of one shape (a model's repeated layers) share one compiled function whatever their
-// lengths and payload offsets; another bit count or kind is another shape.
+// lengths and payload offsets; another kind is another shape. Bit-packed literals the runtime
+// unpacks share their code whatever their bit count; a bit count read in place is a shape.
 TEST(Jit, RegionsOfOneShapeShareOneFunction) {
   ProgramBuilder pb(31);
   Checkpoint c;
@@ -476,18 +493,20 @@ TEST(Jit, RegionsOfOneShapeShareOneFunction) {
   for (int i = 0; i < 12; ++i) add(pb.lit(8, 100 + 37 * i, Encoding::Bitpack, 5));
   for (int i = 0; i < 5; ++i) add(pb.lit(16, 50 + 3 * i, Encoding::Raw, 16));
   add(pb.lit(8, 64, Encoding::Bitpack, 6));
+  add(pb.lit(16, 64, Encoding::Bitpack, 8));  // whole bytes: read in place
+  add(pb.lit(16, 64, Encoding::Bitpack, 16)); // another in-place bit count
   Payload payload = Payload::fromBytes(pb.payload());
   auto jit = makeJit();
   ASSERT_TRUE(jit);
   ASSERT_TRUE(jit->prepare(c, payload));
-  EXPECT_EQ(jit->compiledFunctions(), 3u);
+  EXPECT_EQ(jit->compiledFunctions(), 4u);
   for (size_t i = 0; i < c.regions.size(); ++i)
     expectSameBytes(*jit, c.regions[i], payload, expected[i], "region " + std::to_string(i));
-  EXPECT_EQ(jit->compiledFunctions(), 3u);
+  EXPECT_EQ(jit->compiledFunctions(), 4u);
 }
 
-// Code is specialized to the bitpack bit count found in the payload; the same program against a
-// payload with another bit count must not reuse it.
+// Code follows the bitpack bit count found in the payload: the same program against a payload
+// with another bit count decodes that payload's words, never the first one's.
 TEST(Jit, SpecializationFollowsThePayload) {
   auto program = [] {
     return Lit::make(StreamType{8, 2}, Encoding::Bitpack, ByteRange{0, 2});
@@ -511,6 +530,46 @@ TEST(Jit, SpecializationFollowsThePayload) {
   expectSameBytes(*jit, c.regions[0], p3, Bytes{5, 2}, "b = 3");
   expectSameBytes(*jit, c.regions[0], p4, Bytes{9, 3}, "b = 4");
   expectSameBytes(*jit, c.regions[0], p3, Bytes{5, 2}, "b = 3 again");
+}
+
+// Compiled code is kept across sessions in a cache directory: a second session with the same
+// programs compiles nothing and decodes the same bytes; a damaged entry is compiled again.
+TEST(Jit, CompiledCodeIsKeptAcrossSessions) {
+  const RandomCheckpoint r = randomCheckpoint(61, 6, 17, 3);
+  const Checkpoint &c = r.c;
+  const Payload &payload = r.payload;
+  const std::vector<Bytes> &expected = r.expected;
+  const std::string dir = ::testing::TempDir() + "brevis-jit-cache-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  size_t shapes = 0;
+  for (int session = 0; session < 3; ++session) {
+    auto jit = JitDecoder::create({}, {}, dir);
+    ASSERT_TRUE(jit) << jit.error().message;
+    ASSERT_TRUE((*jit)->prepare(c, payload));
+    if (session == 0) {
+      shapes = (*jit)->compiledFunctions();
+      EXPECT_GT(shapes, 1u);
+      EXPECT_EQ((*jit)->cachedFunctions(), 0u);
+    } else if (session == 1) {
+      EXPECT_EQ((*jit)->compiledFunctions(), shapes);
+      EXPECT_EQ((*jit)->cachedFunctions(), shapes);
+    } else {
+      EXPECT_EQ((*jit)->cachedFunctions(), shapes - 1); // the damaged entry was compiled again
+    }
+    for (size_t i = 0; i < c.regions.size(); ++i)
+      expectSameBytes(**jit, c.regions[i], payload, expected[i], "session " + std::to_string(session));
+    if (session == 1) {
+      // Damage one entry: a byte of its code.
+      for (const auto &entry : std::filesystem::directory_iterator(dir)) {
+        if (entry.path().filename().string().rfind("llvmcache-brevis-", 0) != 0) continue;
+        std::fstream f(entry.path(), std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(40);
+        f.put('\x5a');
+        break;
+      }
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Jit, RegionSizeMismatchIsAnError) {

@@ -30,6 +30,18 @@ std::optional<fs::path> moduleFromEnvironment() {
   return fs::absolute(set);
 }
 
+/// The directory of compiled code kept across runs: $BREVIS_JIT_CACHE ("off" or empty: none),
+/// else $XDG_CACHE_HOME/brevis/jit, else $HOME/.cache/brevis/jit (absolute paths only).
+std::string jitCacheDirectory() {
+  if (const char *set = std::getenv("BREVIS_JIT_CACHE")) {
+    if (!*set || std::string_view(set) == "off") return {};
+    return fs::absolute(set).string();
+  }
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/') return std::string(xdg) + "/brevis/jit";
+  if (const char *home = std::getenv("HOME"); home && *home == '/') return std::string(home) + "/.cache/brevis/jit";
+  return {};
+}
+
 /// Where the JIT module may be, in the order searched (DecoderFactory.h), when no file is named.
 std::vector<fs::path> moduleCandidates() {
   std::vector<fs::path> candidates;
@@ -101,7 +113,7 @@ Result<std::unique_ptr<RegionDecoder>> makeRegionDecoder(bool jit, std::function
   static const Result<JitModuleFactory> factory = loadModule();
   if (!factory) return factory.error();
   Result<std::unique_ptr<RegionDecoder>> decoder = Error{"the JIT module made no decoder"};
-  const JitSettings settings{std::move(notice), emitLlvm};
+  const JitSettings settings{std::move(notice), emitLlvm, jitCacheDirectory()};
   (*factory)(&settings, &decoder);
   return decoder;
 }
