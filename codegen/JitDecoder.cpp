@@ -205,14 +205,21 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
 
   std::vector<uint64_t> frame(compiled.layout.stateSlots);
   auto scratch = std::make_unique_for_overwrite<uint64_t[]>(compiled.layout.scratchBytes / 8 + 1);
-  auto chunk = std::make_unique_for_overwrite<uint64_t[]>(kChunkBytes / 8);
-  static_assert(kChunkBytes % 8 == 0);
+  std::unique_ptr<uint64_t[]> chunk; // where words go when the sink's buffer is not aligned for them
   for (uint64_t done = 0; done < count;) {
     const uint64_t n = std::min(maxWords, count - done);
-    compiled.fn(reinterpret_cast<uint8_t *>(chunk.get()), done == 0 ? first : 0, n, operands.data(), frame.data(),
+    // Written in place: into the sink's own buffer where it has one (the writer's), else into
+    // its scratch. The runtime's cursors store whole words there, so it must be aligned for them.
+    uint8_t *out = sink.reserve(n * wordBytes);
+    const bool inPlace = reinterpret_cast<uintptr_t>(out) % wordBytes == 0;
+    if (!inPlace) {
+      if (!chunk) chunk = std::make_unique_for_overwrite<uint64_t[]>(kChunkBytes / 8);
+      out = reinterpret_cast<uint8_t *>(chunk.get());
+    }
+    compiled.fn(out, done == 0 ? first : 0, n, operands.data(), frame.data(),
                 reinterpret_cast<uint8_t *>(scratch.get()));
     if (state.error) return *state.error;
-    BREVIS_TRY(sink.write(reinterpret_cast<const uint8_t *>(chunk.get()), n * wordBytes));
+    BREVIS_TRY(inPlace ? sink.commit(n * wordBytes) : sink.write(out, n * wordBytes));
     done += n;
   }
   ++impl.compiled;

@@ -210,8 +210,8 @@ public:
       size_t take = static_cast<size_t>(std::min<uint64_t>(n, length_ - pos_));
       const Symbol *s = symbols_.get() + pos_;
       if constexpr (MapsAlphabet) {
-        constexpr bool mappable =
-            sizeof(Symbol) == 1 && (std::is_same_v<Out, uint16_t> || std::is_same_v<Out, uint32_t>);
+        constexpr bool mappable = sizeof(Symbol) == 1 && (std::is_same_v<Out, uint8_t> ||
+                                                          std::is_same_v<Out, uint16_t> || std::is_same_v<Out, uint32_t>);
         if constexpr (mappable) {
           if (!smallAlphabet_.empty()) mapByteSymbols(s, take, smallAlphabet_.data(), out);
         }

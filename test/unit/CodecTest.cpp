@@ -228,17 +228,23 @@ TEST(Codec, ByteSymbolsMapToTheirWordsThroughTheSmallAlphabetTable) {
   std::vector<uint8_t> symbols(301);
   for (auto &x : symbols) x = static_cast<uint8_t>(rng() % kSymbolMapEntries);
   symbols[0] = 0, symbols[1] = 63, symbols[2] = 64, symbols[3] = 127;
+  std::array<uint16_t, kSymbolMapEntries> byteTable{}; // words of at most 8 bits
+  for (auto &w : byteTable) w = static_cast<uint16_t>(rng() & 0xff);
   for (size_t n = 0; n <= symbols.size(); n += n < 70 ? 1 : 29) {
     std::vector<uint16_t> out(n + 1, 0xbeef);
     mapByteSymbols(symbols.data(), n, table.data(), out.data());
     std::vector<uint32_t> wide(n + 1, 0xbeefbeef);
     mapByteSymbols(symbols.data(), n, table.data(), wide.data());
+    std::vector<uint8_t> narrow(n + 1, 0xbe);
+    mapByteSymbols(symbols.data(), n, byteTable.data(), narrow.data());
     for (size_t i = 0; i < n; ++i) {
       ASSERT_EQ(out[i], table[symbols[i]]) << "n " << n << " at " << i;
       ASSERT_EQ(wide[i], table[symbols[i]]) << "n " << n << " at " << i;
+      ASSERT_EQ(narrow[i], byteTable[symbols[i]]) << "n " << n << " at " << i;
     }
     EXPECT_EQ(out[n], 0xbeef) << "n " << n; // nothing written past the end
     EXPECT_EQ(wide[n], 0xbeefbeefu) << "n " << n;
+    EXPECT_EQ(narrow[n], 0xbe) << "n " << n;
   }
   for (size_t distinct : {2u, 40u, 64u, 65u, 128u, 129u}) {
     std::vector<uint64_t> alphabet(distinct);
@@ -263,6 +269,24 @@ TEST(Codec, ByteSymbolsMapToTheirWordsThroughTheSmallAlphabetTable) {
       ASSERT_EQ(back[i], words[i]) << distinct << " words, at " << i;
       ASSERT_EQ(wide[i], words[i]) << distinct << " words, at " << i;
     }
+  }
+  // Byte fields (an exponent): read8 maps through the byte table.
+  for (size_t distinct : {2u, 64u, 65u, 128u, 129u}) {
+    std::vector<uint64_t> alphabet(distinct);
+    for (auto &w : alphabet) w = rng() & 0xff;
+    std::vector<uint64_t> words(5000);
+    for (auto &w : words) w = alphabet[std::min<size_t>(distinct - 1, rng() % distinct)];
+    Bytes bytes;
+    ASSERT_TRUE(encodeLit(Encoding::Huffman, words, 8, bytes));
+    Payload payload = Payload::fromBytes(bytes);
+    auto lit = Lit::make(StreamType{8, words.size()}, Encoding::Huffman, ByteRange{0, bytes.size()});
+    ASSERT_TRUE(validateLit(*lit, payload));
+    auto cursor = LitCursor::open(*lit, payload);
+    ASSERT_TRUE(cursor);
+    std::vector<uint8_t> back(words.size());
+    for (size_t at = 0, step = 1; at < back.size(); at += step, step = step * 2 + 1)
+      ASSERT_TRUE((*cursor)->read8(back.data() + at, std::min(step, back.size() - at)));
+    for (size_t i = 0; i < words.size(); ++i) ASSERT_EQ(back[i], words[i]) << distinct << " bytes, at " << i;
   }
 }
 

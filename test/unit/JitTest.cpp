@@ -32,16 +32,28 @@ struct Built {
   unsigned width = 0;
 };
 
-/// Records what it receives, and the largest single write (chunking must bound it).
+/// Records what it receives, and the largest single write (chunking must bound it). Its buffer
+/// for writing in place (reserve) is aligned, or with `oddAddresses` at an odd address, as a
+/// writer's buffer is after a region of odd size.
 class RecordingSink final : public ByteSink {
 public:
+  explicit RecordingSink(bool oddAddresses = false) : skew_(oddAddresses ? 1 : 0) {}
   Result<void> write(const uint8_t *data, size_t size) override {
     bytes.insert(bytes.end(), data, data + size);
     largestWrite = std::max(largestWrite, size);
     return {};
   }
+  uint8_t *reserve(size_t size) override {
+    room_.resize(size + skew_);
+    return room_.data() + skew_;
+  }
+  Result<void> commit(size_t size) override { return write(room_.data() + skew_, size); }
   Bytes bytes;
   size_t largestWrite = 0;
+
+private:
+  size_t skew_;
+  Bytes room_;
 };
 
 Bytes storeWords(const std::vector<uint64_t> &words, unsigned width) {
@@ -209,11 +221,13 @@ TEST(Jit, RandomProgramsOfEveryOperatorMatchTheInterpreter) {
       Bytes expected;
       VectorSink interpreterSink(expected);
       ASSERT_TRUE(Interpreter().decode(region, payload, interpreterSink)) << what;
-      RecordingSink whole;
-      auto done = jit->decode(region, payload, whole);
-      ASSERT_TRUE(done) << what << ": " << done.error().message;
-      EXPECT_LE(whole.largestWrite, JitDecoder::kChunkBytes) << what;
-      ASSERT_TRUE(whole.bytes == expected) << what;
+      for (bool odd : {false, true}) {
+        RecordingSink whole(odd);
+        auto done = jit->decode(region, payload, whole);
+        ASSERT_TRUE(done) << what << ": " << done.error().message;
+        EXPECT_LE(whole.largestWrite, JitDecoder::kChunkBytes) << what;
+        ASSERT_TRUE(whole.bytes == expected) << what << (odd ? ", into a buffer at an odd address" : "");
+      }
       const StreamType t = streamTypeOf(*region.program);
       const unsigned cb = containerBytes(t.width);
       for (int k = 0; k < 3 && t.length > 0; ++k, ++ranges) {
