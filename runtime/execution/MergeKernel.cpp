@@ -89,14 +89,15 @@ template <typename T>
 Result<void> runShiftOr(std::vector<Field> &fields, const Payload &payload, uint64_t first, uint64_t count,
                         ByteSink &sink) {
   const size_t chunk = static_cast<size_t>(std::min<uint64_t>(kFusedChunkWords, count));
-  std::vector<T> part(fields.size() > 1 ? chunk : 0), local;
+  auto part = std::make_unique_for_overwrite<T[]>(fields.size() > 1 ? chunk : 0); // written before read
+  std::vector<T> local;
   for (uint64_t done = 0; done < count;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, count - done));
     OutputChunk<T> out(sink, local, n);
     T *acc = out.words();
     for (size_t k = 0; k < fields.size(); ++k) {
       Field &f = fields[k];
-      T *dst = k == 0 ? acc : part.data();
+      T *dst = k == 0 ? acc : part.get();
       if (!f.lit) {
         if (k == 0) std::fill_n(dst, n, static_cast<T>(f.value));
       } else if (f.cursor) {
@@ -106,7 +107,7 @@ Result<void> runShiftOr(std::vector<Field> &fields, const Payload &payload, uint
       }
       if (k == 0) continue;
       if (!f.lit) shiftOrConst(acc, static_cast<T>(f.value), n, f.width);
-      else shiftOr(acc, part.data(), n, f.width);
+      else shiftOr(acc, part.get(), n, f.width);
     }
     BREVIS_TRY(out.commit());
     done += n;
@@ -173,13 +174,14 @@ Result<void> runBytes(std::vector<Field> &fields, const Payload &payload, uint64
       constant = static_cast<T>(constant | static_cast<T>(fields[k].value) << shifts[k]);
     }
   }
-  std::vector<uint8_t> parts(lits.size() * chunk);
+  // Every byte of a part is written before it is read: no need to zero them.
+  auto parts = std::make_unique_for_overwrite<uint8_t[]>(lits.size() * chunk);
   std::vector<T> local;
   for (uint64_t done = 0; done < count;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, count - done));
     const uint8_t *p[kMaxByteFields] = {};
     for (size_t k = 0; k < lits.size(); ++k) {
-      uint8_t *part = parts.data() + k * chunk;
+      uint8_t *part = parts.get() + k * chunk;
       p[k] = part;
       if (!lits[k]->cursor) {
         decodeLitNarrow(*lits[k]->lit, payload, first + done, n, part);

@@ -298,15 +298,59 @@ uint64_t ContextDecoder::blockLength(size_t b) const { return std::min(blockWord
 
 namespace {
 
+/// A block's models, set to even odds a tree (the models of one lane in one context) at a time,
+/// when a word first uses it. A 16-bit word has 512 trees (256 KB of models); a block of a few
+/// thousand words touches few of them, and setting them all before decoding was a quarter of
+/// the instructions of decoding a checkpoint of small tensors. The memory is the thread's,
+/// reused from block to block; a tree's stamp says whether it was set for this block.
+class BlockModels {
+public:
+  explicit BlockModels(const Lanes &lanes) : lanes_(lanes) {
+    size_t trees = 0;
+    for (unsigned l = 0; l < lanes.count; ++l) {
+      treeBase_[l] = trees;
+      trees += size_t{1} << (l == 0 ? lanes.bits[0] : lanes.bits[l - 1]);
+    }
+    thread_local std::vector<uint16_t> models;
+    thread_local std::vector<uint32_t> stamps;
+    thread_local uint32_t generation = 0;
+    if (models.size() < lanes.models) models.resize(lanes.models);
+    if (stamps.size() < trees) stamps.resize(trees, 0);
+    if (++generation == 0) { // after 2^32 blocks every stamp could look current: clear them
+      std::fill(stamps.begin(), stamps.end(), 0);
+      generation = 1;
+    }
+    models_ = models.data();
+    stamps_ = stamps.data();
+    generation_ = generation;
+  }
+
+  /// The models of lane `lane` in context `context`, indexed by bit-tree node (1 ..).
+  [[gnu::always_inline]] uint16_t *tree(unsigned lane, unsigned context) {
+    uint16_t *const t = models_ + lanes_.modelBase[lane] + (size_t{context} << lanes_.bits[lane]);
+    uint32_t &stamp = stamps_[treeBase_[lane] + context];
+    if (stamp != generation_) [[unlikely]] {
+      stamp = generation_;
+      std::fill_n(t, size_t{1} << lanes_.bits[lane], kProbInit);
+    }
+    return t;
+  }
+
+private:
+  const Lanes &lanes_;
+  std::array<size_t, 4> treeBase_{};
+  uint16_t *models_ = nullptr;
+  uint32_t *stamps_ = nullptr;
+  uint32_t generation_ = 0;
+};
+
 /// Decodes `length` words of one or two lanes, the top one of TopBits bits, the other (if any)
 /// of 8: with the lanes' widths constant, each lane's bits unroll into straight-line steps.
 template <typename T, unsigned LaneCount, unsigned TopBits>
-void decodeNarrowWords(RangeDecoder &coder, uint16_t *models, const Lanes &lanes, unsigned rate, uint64_t length,
-                       T *out) {
-  uint16_t *const low = models + lanes.modelBase[1];
+void decodeNarrowWords(RangeDecoder &coder, BlockModels &models, unsigned rate, uint64_t length, T *out) {
   unsigned previousTop = 0;
   for (uint64_t i = 0; i < length; ++i) {
-    uint16_t *const tree = models + (size_t{previousTop} << TopBits);
+    uint16_t *const tree = models.tree(0, previousTop);
     unsigned node = 1;
 #pragma GCC unroll 8
     for (unsigned k = 0; k < TopBits; ++k) node = node * 2 + coder.decode(tree[node], rate);
@@ -315,7 +359,7 @@ void decodeNarrowWords(RangeDecoder &coder, uint16_t *models, const Lanes &lanes
     if constexpr (LaneCount == 1) {
       out[i] = static_cast<T>(top);
     } else {
-      uint16_t *const byteTree = low + (size_t{top} << 8);
+      uint16_t *const byteTree = models.tree(1, top);
       unsigned byteNode = 1;
 #pragma GCC unroll 8
       for (unsigned k = 0; k < 8; ++k) byteNode = byteNode * 2 + coder.decode(byteTree[byteNode], rate);
@@ -325,11 +369,11 @@ void decodeNarrowWords(RangeDecoder &coder, uint16_t *models, const Lanes &lanes
 }
 
 template <typename T, unsigned LaneCount>
-void decodeNarrowWords(RangeDecoder &coder, uint16_t *models, const Lanes &lanes, unsigned rate, uint64_t length,
+void decodeNarrowWords(RangeDecoder &coder, BlockModels &models, const Lanes &lanes, unsigned rate, uint64_t length,
                        T *out) {
   switch (lanes.bits[0]) {
 #define BREVIS_TOP_BITS(b)                                                                                               \
-  case b: return decodeNarrowWords<T, LaneCount, b>(coder, models, lanes, rate, length, out);
+  case b: return decodeNarrowWords<T, LaneCount, b>(coder, models, rate, length, out);
     BREVIS_TOP_BITS(1) BREVIS_TOP_BITS(2) BREVIS_TOP_BITS(3) BREVIS_TOP_BITS(4)
     BREVIS_TOP_BITS(5) BREVIS_TOP_BITS(6) BREVIS_TOP_BITS(7) BREVIS_TOP_BITS(8)
 #undef BREVIS_TOP_BITS
@@ -339,7 +383,7 @@ void decodeNarrowWords(RangeDecoder &coder, uint16_t *models, const Lanes &lanes
 
 /// Any number of lanes (words of 17 to 32 bits).
 template <typename T>
-void decodeWideWords(RangeDecoder &coder, uint16_t *models, const Lanes &lanes, unsigned rate, uint64_t length,
+void decodeWideWords(RangeDecoder &coder, BlockModels &models, const Lanes &lanes, unsigned rate, uint64_t length,
                      T *out) {
   unsigned previousTop = 0;
   for (uint64_t i = 0; i < length; ++i) {
@@ -347,7 +391,7 @@ void decodeWideWords(RangeDecoder &coder, uint16_t *models, const Lanes &lanes, 
     uint64_t word = 0;
     for (unsigned l = 0; l < lanes.count; ++l) {
       const unsigned bits = lanes.bits[l];
-      uint16_t *tree = models + lanes.modelBase[l] + (size_t{context} << bits);
+      uint16_t *tree = models.tree(l, context);
       unsigned node = 1;
       for (unsigned k = 0; k < bits; ++k) node = node * 2 + coder.decode(tree[node], rate);
       const unsigned value = node - (1u << bits);
@@ -363,14 +407,13 @@ void decodeWideWords(RangeDecoder &coder, uint16_t *models, const Lanes &lanes, 
 
 template <typename T> Result<void> ContextDecoder::decodeBlock(size_t b, T *out) const {
   const Lanes lanes(width_);
-  thread_local std::vector<uint16_t> models;
-  models.assign(lanes.models, kProbInit);
+  BlockModels models(lanes);
   const ByteSpan bytes = blocks_[b];
   RangeDecoder coder(bytes.data(), bytes.data() + bytes.size());
   const uint64_t length = blockLength(b);
-  if (lanes.count == 1) decodeNarrowWords<T, 1>(coder, models.data(), lanes, rate_, length, out);
-  else if (lanes.count == 2) decodeNarrowWords<T, 2>(coder, models.data(), lanes, rate_, length, out);
-  else decodeWideWords(coder, models.data(), lanes, rate_, length, out);
+  if (lanes.count == 1) decodeNarrowWords<T, 1>(coder, models, lanes, rate_, length, out);
+  else if (lanes.count == 2) decodeNarrowWords<T, 2>(coder, models, lanes, rate_, length, out);
+  else decodeWideWords(coder, models, lanes, rate_, length, out);
   // A well-formed block holds every byte the decoder reads (the encoder flushes four more than
   // the last bit needs); past its end, the words decoded are not the block's.
   if (coder.overran()) return Error{fmt::format("context block {} is corrupt or truncated: its coder reads past its end", b)};

@@ -22,7 +22,7 @@ inline constexpr unsigned kHuffmanFullTableShift = 2;
 inline constexpr unsigned kHuffmanFullPairTableShift = 5;
 /// Byte alphabets decode several symbols per lookup (a pair table of 2^K entries, each built by
 /// up to three lookups) from 2^(K + this) words on.
-inline constexpr unsigned kHuffmanPairTableShift = 1;
+inline constexpr unsigned kHuffmanPairTableShift = 2;
 /// The primary table's index bits K for a code of `symbols` words whose longest code has
 /// `maxLength` bits, decoding `count` words: maxLength where it is at most kHuffmanPrimaryBits or
 /// the literal is long enough (above); kHuffmanPrimaryBits otherwise.
