@@ -12,13 +12,19 @@
 
 #include <cstring>
 
+#include <unistd.h>
+
 namespace brevis::jit {
 
 namespace {
 
-// An entry: the magic, the object's size and its XXH3-64 (both little-endian), the object.
-constexpr char kMagic[8] = {'B', 'R', 'V', 'J', 'I', 'T', 'O', '1'};
-constexpr size_t kHeaderBytes = sizeof kMagic + 16;
+// An entry: the magic, its key (32 hexadecimal digits: a copy of another entry is not this
+// one), the object's size and its XXH3-64 (both little-endian), the object.
+constexpr char kMagic[8] = {'B', 'R', 'V', 'J', 'I', 'T', 'O', '2'};
+constexpr size_t kKeyBytes = 32;
+constexpr size_t kHeaderBytes = sizeof kMagic + kKeyBytes + 16;
+/// Larger entries are not read (a decoder's object is a few KB; a huge inline literal's, MBs).
+constexpr uint64_t kMaxEntryBytes = uint64_t{256} << 20;
 
 // pruneCache() considers only files whose names start with "llvmcache-".
 constexpr const char *kEntryPrefix = "llvmcache-brevis-";
@@ -47,6 +53,12 @@ ByteSpan bytesOf(std::string_view s) { return ByteSpan(reinterpret_cast<const ui
 std::unique_ptr<CompiledCodeCache> CompiledCodeCache::open(const std::string &dir) {
   if (dir.empty()) return nullptr;
   if (llvm::sys::fs::create_directories(dir, /*IgnoreExisting=*/true, llvm::sys::fs::perms::owner_all)) return nullptr;
+  // Its entries run as code: the directory must be this user's, and nobody else's to write.
+  llvm::sys::fs::file_status st;
+  if (llvm::sys::fs::status(dir, st, /*Follow=*/false) || st.type() != llvm::sys::fs::file_type::directory_file ||
+      st.getUser() != ::geteuid() ||
+      (st.permissions() & (llvm::sys::fs::perms::group_write | llvm::sys::fs::perms::others_write)) != 0)
+    return nullptr;
   std::unique_ptr<CompiledCodeCache> cache(new CompiledCodeCache(dir));
   llvm::CachePruningPolicy policy;
   policy.Interval = std::chrono::hours(1);
@@ -69,12 +81,21 @@ std::string CompiledCodeCache::keyOf(std::string_view irText, std::string_view t
 std::string CompiledCodeCache::pathOf(const std::string &key) const { return dir_ + "/" + kEntryPrefix + key; }
 
 std::unique_ptr<llvm::MemoryBuffer> CompiledCodeCache::find(const std::string &key) const {
-  auto file = llvm::MemoryBuffer::getFile(pathOf(key), /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  // Only a regular file of a bounded size, not followed if a link: a device or a pipe in an
+  // entry's place would be read forever.
+  const std::string path = pathOf(key);
+  llvm::sys::fs::file_status st;
+  if (llvm::sys::fs::status(path, st, /*Follow=*/false) || st.type() != llvm::sys::fs::file_type::regular_file ||
+      st.getSize() < kHeaderBytes || st.getSize() > kMaxEntryBytes || key.size() != kKeyBytes)
+    return nullptr;
+  auto file = llvm::MemoryBuffer::getFileSlice(path, st.getSize(), 0);
   if (!file) return nullptr;
   const llvm::StringRef bytes = (*file)->getBuffer();
-  if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) return nullptr;
-  const uint64_t size = loadLE64(bytes.data() + sizeof kMagic);
-  const uint64_t sum = loadLE64(bytes.data() + sizeof kMagic + 8);
+  if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0 ||
+      std::memcmp(bytes.data() + sizeof kMagic, key.data(), kKeyBytes) != 0)
+    return nullptr;
+  const uint64_t size = loadLE64(bytes.data() + sizeof kMagic + kKeyBytes);
+  const uint64_t sum = loadLE64(bytes.data() + sizeof kMagic + kKeyBytes + 8);
   if (size != bytes.size() - kHeaderBytes) return nullptr;
   const llvm::StringRef object = bytes.drop_front(kHeaderBytes);
   if (xxh3(bytesOf(std::string_view(object.data(), object.size()))) != sum) return nullptr;
@@ -84,7 +105,9 @@ std::unique_ptr<llvm::MemoryBuffer> CompiledCodeCache::find(const std::string &k
 void CompiledCodeCache::notifyObjectCompiled(const llvm::Module *module, llvm::MemoryBufferRef object) {
   const std::string key = module->getModuleIdentifier();
   const llvm::StringRef body = object.getBuffer();
+  if (key.size() != kKeyBytes) return;
   std::string header(kMagic, sizeof kMagic);
+  header += key;
   appendLE64(header, body.size());
   appendLE64(header, xxh3(bytesOf(std::string_view(body.data(), body.size()))));
   int fd = -1;

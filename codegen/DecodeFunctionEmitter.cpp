@@ -105,7 +105,7 @@ public:
     callSkip(readers, skip);
     b_.CreateBr(reading);
     b_.SetInsertPoint(reading);
-    callRead(readers, out, count);
+    callRead(readers, out, count, /*inlined=*/true);
     const unsigned cb = containerBytes(type(root).width);
     if (bigEndian_ && cb > 1) {
       // Readers keep words in the host's order; the output is little-endian.
@@ -125,6 +125,7 @@ private:
   /// the entry's operands, state and scratch.
   struct Readers {
     llvm::Function *read = nullptr, *skip = nullptr, *reset = nullptr;
+    bool stream = false; ///< a cursor's: a call into the runtime, inlined where it is read
   };
   /// The current function's operands, state and scratch.
   struct Env {
@@ -177,13 +178,21 @@ private:
     env_ = {fn->getArg(0), fn->getArg(1), fn->getArg(2)};
   }
 
-  void callRead(const Readers &r, llvm::Value *out, llvm::Value *n) {
-    b_.CreateCall(r.read, {env_.operands, env_.state, env_.scratch, out, n});
+  // Compile time must grow with the program, not faster: every reader is a function of its
+  // own, called once a chunk (a few nanoseconds against microseconds of work), so that the
+  // optimizer never sees nested loops of the whole program in one function (a scan nested 50
+  // deep took 20 s to compile inlined). Only the runtime's cursor calls are inlined, and the
+  // entry point's read of the root.
+  void callRead(const Readers &r, llvm::Value *out, llvm::Value *n, bool inlined = false) {
+    auto *call = b_.CreateCall(r.read, {env_.operands, env_.state, env_.scratch, out, n});
+    if (!inlined && !r.stream) call->setIsNoInline();
   }
   void callSkip(const Readers &r, llvm::Value *n) {
-    b_.CreateCall(r.skip, {env_.operands, env_.state, env_.scratch, n});
+    b_.CreateCall(r.skip, {env_.operands, env_.state, env_.scratch, n})->setIsNoInline();
   }
-  void callReset(const Readers &r) { b_.CreateCall(r.reset, {env_.operands, env_.state, env_.scratch}); }
+  void callReset(const Readers &r) {
+    b_.CreateCall(r.reset, {env_.operands, env_.state, env_.scratch})->setIsNoInline();
+  }
 
   // --- State and scratch ---------------------------------------------------------------------
 
@@ -246,9 +255,21 @@ private:
     __builtin_trap(); // fused, or rejected by appendShapeKey (holes)
   }
 
+  /// Readers of a stream of no words (a concat's empty parts), made once per module.
+  Readers emptyReaders() {
+    if (empty_.read) return empty_;
+    empty_ = declare("empty");
+    for (llvm::Function *fn : {empty_.read, empty_.skip, empty_.reset}) {
+      begin(fn);
+      b_.CreateRetVoid();
+    }
+    return empty_;
+  }
+
   /// A literal a cursor decodes: the runtime's callbacks on its stream handle.
   Readers streamReaders(const Lit &l) {
-    const Readers r = declare("stream");
+    Readers r = declare("stream");
+    r.stream = true;
     const unsigned k = operandIndex_.at(&l);
     auto callback = [&](unsigned which, std::vector<llvm::Type *> params, std::vector<llvm::Value *> args) {
       llvm::Value *stream = operand(k, "stream");
@@ -344,60 +365,77 @@ private:
     std::vector<Readers> parts;
     std::vector<uint64_t> lengths;
     for (const auto &p : c.parts) {
-      parts.push_back(readersOf(*p));
       lengths.push_back(type(*p).length);
+      // An empty part is never read: all of them share readers that do nothing.
+      parts.push_back(lengths.back() == 0 ? emptyReaders() : readersOf(*p));
     }
     const unsigned partSlot = newSlot(), posSlot = newSlot();
     const unsigned cb = containerBytes(type(c).width);
     const Readers r = declare("concat");
 
-    // Walks n words forward across the parts, handing each part its share to `step`; `out`
-    // (null for skip) advances with them.
-    auto walk = [&](llvm::Function *fn, llvm::Value *out, llvm::Value *n,
-                    const std::function<void(size_t, llvm::Value *, llvm::Value *)> &step) {
+    // The parts' lengths and readers are tables the walk indexes: its code is the same for 3
+    // parts or 4096 (code per part, inlined or chained, took the optimizer time quadratic in
+    // the parts: 45 s for 400).
+    std::vector<llvm::Constant *> lengthWords, reads, skips;
+    for (size_t k = 0; k < parts.size(); ++k) {
+      lengthWords.push_back(i64c(lengths[k]));
+      reads.push_back(parts[k].read);
+      skips.push_back(parts[k].skip);
+    }
+    auto table = [&](llvm::Type *elemTy, const std::vector<llvm::Constant *> &entries, const char *name) {
+      auto *arrayTy = llvm::ArrayType::get(elemTy, entries.size());
+      auto *g = new llvm::GlobalVariable(module_, arrayTy, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
+                                         llvm::ConstantArray::get(arrayTy, entries), name);
+      g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+      return std::pair{g, arrayTy};
+    };
+    const auto [lengthTable, lengthTy] = table(i64(), lengthWords, "concat.lengths");
+    const auto [readTable, readTy] = table(ptrTy(), reads, "concat.reads");
+    const auto [skipTable, skipTy] = table(ptrTy(), skips, "concat.skips");
+    auto *readFnTy = parts.front().read->getFunctionType();
+    auto *skipFnTy = parts.front().skip->getFunctionType();
+    const uint64_t partCount = parts.size();
+
+    // Walks n words forward across the parts, each part's share read (or skipped) by its reader;
+    // `out` (null for skip) advances with them.
+    auto walk = [&](llvm::Function *fn, llvm::Value *out, llvm::Value *n) {
       llvm::BasicBlock *entry = b_.GetInsertBlock();
       llvm::Value *part0 = loadSlot(partSlot, "part");
       llvm::Value *pos0 = loadSlot(posSlot, "pos");
       auto *loop = block("walk", fn);
-      auto *dispatch = block("dispatch", fn);
+      auto *body = block("walk.part", fn);
       auto *exit = block("walk.exit", fn);
       b_.CreateBr(loop);
       b_.SetInsertPoint(loop);
-      auto *part = b_.CreatePHI(i64(), 0, "part");
-      auto *pos = b_.CreatePHI(i64(), 0, "pos");
-      auto *left = b_.CreatePHI(i64(), 0, "left");
-      llvm::PHINode *at = out ? b_.CreatePHI(ptrTy(), 0, "at") : nullptr;
+      auto *part = b_.CreatePHI(i64(), 2, "part");
+      auto *pos = b_.CreatePHI(i64(), 2, "pos");
+      auto *left = b_.CreatePHI(i64(), 2, "left");
+      llvm::PHINode *at = out ? b_.CreatePHI(ptrTy(), 2, "at") : nullptr;
       part->addIncoming(part0, entry);
       pos->addIncoming(pos0, entry);
       left->addIncoming(n, entry);
       if (at) at->addIncoming(out, entry);
-      b_.CreateCondBr(b_.CreateICmpEQ(left, i64c(0)), exit, dispatch);
-      b_.SetInsertPoint(dispatch);
-      auto *sw = b_.CreateSwitch(part, exit, static_cast<unsigned>(parts.size()));
-      for (size_t k = 0; k < parts.size(); ++k) {
-        auto *check = block("part", fn);
-        auto *next = block("part.next", fn);
-        auto *take = block("part.take", fn);
-        sw->addCase(i64c(k), check);
-        b_.SetInsertPoint(check);
-        llvm::Value *remaining = b_.CreateSub(i64c(lengths[k]), pos, "remaining");
-        b_.CreateCondBr(b_.CreateICmpEQ(remaining, i64c(0)), next, take);
-        b_.SetInsertPoint(next);
-        part->addIncoming(i64c(k + 1), next);
-        pos->addIncoming(i64c(0), next);
-        left->addIncoming(left, next);
-        if (at) at->addIncoming(at, next);
-        b_.CreateBr(loop);
-        b_.SetInsertPoint(take);
-        llvm::Value *count = b_.CreateSelect(b_.CreateICmpULT(remaining, left), remaining, left, "take");
-        step(k, at, count);
-        part->addIncoming(i64c(k), b_.GetInsertBlock());
-        pos->addIncoming(b_.CreateAdd(pos, count), b_.GetInsertBlock());
-        left->addIncoming(b_.CreateSub(left, count), b_.GetInsertBlock());
-        if (at)
-          at->addIncoming(b_.CreateInBoundsGEP(b_.getInt8Ty(), at, b_.CreateMul(count, i64c(cb))), b_.GetInsertBlock());
-        b_.CreateBr(loop);
+      b_.CreateCondBr(b_.CreateAnd(b_.CreateICmpNE(left, i64c(0)), b_.CreateICmpULT(part, i64c(partCount))), body,
+                      exit);
+      b_.SetInsertPoint(body);
+      llvm::Value *length =
+          b_.CreateLoad(i64(), b_.CreateInBoundsGEP(lengthTy, lengthTable, {i64c(0), part}), "length");
+      llvm::Value *remaining = b_.CreateSub(length, pos, "remaining");
+      llvm::Value *count = b_.CreateSelect(b_.CreateICmpULT(remaining, left), remaining, left, "take");
+      if (at) {
+        llvm::Value *reader = b_.CreateLoad(ptrTy(), b_.CreateInBoundsGEP(readTy, readTable, {i64c(0), part}));
+        b_.CreateCall(readFnTy, reader, {env_.operands, env_.state, env_.scratch, at, count});
+      } else {
+        llvm::Value *skipper = b_.CreateLoad(ptrTy(), b_.CreateInBoundsGEP(skipTy, skipTable, {i64c(0), part}));
+        b_.CreateCall(skipFnTy, skipper, {env_.operands, env_.state, env_.scratch, count});
       }
+      llvm::Value *taken = b_.CreateAdd(pos, count);
+      llvm::Value *finished = b_.CreateICmpEQ(taken, length);
+      part->addIncoming(b_.CreateSelect(finished, b_.CreateAdd(part, i64c(1)), part), body);
+      pos->addIncoming(b_.CreateSelect(finished, i64c(0), taken), body);
+      left->addIncoming(b_.CreateSub(left, count), body);
+      if (at) at->addIncoming(b_.CreateInBoundsGEP(b_.getInt8Ty(), at, b_.CreateMul(count, i64c(cb))), body);
+      b_.CreateBr(loop);
       b_.SetInsertPoint(exit);
       storeSlot(partSlot, part);
       storeSlot(posSlot, pos);
@@ -405,11 +443,9 @@ private:
     };
 
     begin(r.read);
-    walk(r.read, r.read->getArg(3), r.read->getArg(4),
-         [&](size_t k, llvm::Value *at, llvm::Value *count) { callRead(parts[k], at, count); });
+    walk(r.read, r.read->getArg(3), r.read->getArg(4));
     begin(r.skip);
-    walk(r.skip, nullptr, r.skip->getArg(3),
-         [&](size_t k, llvm::Value *, llvm::Value *count) { callSkip(parts[k], count); });
+    walk(r.skip, nullptr, r.skip->getArg(3));
     begin(r.reset);
     for (const Readers &p : parts)
       callReset(p);
@@ -736,6 +772,7 @@ private:
   Env env_;
   size_t readerCount_ = 0;
   uint64_t stateSlots_ = 0, scratchBytes_ = 0;
+  Readers empty_; ///< emptyReaders(), once made
   std::unordered_map<const Expr *, StreamType> types_;
   std::unordered_map<const Lit *, unsigned> operandIndex_; ///< each payload literal's operand slot
   unsigned callbacksIndex_ = 0;                            ///< the first LitStreamCallbacks slot

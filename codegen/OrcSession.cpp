@@ -142,6 +142,7 @@ Result<void> OrcSession::compile(std::vector<Batch> &batches, std::unordered_map
     FrameLayout layout;
   };
   std::vector<Wanted> wanted;
+  size_t hits = 0; // counted once their code is found
   for (Batch &batch : batches) {
     if (batch.functions.empty()) continue;
     std::string problems;
@@ -166,7 +167,7 @@ Result<void> OrcSession::compile(std::vector<Batch> &batches, std::unordered_map
     }
     if (irLog_) irLog_->write(*batch.module, cached ? "as emitted (its code loaded from the cache)" : "as emitted");
     if (cached) {
-      ++cacheHits_;
+      ++hits;
       if (auto err = jit_->addObjectFile(std::move(cached)))
         return toError(std::move(err), "the JIT could not load cached code");
       continue;
@@ -180,6 +181,7 @@ Result<void> OrcSession::compile(std::vector<Batch> &batches, std::unordered_map
   auto &session = jit_->getExecutionSession();
   auto found = session.lookup(llvm::orc::makeJITDylibSearchOrder(&jit_->getMainJITDylib()), std::move(symbols));
   if (!found) return toError(found.takeError(), "the JIT could not compile the decoders");
+  cacheHits_ += hits;
   for (auto &w : wanted) {
     auto it = found->find(w.symbol);
     if (it == found->end()) return Error{fmt::format("the JIT lost the decoder {}", *w.symbol)};

@@ -113,7 +113,8 @@ Result<std::unique_ptr<RegionDecoder>> makeRegionDecoder(bool jit, std::function
   static const Result<JitModuleFactory> factory = loadModule();
   if (!factory) return factory.error();
   Result<std::unique_ptr<RegionDecoder>> decoder = Error{"the JIT module made no decoder"};
-  const JitSettings settings{std::move(notice), emitLlvm, jitCacheDirectory()};
+  // Code loaded from the cache has no optimized IR to show: --emit-llvm compiles everything.
+  const JitSettings settings{std::move(notice), emitLlvm, emitLlvm.empty() ? jitCacheDirectory() : std::string()};
   (*factory)(&settings, &decoder);
   return decoder;
 }
