@@ -90,10 +90,11 @@ Result<std::unique_ptr<OrcSession>> OrcSession::create(const std::string &irPath
   session->target_ = fmt::format("{}\n{}\n{}\nLLVM {}\n{}", jtmb->getTargetTriple().str(), session->cpu_,
                                  session->features_, LLVM_VERSION_STRING, kPipelineVersion);
   session->cache_ = CompiledCodeCache::open(cacheDir);
-  session->compileThreads_ = std::max(1u, std::thread::hardware_concurrency());
+  // One compile thread per hardware thread: the modules of a checkpoint compile concurrently.
+  const unsigned compileThreads = std::max(1u, std::thread::hardware_concurrency());
   llvm::orc::LLJITBuilder builder;
   builder.setJITTargetMachineBuilder(*jtmb);
-  if (session->compileThreads_ > 1) builder.setNumCompileThreads(session->compileThreads_);
+  if (compileThreads > 1) builder.setNumCompileThreads(compileThreads);
   // The compiler hands what it compiles to the cache (ConcurrentIRCompiler: one TargetMachine
   // per module, so it is safe on several compile threads).
   builder.setCompileFunctionCreator(

@@ -56,9 +56,6 @@ public:
   static Result<std::unique_ptr<OrcSession>> create(const std::string &irPath = {}, const std::string &cacheDir = {});
   ~OrcSession();
 
-  /// How many modules the session compiles at once: one per hardware thread.
-  unsigned compileThreads() const { return compileThreads_; }
-
   /// A module holding the function for `root` (shape `key`), producing at most `maxWords` words a
   /// call, found under `key` once compiled. Its name derives from the key, so that the module's
   /// text, and its place in the compiled-code cache, are the same in every run.
@@ -82,7 +79,6 @@ private:
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::string cpu_, features_; ///< the host's, stamped on every function for the optimizer
   std::string target_;         ///< what compiled code depends on besides its IR (the cache's key)
-  unsigned compileThreads_ = 1;
   size_t cacheHits_ = 0;
 };
 
