@@ -26,12 +26,15 @@ sourceDecl : SOURCE fileName=STRING SIZE size=NUMBER XXH64 hash=NUMBER ;
 payloadDecl : PAYLOAD fileName=STRING SIZE size=NUMBER ;
 
 region
-  : HEADER byteRange '=' expr                                     # headerRegion
-  | BYTES byteRange '=' expr                                      # bytesRegion
-  | TENSOR name=STRING dtype=IDENT '[' numberList ']' byteRange '=' expr # tensorRegion
+  : HEADER byteRange regionDigest? '=' expr                       # headerRegion
+  | BYTES byteRange regionDigest? '=' expr                        # bytesRegion
+  | TENSOR name=STRING dtype=IDENT '[' numberList ']' byteRange regionDigest? '=' expr # tensorRegion
   ;
 
 byteRange : '@' offset=NUMBER '+' size=NUMBER ;
+
+// The digest of the bytes the region must rebuild, so that a bad edit is reported at its region.
+regionDigest : DIGEST hash=NUMBER ;
 
 // --- expressions ---------------------------------------------------------------------------
 
@@ -53,7 +56,7 @@ term
 mergeField : (fieldName ':')? expr ;
 
 fieldName
-  : IDENT | BREVIS | SOURCE | SIZE | XXH64 | PAYLOAD | HEADER | BYTES | TENSOR
+  : IDENT | BREVIS | SOURCE | SIZE | XXH64 | PAYLOAD | HEADER | BYTES | TENSOR | DIGEST
   | LIT | CONST | CONCAT | REPEAT | MAP | SCAN | MERGE
   ;
 
@@ -72,6 +75,7 @@ PAYLOAD : 'payload' ;
 HEADER  : 'header' ;
 BYTES   : 'bytes' ;
 TENSOR  : 'tensor' ;
+DIGEST  : 'digest' ;
 LIT     : 'lit' ;
 CONST   : 'const' ;
 CONCAT  : 'concat' ;

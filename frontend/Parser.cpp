@@ -247,10 +247,12 @@ public:
     if (auto *h = dynamic_cast<G::HeaderRegionContext *>(ctx)) {
       r.kind = RegionKind::Header;
       r.bytes = byteRange(h->byteRange());
+      r.digest = digest(h->regionDigest());
       r.program = expr(h->expr());
     } else if (auto *b = dynamic_cast<G::BytesRegionContext *>(ctx)) {
       r.kind = RegionKind::Bytes;
       r.bytes = byteRange(b->byteRange());
+      r.digest = digest(b->regionDigest());
       r.program = expr(b->expr());
     } else {
       auto *t = dynamic_cast<G::TensorRegionContext *>(ctx);
@@ -263,6 +265,7 @@ public:
         diags_.error(locOf(t->dtype), fmt::format("unknown dtype '{}'", excerpt(dtype)));
       r.shape = numbers(t->numberList());
       r.bytes = byteRange(t->byteRange());
+      r.digest = digest(t->regionDigest());
       r.program = expr(t->expr());
     }
     return r;
@@ -284,6 +287,12 @@ private:
     c.payloadSize = number(payload->size);
     for (G::RegionContext *r : ctx->region()) c.regions.push_back(region(r));
     return c;
+  }
+
+  /// regionDigest : DIGEST NUMBER (optional)
+  std::optional<uint64_t> digest(G::RegionDigestContext *ctx) {
+    if (!ctx) return std::nullopt;
+    return number(ctx->hash);
   }
 
   /// byteRange : '@' NUMBER '+' NUMBER
@@ -533,26 +542,28 @@ private:
       r.kind = RegionKind::Tensor;
       const ScannedToken *name = expect(G::STRING);
       if (!name || !unquote(textOf(*name), r.name)) {
-      fail();
-      return r;
-    }
+        fail();
+        return r;
+      }
       const ScannedToken *dtype = expect(G::IDENT);
       auto d = dtype ? dtypeFromBdslName(textOf(*dtype)) : std::nullopt;
       if (!d) {
-      fail();
-      return r;
-    }
+        fail();
+        return r;
+      }
       r.dtype = *d;
       expect(G::LBRACKET);
       r.shape = numberList();
       expect(G::RBRACKET);
     } else {
-      {
       fail();
       return r;
     }
-    }
     r.bytes = byteRange();
+    if (peek() == G::DIGEST) {
+      ++at_;
+      r.digest = number();
+    }
     expect(G::EQUALS);
     if (!failed_) r.program = expr();
     return r;
@@ -673,8 +684,8 @@ private:
   static bool isFieldName(size_t type) {
     switch (type) {
     case G::IDENT: case G::BREVIS: case G::SOURCE: case G::SIZE: case G::XXH64: case G::PAYLOAD: case G::HEADER:
-    case G::BYTES: case G::TENSOR: case G::LIT: case G::CONST: case G::CONCAT: case G::REPEAT: case G::MAP:
-    case G::SCAN: case G::MERGE: return true;
+    case G::BYTES: case G::TENSOR: case G::DIGEST: case G::LIT: case G::CONST: case G::CONCAT: case G::REPEAT:
+    case G::MAP: case G::SCAN: case G::MERGE: return true;
     default: return false;
     }
   }

@@ -210,6 +210,11 @@ struct Region {
   DType dtype = DType::U8;       ///< Tensor only
   std::vector<uint64_t> shape;   ///< Tensor only
   ByteRange bytes;               ///< where the region lies in the output file
+  /// The digest of the original bytes the region must rebuild (`digest 0x…` in program text;
+  /// docs/format/archive.md defines it). Programs written for editing carry it so that a region
+  /// that no longer rebuilds its bytes is reported where it is written; an archive keeps it in
+  /// its index instead, and its program text has none.
+  std::optional<uint64_t> digest;
   ExprPtr program;
 };
 

@@ -177,14 +177,16 @@ std::string printExpr(const Expr &e, unsigned indent) {
   return out;
 }
 
-std::string printCheckpoint(const Checkpoint &c) {
+std::string printCheckpoint(const Checkpoint &c, bool withDigests) {
   std::string out = fmt::format("brevis {}\n", c.version);
   out += fmt::format("source {} size {} xxh64 {:#018x}\n", quoteString(c.source.fileName), c.source.size,
                      c.source.xxh64);
   out += fmt::format("payload {} size {}\n", quoteString(c.payloadFile), c.payloadSize);
   for (const auto &r : c.regions) {
     out += '\n';
-    std::string head = regionHead(r) + " =";
+    std::string head = regionHead(r);
+    if (r.digest && withDigests) head += fmt::format(" digest {:#018x}", *r.digest);
+    head += " =";
     std::string body = flat(*r.program);
     if (head.size() + 1 + body.size() <= kPrintWidth) {
       out += head + " " + body + "\n";

@@ -13,7 +13,9 @@ inline constexpr unsigned kPrintWidth = 100;
 /// Prints an expression whose first line starts at column `indent` (0-based).
 std::string printExpr(const Expr &e, unsigned indent = 0);
 std::string printModule(const Module &m);
-std::string printCheckpoint(const Checkpoint &c);
+/// With `withDigests` false, regions are printed without their digests (an archive's program
+/// text: its index holds them).
+std::string printCheckpoint(const Checkpoint &c, bool withDigests = true);
 
 /// A double-quoted string literal with `"`, `\` and control bytes escaped.
 std::string quoteString(std::string_view s);

@@ -1,6 +1,8 @@
 #pragma once
 // Errors as values. User-facing failures (bad input files, corrupt payloads) travel as
 // Error; internal invariants are asserts.
+#include "lang/SourceLoc.h"
+
 #include <cassert>
 #include <string>
 #include <utility>
@@ -10,6 +12,7 @@ namespace brevis {
 
 struct Error {
   std::string message; ///< one plain sentence, lowercase, no trailing period
+  SourceLoc loc = {};  ///< where in program text it lies, when it concerns one region or node
 };
 
 template <typename T> class [[nodiscard]] Result {

@@ -291,6 +291,8 @@ Result<void> checkMemberProgram(const Checkpoint &c, const ArchiveMember &m, con
   if (c.payloadSize != m.payload.size()) return corrupt("its program declares a different payload size");
   if (c.regions.size() != m.digests.size())
     return corrupt(fmt::format("its index has {} region checksums for {} regions", m.digests.size(), c.regions.size()));
+  for (const Region &r : c.regions)
+    if (r.digest) return corrupt("its program carries region digests, which an archive keeps in its index");
   return {};
 }
 

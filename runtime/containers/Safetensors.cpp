@@ -50,13 +50,16 @@ struct TopLevelKeys {
 
 } // namespace
 
-Result<SafetensorsLayout> parseSafetensors(ByteSpan file) {
-  if (file.size() < 8) return Error{"file is shorter than a safetensors header length"};
+Result<SafetensorsLayout> parseSafetensors(ByteSpan file) { return parseSafetensorsHeader(file, file.size()); }
+
+Result<SafetensorsLayout> parseSafetensorsHeader(ByteSpan file, uint64_t fileSize) {
+  if (fileSize < 8 || file.size() < 8) return Error{"file is shorter than a safetensors header length"};
   uint64_t n;
   std::memcpy(&n, file.data(), 8);
   if (n > kMaxSafetensorsHeader)
     return Error{fmt::format("header length {} is more than the format allows ({})", n, kMaxSafetensorsHeader)};
-  if (n > file.size() - 8) return Error{fmt::format("header length {} exceeds the file size {}", n, file.size())};
+  if (n > fileSize - 8) return Error{fmt::format("header length {} exceeds the file size {}", n, fileSize)};
+  if (n > file.size() - 8) return Error{fmt::format("header length {} exceeds the {} bytes given", n, file.size())};
   const char *text = reinterpret_cast<const char *>(file.data() + 8);
   if (n == 0 || text[0] != '{') return Error{"header does not start with '{'"};
   if (!isUtf8(ByteSpan(file.data() + 8, n))) return Error{"header is not UTF-8"};
@@ -71,7 +74,7 @@ Result<SafetensorsLayout> parseSafetensors(ByteSpan file) {
 
   SafetensorsLayout layout;
   layout.headerSize = 8 + n;
-  const uint64_t dataSize = file.size() - layout.headerSize;
+  const uint64_t dataSize = fileSize - layout.headerSize;
   std::vector<TensorEntry> all; // every tensor, for the tiling check
   for (const auto &[name, entry] : json.items()) {
     if (name == "__metadata__") {
@@ -124,7 +127,7 @@ Result<SafetensorsLayout> parseSafetensors(ByteSpan file) {
       return Error{fmt::format("{} bytes before tensor {} belong to no tensor", all[i].begin - at, all[i].name)};
     at = all[i].end;
   }
-  if (at != file.size()) return Error{fmt::format("{} bytes after the last tensor belong to no tensor", file.size() - at)};
+  if (at != fileSize) return Error{fmt::format("{} bytes after the last tensor belong to no tensor", fileSize - at)};
   std::stable_sort(layout.tensors.begin(), layout.tensors.end(), byOffsets);
   std::stable_sort(layout.opaque.begin(), layout.opaque.end(), byOffsets);
   return layout;

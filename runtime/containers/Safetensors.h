@@ -40,5 +40,8 @@ inline constexpr uint64_t kMaxSafetensorsHeader = 100'000'000;
 
 /// Parses and validates the layout; any inconsistency is an error naming what is wrong.
 Result<SafetensorsLayout> parseSafetensors(ByteSpan file);
+/// The same from the file's first bytes (at least its length prefix and JSON header) and its
+/// size: a header rebuilt alone, the tensors' bytes not at hand.
+Result<SafetensorsLayout> parseSafetensorsHeader(ByteSpan prefix, uint64_t fileSize);
 
 } // namespace brevis

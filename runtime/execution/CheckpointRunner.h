@@ -16,10 +16,21 @@ namespace brevis {
 /// is well formed. Run before decoding so that decoders never see malformed input.
 Result<void> validatePayload(const Checkpoint &c, const Payload &payload);
 
-/// Validates the payload, prepares the decoder, decodes every region and verifies the result.
-/// With `regionDigests`, every region's digest (regionDigest of its bytes) is appended there:
-/// what an archive's index needs for a program that comes without one.
+/// What the decoded bytes are held to besides the program's `source` checksum.
+struct CheckpointCheck {
+  /// false: nothing is compared (the bytes are written for inspection: `run --no-verify`).
+  bool verify = true;
+  /// The original file where it is at hand (empty if not): a region that does not rebuild its
+  /// bytes is then reported with its first differing word, got and wanted.
+  ByteSpan original;
+};
+
+/// Validates the payload, prepares the decoder, decodes every region and verifies the result:
+/// the size and checksum of the whole, and the digest of each region that carries one (an error
+/// then names the region and carries its location). With `regionDigests`, every region's
+/// digest (regionDigest of its bytes) is appended there: what an archive's index needs for a
+/// program that comes without one.
 Result<void> runCheckpoint(const Checkpoint &c, const Payload &payload, RegionDecoder &decoder, ByteSink &sink,
-                           std::vector<uint64_t> *regionDigests = nullptr);
+                           std::vector<uint64_t> *regionDigests = nullptr, const CheckpointCheck &check = {});
 
 } // namespace brevis

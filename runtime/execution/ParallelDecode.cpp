@@ -1,5 +1,6 @@
 #include "runtime/execution/ParallelDecode.h"
 
+#include "lang/Printer.h"
 #include "runtime/containers/Checksum.h"
 #include "runtime/execution/HashingSink.h"
 #include "runtime/execution/Interpreter.h"
@@ -21,7 +22,7 @@ std::string regionLabel(const Region &r) {
   switch (r.kind) {
   case RegionKind::Header: return "the header";
   case RegionKind::Bytes: return fmt::format("the bytes at @{}+{}", r.bytes.offset, r.bytes.size);
-  case RegionKind::Tensor: return fmt::format("tensor {}", r.name);
+  case RegionKind::Tensor: return "tensor " + quoteString(r.name);
   }
   return {};
 }

@@ -47,7 +47,7 @@ payload "model.bdsl.bin" size 533489
 
 header @0+2345 = lit raw u8[2345] @0+2345
 
-bytes @5000+12 = lit raw u8[12] @2345+12
+bytes @5000+12 digest 0x0123456789abcdef = lit raw u8[12] @2345+12
 
 tensor "tok_embeddings.weight" bf16[512, 64] @2345+65536 =
   merge(
@@ -56,7 +56,7 @@ tensor "tok_embeddings.weight" bf16[512, 64] @2345+65536 =
     mant: lit bitpack u7[32768] @39222+28673
   )
 
-tensor "scalar" f32[] @67881+4 = const u32[1] 0x3f800000
+tensor "scalar" f32[] @67881+4 digest 0x0000000000000007 = const u32[1] 0x3f800000
 
 tensor "layers.0.attention.wq.weight" f8_e4m3[3, 1, 7] @67885+21 = ? u8[21]
 )";
@@ -76,6 +76,10 @@ TEST(FrontendRoundTrip, Checkpoint) {
   EXPECT_EQ(c.regions[0].kind, RegionKind::Header);
   EXPECT_EQ(c.regions[1].kind, RegionKind::Bytes);
   EXPECT_EQ(c.regions[1].bytes, (ByteRange{5000, 12}));
+  EXPECT_FALSE(c.regions[0].digest);
+  EXPECT_EQ(c.regions[1].digest, 0x0123456789abcdefull);
+  EXPECT_EQ(c.regions[3].digest, 7u);
+  EXPECT_FALSE(c.regions[4].digest);
   const Region &t = c.regions[2];
   EXPECT_EQ(t.kind, RegionKind::Tensor);
   EXPECT_EQ(t.name, "tok_embeddings.weight");
@@ -340,6 +344,17 @@ TEST(FrontendErrors, Syntax) {
   EXPECT_EQ(firstError("? u8[1] ? u8[1]"), "t.bdsl:1:9: error: mismatched input '?' expecting <EOF>");
   EXPECT_EQ(firstError("brevis 1\nsource \"a\" size 1 xxh64 0x0\nheader @0+1 = ? u8[1]\n"),
             "t.bdsl:3:1: error: mismatched input 'header' expecting 'payload'");
+}
+
+TEST(FrontendErrors, RegionDigests) {
+  const std::string head = "brevis 1\nsource \"a\" size 1 xxh64 0x0\npayload \"b\" size 0\n";
+  EXPECT_EQ(firstError(head + "bytes @0+1 digest = ? u8[1]\n"), "t.bdsl:4:19: error: missing NUMBER at '='");
+  EXPECT_EQ(firstError(head + "bytes @0+1 digest 0xg = ? u8[1]\n"), "t.bdsl:4:19: error: malformed number '0xg'");
+  EXPECT_EQ(firstError(head + "bytes @0+1 = digest 1 ? u8[1]\n"),
+            "t.bdsl:4:14: error: mismatched input 'digest' expecting {'lit', 'const', 'concat', 'repeat', 'map', "
+            "'scan', 'merge', '?'}");
+  // A field may be named by the keyword.
+  EXPECT_EQ(reprint("merge(digest: ? u8[1])\n"), "merge(digest: ? u8[1])\n");
 }
 
 TEST(FrontendErrors, LongTokensAreShortenedInMessages) {

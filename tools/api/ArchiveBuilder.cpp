@@ -16,10 +16,11 @@ std::vector<uint64_t> regionDigests(const Checkpoint &c, ByteSpan file) {
   return digests;
 }
 
-Result<std::vector<uint64_t>> regionDigestsByDecoding(const Checkpoint &c, const Payload &payload) {
+Result<std::vector<uint64_t>> regionDigestsByDecoding(const Checkpoint &c, const Payload &payload,
+                                                      ByteSpan original) {
   std::vector<uint64_t> digests;
   DiscardSink discard;
-  BREVIS_TRY(decodeCheckpoint(c, payload, DecodeOptions{}, discard, &digests));
+  BREVIS_TRY(decodeCheckpoint(c, payload, DecodeOptions{}, discard, &digests, CheckpointCheck{true, original}));
   return digests;
 }
 
@@ -42,7 +43,7 @@ Result<void> ArchiveBuilder::add(const MemberSource &m, const DecodeOptions &opt
   entry.path = m.path;
   entry.sourceSize = m.checkpoint.source.size;
   entry.sourceXxh64 = m.checkpoint.source.xxh64;
-  entry.programText = printCheckpoint(m.checkpoint);
+  entry.programText = printCheckpoint(m.checkpoint, /*withDigests=*/false); // the index holds them
   entry.digests = m.digests;
   // What is written is the printed text, parsed back and decoded as decompression will.
   std::string diagnostics;

@@ -32,7 +32,9 @@ struct MemberSource {
 std::vector<uint64_t> regionDigests(const Checkpoint &c, ByteSpan file);
 /// The same for a program that comes without its original (`pack`), by decoding it sequentially,
 /// checked against the program's source checksum.
-Result<std::vector<uint64_t>> regionDigestsByDecoding(const Checkpoint &c, const Payload &payload);
+/// `original` (empty if not at hand) locates a region that does not rebuild it (CheckpointCheck).
+Result<std::vector<uint64_t>> regionDigestsByDecoding(const Checkpoint &c, const Payload &payload,
+                                                      ByteSpan original = {});
 
 class ArchiveBuilder {
 public:

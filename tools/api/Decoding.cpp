@@ -24,10 +24,10 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, const DecodeOptions &op
 }
 
 Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, const DecodeOptions &options, ByteSink &sink,
-                              std::vector<uint64_t> *regionDigests) {
+                              std::vector<uint64_t> *regionDigests, const CheckpointCheck &check) {
   auto decoder = makeRegionDecoder(options.jit, options.notice, options.emitLlvm);
   if (!decoder) return decoder.error();
-  auto done = runCheckpoint(c, payload, **decoder, sink, regionDigests);
+  auto done = runCheckpoint(c, payload, **decoder, sink, regionDigests, check);
   reportSummary(**decoder, options);
   return done;
 }

@@ -4,6 +4,7 @@
 #include "lang/Ast.h"
 #include "lang/Result.h"
 #include "runtime/containers/Payload.h"
+#include "runtime/execution/CheckpointRunner.h"
 #include "runtime/execution/ByteSink.h"
 #include "runtime/execution/DecodeOptions.h"
 #include "runtime/execution/ParallelDecode.h"
@@ -18,9 +19,10 @@ namespace brevis {
 Result<void> decodeJobs(std::span<const DecodeJob> jobs, const DecodeOptions &options);
 
 /// Decodes a checkpoint program sequentially into `sink`, verified against the program's source
-/// checksum (programs without an archive index: `run`, `pack`); with `regionDigests`, every
-/// region's digest is appended there (runCheckpoint). options.threads is not used.
+/// checksum and its regions' digests (programs without an archive index: `run`, `pack`); with
+/// `regionDigests`, every region's digest is appended there (runCheckpoint). options.threads is
+/// not used.
 Result<void> decodeCheckpoint(const Checkpoint &c, const Payload &payload, const DecodeOptions &options, ByteSink &sink,
-                              std::vector<uint64_t> *regionDigests = nullptr);
+                              std::vector<uint64_t> *regionDigests = nullptr, const CheckpointCheck &check = {});
 
 } // namespace brevis

@@ -187,6 +187,12 @@ int fail(const std::string &message) {
   return kExitFailure;
 }
 
+int failIn(const std::string &file, const Error &error) {
+  if (!error.loc.valid()) return fail(file + ": " + error.message);
+  std::cerr << fmt::format("{}:{}:{}: error: {}\n", file, error.loc.line, error.loc.column, error.message);
+  return kExitFailure;
+}
+
 std::string withExtension(const std::string &path, const std::string &extension) {
   return std::filesystem::path(path).replace_extension(extension).string();
 }

@@ -128,6 +128,10 @@ inline constexpr const char *kPriorHelp =
 
 /// `brevisc: error: message` on stderr; returns kExitFailure.
 int fail(const std::string &message);
+/// An error about the program `file`: `file:line:col: error: message` where the error has a
+/// location (as the checker's diagnostics read), else `brevisc: error: file: message`; returns
+/// kExitFailure.
+int failIn(const std::string &file, const Error &error);
 /// The same for a command line that cannot work (exit status 2).
 int usageError(const std::string &message);
 

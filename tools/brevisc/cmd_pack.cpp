@@ -31,6 +31,24 @@ struct PackOptions {
 /// `dir/name` relative paths ('/'-separated; `dir` may be empty).
 std::string joinRelative(const std::string &dir, const std::string &name) { return dir.empty() ? name : dir + "/" + name; }
 
+/// The file a program rebuilds, where it lies beside the program (null if not): it locates a
+/// region that does not rebuild it.
+std::shared_ptr<const MappedFile> originalBeside(const std::string &program, const Checkpoint &c) {
+  const std::string base = baseName(c.source.fileName);
+  if (base.empty() || base == "." || base == "..") return nullptr;
+  const std::string path = directoryOf(program) + "/" + base;
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return nullptr;
+  auto mapped = MappedFile::open(path);
+  return mapped ? *mapped : nullptr;
+}
+
+/// The program as text shows it: each region with its digest from the archive's index, so that
+/// an edit that breaks a region is reported at that region when the text is run or packed.
+void withDigests(Checkpoint &c, const std::vector<uint64_t> &digests) {
+  for (size_t i = 0; i < c.regions.size() && i < digests.size(); ++i) c.regions[i].digest = digests[i];
+}
+
 /// A directory archive as a tree of programs: member `d/x.safetensors` becomes `d/x.bdsl` with
 /// its payload `d/x.bdsl.bin`; when that name is taken (`a.json` and `a.safetensors`, or a
 /// member's directory), the later one keeps its whole file name (`a.safetensors.bdsl`). Pack
@@ -59,6 +77,7 @@ int unpackDirectory(ArchiveReader &archive, const PackOptions &o, const Verbosit
     taken.insert(program + ".bin");
     Checkpoint &c = archive.checkpoint(i);
     c.payloadFile = baseName(program) + ".bin";
+    withDigests(c, archive.digests(i));
     const Payload &payload = archive.payload(i);
     const std::string text = printCheckpoint(c);
     auto programFile = (*tree)->createFile(program);
@@ -94,6 +113,7 @@ int runUnpack(const PackOptions &o, const Verbosity &v) {
   // The program names its payload file: point it at the sidecar written beside it.
   Checkpoint &c = archive->checkpoint(0);
   c.payloadFile = baseName(payloadPath);
+  withDigests(c, archive->digests(0));
   const Payload &payload = archive->payload(0);
   auto written = writeProgramFiles(output, printCheckpoint(c), payloadPath, ByteSpan(payload.data(), payload.size()),
                                    o.force);
@@ -161,8 +181,9 @@ int packDirectory(const PackOptions &o, const Verbosity &v) {
     // One member's payload in memory at a time; each is verified before it is written.
     auto payload = Payload::readFile(directoryOf(p.file) + "/" + baseName(p.checkpoint.payloadFile));
     if (!payload) return fail(payload.error().message);
-    auto digests = regionDigestsByDecoding(p.checkpoint, *payload);
-    if (!digests) return fail(p.file + ": " + digests.error().message);
+    auto original = originalBeside(p.file, p.checkpoint);
+    auto digests = regionDigestsByDecoding(p.checkpoint, *payload, original ? original->bytes() : ByteSpan{});
+    if (!digests) return failIn(p.file, digests.error());
     originalSize += p.checkpoint.source.size;
     p.checkpoint.payloadFile = archivedPayloadName(p.checkpoint.source.fileName);
     MemberSource member{p.memberPath, std::move(p.checkpoint), std::move(*payload), std::move(*digests)};
@@ -204,8 +225,9 @@ int runPack(const PackOptions &o, const Verbosity &v) {
   if (!builder) return fail(builder.error().message);
 
   // Bit-exact or nothing: the program must rebuild the file its source line describes.
-  auto digests = regionDigestsByDecoding(c, *payload);
-  if (!digests) return fail(o.input + ": " + digests.error().message);
+  auto original = originalBeside(o.input, c);
+  auto digests = regionDigestsByDecoding(c, *payload, original ? original->bytes() : ByteSpan{});
+  if (!digests) return failIn(o.input, digests.error());
   c.payloadFile = archivedPayloadName(c.source.fileName);
   MemberSource member{baseName(c.source.fileName), std::move(c), std::move(*payload), std::move(*digests)};
   if (!isValidMemberPath(member.path))

@@ -8,6 +8,9 @@
 #include "runtime/containers/FileIO.h"
 #include "runtime/execution/Interpreter.h"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <iostream>
 
 namespace brevis::cli {
@@ -24,6 +27,7 @@ struct RunOptions {
   bool jit = false;
   std::string emitLlvm;
   bool force = false;
+  bool noVerify = false;
 
   DecodeOptions decoding(unsigned threads, bool verbose) const {
     DecodeOptions options = decodeOptions(jit, threads, verbose);
@@ -49,6 +53,13 @@ Result<void> runExpression(ExprPtr e, const Payload &payload, const RunOptions &
   return {};
 }
 
+/// The output file, or standard output for `-` (never a terminal).
+Result<std::unique_ptr<OutputFile>> openOutput(const std::string &path, bool force) {
+  if (path != "-") return OutputFile::create(path, force);
+  if (::isatty(STDOUT_FILENO)) return Error{"refusing to write binary data to a terminal; use -o FILE or redirect standard output"};
+  return OutputFile::standardOutput();
+}
+
 /// A file name from a program, used beside the program: only its last component, so that a
 /// program cannot direct reads or writes elsewhere ("../../x").
 Result<std::string> besideProgram(const std::string &program, const std::string &name, const char *what) {
@@ -60,19 +71,21 @@ Result<std::string> besideProgram(const std::string &program, const std::string 
 
 /// Decodes one tensor of a checkpoint program into -o (its raw bytes, as the safetensors file
 /// holds them).
-int runProgramTensor(const RunOptions &o, const Module &module, const Payload &payload) {
+int runProgramTensor(const RunOptions &o, const Module &module, const Payload &payload, bool verbose) {
   if (!module.isCheckpoint()) return fail("--tensor needs a checkpoint program or an archive");
   const Region *region = nullptr;
   for (const Region &r : module.checkpoint().regions)
     if (r.kind == RegionKind::Tensor && r.name == o.tensor) region = &r;
   if (!region) return fail(fmt::format("{} has no tensor {}", o.input, quoteString(o.tensor)));
-  if (o.output.empty()) return fail("--tensor needs an output file: use -o FILE");
-  auto out = OutputFile::create(o.output, o.force);
+  if (o.output.empty()) return usageError("--tensor needs an output file: use -o FILE");
+  auto out = openOutput(o.output, o.force);
   if (!out) return fail(out.error().message);
-  auto decoder = makeRegionDecoder(o.jit, printNotice, o.emitLlvm);
+  const DecodeOptions options = o.decoding(1, verbose);
+  auto decoder = makeRegionDecoder(o.jit, options.notice, options.emitLlvm);
   if (!decoder) return fail(decoder.error().message);
   auto done = validateForExecution(*region->program, payload);
   if (done) done = (*decoder)->decode(*region, payload, **out);
+  if (options.summary) options.summary((*decoder)->summary());
   if (done && (*out)->bytesWritten() != region->bytes.size)
     done = Error{fmt::format("tensor {} produced {} bytes instead of {}", quoteString(o.tensor), (*out)->bytesWritten(),
                              region->bytes.size)};
@@ -82,13 +95,13 @@ int runProgramTensor(const RunOptions &o, const Module &module, const Payload &p
 
 /// Decodes one tensor of an archive: the index locates it, only its payload bytes are read, and
 /// its digest is checked.
-int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive) {
-  if (o.output.empty()) return fail("--tensor needs an output file: use -o FILE");
+int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive, bool verbose) {
+  if (o.output.empty()) return usageError("--tensor needs an output file: use -o FILE");
   auto tensor = archive.findTensor(o.tensor);
   if (!tensor) return fail(tensor.error().message);
-  auto out = OutputFile::create(o.output, o.force);
+  auto out = openOutput(o.output, o.force);
   if (!out) return fail(out.error().message);
-  DecodeOptions options = o.decoding((*out)->isPositional() ? resolveThreads(o.threads) : 1, false);
+  DecodeOptions options = o.decoding((*out)->isPositional() ? resolveThreads(o.threads) : 1, verbose);
   options.asyncWrites = true;
   SequentialPositionalSink sequential(**out, 0);
   PositionalSink &sink = (*out)->isPositional() ? static_cast<PositionalSink &>(**out) : sequential;
@@ -99,14 +112,23 @@ int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive) {
 
 int runRun(const RunOptions &o, const Verbosity &v) {
   if (!o.emitLlvm.empty() && !o.jit) return usageError("--emit-llvm needs --jit");
+  if (!o.emitLlvm.empty()) {
+    std::error_code ec;
+    if (o.emitLlvm == o.input || o.emitLlvm == o.output ||
+        (std::filesystem::exists(o.input, ec) && std::filesystem::equivalent(o.emitLlvm, o.input, ec)))
+      return usageError("--emit-llvm FILE must not be the program or the output");
+    if (!o.force && std::filesystem::exists(o.emitLlvm, ec))
+      return fail(fmt::format("{} already exists; use -f to overwrite it", o.emitLlvm));
+  }
   auto input = openInput(o.input);
   if (!input) return fail(input.error().message);
   if (looksLikeArchive((*input)->bytes())) {
+    if (o.noVerify) return usageError("--no-verify is for program text: an archive's regions are always verified");
     auto archive = loadArchive(*input, o.input);
     if (!archive) return fail(archive.error().message);
     if (auto limited = checkOutputLimit(o.input, archive->originalSize(), *parseSize(o.maxOutput)); !limited)
       return fail(limited.error().message);
-    if (!o.tensor.empty()) return runArchiveTensor(o, *archive);
+    if (!o.tensor.empty()) return runArchiveTensor(o, *archive, v.verbose);
     if (archive->contents().directory)
       return fail(fmt::format("{} holds a directory; use brevisc decompress, or run --tensor NAME", o.input));
     std::string output = o.output;
@@ -115,7 +137,7 @@ int runRun(const RunOptions &o, const Verbosity &v) {
       if (!beside) return fail(beside.error().message);
       output = *beside;
     }
-    auto out = OutputFile::create(output, o.force);
+    auto out = openOutput(output, o.force);
     if (!out) return fail(out.error().message);
     if (auto room = (*out)->checkRoom(archive->originalSize()); !room) return fail(room.error().message);
     if (auto room = (*out)->preallocate(archive->checkpoint(0).source.size); !room) return fail(room.error().message);
@@ -156,24 +178,36 @@ int runRun(const RunOptions &o, const Verbosity &v) {
     if (!loaded) return fail(loaded.error().message);
     payload = std::move(*loaded);
   }
-  if (!o.tensor.empty()) return runProgramTensor(o, *module, payload);
+  if (!o.tensor.empty()) return runProgramTensor(o, *module, payload, v.verbose);
 
   std::string output = o.output;
   if (output.empty()) {
-    if (!module->isCheckpoint()) return fail("a single expression needs an output file: use -o FILE");
+    if (!module->isCheckpoint()) return usageError("a single expression needs an output file: use -o FILE");
     auto beside = besideProgram(o.input, module->checkpoint().source.fileName, "source");
     if (!beside) return fail(beside.error().message);
     output = *beside;
   }
-  auto out = OutputFile::create(output, o.force);
+  // The original, where it lies beside the program, locates a region that does not rebuild it
+  // (read only then, and used only if it is the file the program describes).
+  std::shared_ptr<const MappedFile> original;
+  std::error_code ec;
+  if (module->isCheckpoint())
+    if (auto beside = besideProgram(o.input, module->checkpoint().source.fileName, "source");
+        beside && std::filesystem::is_regular_file(*beside, ec))
+      if (auto mapped = MappedFile::open(*beside)) original = std::move(*mapped);
+  auto out = openOutput(output, o.force);
   if (!out) return fail(out.error().message);
   if (module->isCheckpoint())
     if (auto room = (*out)->checkRoom(module->checkpoint().source.size); !room) return fail(room.error().message);
+  const CheckpointCheck check{!o.noVerify, original ? original->bytes() : ByteSpan{}};
   auto done = module->isCheckpoint()
-                  ? decodeCheckpoint(module->checkpoint(), payload, o.decoding(1, v.verbose), **out)
+                  ? decodeCheckpoint(module->checkpoint(), payload, o.decoding(1, v.verbose), **out, nullptr, check)
                   : runExpression(std::move(std::get<ExprPtr>(module->body)), payload, o, v.verbose, **out);
   if (done) done = (*out)->commit();
-  if (!done) return fail(o.input + ": " + done.error().message);
+  if (!done) return failIn(o.input, done.error());
+  if (o.noVerify && module->isCheckpoint() && !v.quiet)
+    std::cerr << fmt::format("brevisc: note: {} was written without checking it against {}\n", output,
+                             quoteString(module->checkpoint().source.fileName));
   if (v.verbose) std::cerr << fmt::format("{}: wrote {} ({})\n", o.input, output, humanBytes((*out)->bytesWritten()));
   return kExitOk;
 }
@@ -193,7 +227,10 @@ void registerRun(CLI::App &app, Context &ctx) {
                                               "and as optimized")
       ->option_text("FILE");
   addThreadsOption(cmd, o->threads, "decoding threads for archives (default 0: all cores)");
-  cmd->add_flag("-f,--force", o->force, "overwrite the output file");
+  cmd->add_flag("-f,--force", o->force, "overwrite the output file (and the --emit-llvm file)");
+  cmd->add_flag("--no-verify", o->noVerify,
+                "write a checkpoint program's output without checking it against its source checksum and region "
+                "digests (to inspect what an edited program produces)");
   cmd->add_option("--max-output", o->maxOutput, kMaxOutputHelp)->check(validateSize);
   cmd->callback([o, &ctx] { ctx.exitCode = runRun(*o, ctx.verbosity); });
 }

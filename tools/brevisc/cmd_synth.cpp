@@ -101,6 +101,7 @@ int runFill(const SynthCommandOptions &o, const std::string &sketchPath, std::st
     std::cerr << "brevisc: note: " << sketchPath << " has no holes ('?'); it is written as it is\n";
   c.payloadFile = baseName(payloadPath);
   c.payloadSize = payload.size();
+  for (Region &r : c.regions) r.digest = regionDigest(file.subspan(r.bytes.offset, r.bytes.size));
   const std::string filledText = printCheckpoint(c);
   if (auto ok = verifyProgram(output, filledText, payload); !ok) return fail(ok.error().message);
   if (auto written = writeProgramFiles(output, filledText, payloadPath, payload, o.force); !written)
@@ -144,6 +145,8 @@ int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
   if (synth.notSafetensorsReason && !v.quiet)
     std::cerr << "brevisc: note: " << o.input << " is not valid safetensors (" << *synth.notSafetensorsReason
               << "); keeping it as one byte stream\n";
+  for (size_t i = 0; i < synth.checkpoint.regions.size() && i < synth.digests.size(); ++i)
+    synth.checkpoint.regions[i].digest = synth.digests[i];
   std::string text = printCheckpoint(synth.checkpoint);
   if (auto ok = verifyProgram(output, text, synth.payload); !ok) return fail(ok.error().message);
 
