@@ -41,7 +41,7 @@ regionDigest : DIGEST hash=NUMBER ;
 expr : term (':' annotation=streamType)? ;
 
 term
-  : LIT encoding=IDENT streamType byteRange                        # payloadLit
+  : LIT encoding=IDENT streamType byteRange?                       # payloadLit
   | LIT streamType '[' numberList ']'                              # inlineLit
   | CONST streamType value=NUMBER                                  # constExpr
   | CONCAT '(' (expr (',' expr)*)? ')'                             # concatExpr
@@ -51,6 +51,9 @@ term
   | MERGE '(' (mergeField (',' mergeField)*)? ')'                  # mergeExpr
   | '?' streamType                                                 # holeExpr
   ;
+
+// A payload literal without its range is a literal hole (`lit auto u8[16]`): a literal with
+// the words it must produce, which the tool codes. `auto` names no encoding: the smallest.
 
 // Field names may be keywords too: the printer writes any name it is given.
 mergeField : (fieldName ':')? expr ;

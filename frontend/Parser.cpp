@@ -322,12 +322,15 @@ private:
     if (auto *l = dynamic_cast<G::PayloadLitContext *>(ctx)) {
       std::string name = l->encoding->getText();
       auto encoding = encodingFromName(name);
-      if (!encoding) {
+      const bool hole = !l->byteRange();
+      if (!encoding && !(hole && name == kAutoEncodingName)) {
         std::vector<std::string_view> names;
         for (Encoding e : kAllEncodings) names.push_back(encodingName(e));
+        if (hole) names.push_back(kAutoEncodingName);
         diags_.error(locOf(l->encoding), fmt::format("unknown encoding '{}'; expected {}", excerpt(name), alternatives(names)));
       }
       StreamType type = streamType(l->streamType());
+      if (hole) return Hole::makeLiteral(type, encoding);
       return Lit::make(type, encoding.value_or(Encoding::Raw), byteRange(l->byteRange()));
     }
     if (auto *l = dynamic_cast<G::InlineLitContext *>(ctx)) {
@@ -594,10 +597,16 @@ private:
     switch (first.type) {
     case G::LIT:
       if (peek() == G::IDENT && peek(1) == G::IDENT) {
-        auto encoding = encodingFromName(textOf(tokens_[at_++]));
-        if (!encoding) return fail(), nullptr;
+        const std::string_view name = textOf(tokens_[at_++]);
+        auto encoding = encodingFromName(name);
         StreamType type = streamType();
-        e = Lit::make(type, *encoding, byteRange());
+        if (peek() != G::AT) { // a literal hole
+          if (!encoding && name != kAutoEncodingName) return fail(), nullptr;
+          e = Hole::makeLiteral(type, encoding);
+        } else {
+          if (!encoding) return fail(), nullptr;
+          e = Lit::make(type, *encoding, byteRange());
+        }
       } else {
         StreamType type = streamType();
         expect(G::LBRACKET);

@@ -95,6 +95,12 @@ std::unique_ptr<Hole> Hole::make(StreamType t) {
   n->type = t;
   return n;
 }
+std::unique_ptr<Hole> Hole::makeLiteral(StreamType t, std::optional<Encoding> encoding) {
+  auto n = make(t);
+  n->literalOnly = true;
+  n->encoding = encoding;
+  return n;
+}
 
 void rebasePayload(Expr &e, uint64_t base) {
   if (e.kind == NodeKind::Lit) {
@@ -141,7 +147,11 @@ ExprPtr cloneExpr(const Expr &e) {
     copy = Merge::make(std::move(fields));
     break;
   }
-  case NodeKind::Hole: copy = Hole::make(as<Hole>(e).type); break;
+  case NodeKind::Hole: {
+    const Hole &h = as<Hole>(e);
+    copy = h.literalOnly ? Hole::makeLiteral(h.type, h.encoding) : Hole::make(h.type);
+    break;
+  }
   }
   if (!copy) __builtin_trap(); // not a NodeKind
   copy->loc = e.loc;
@@ -171,7 +181,10 @@ bool sameFields(const Expr &a, const Expr &b) {
     return x.isInline() ? x.words() == y.words() : x.encoding == y.encoding && x.payload() == y.payload();
   }
   case NodeKind::Const: return as<Const>(a).type == as<Const>(b).type && as<Const>(a).value == as<Const>(b).value;
-  case NodeKind::Hole: return as<Hole>(a).type == as<Hole>(b).type;
+  case NodeKind::Hole: {
+    const Hole &x = as<Hole>(a), &y = as<Hole>(b);
+    return x.type == y.type && x.literalOnly == y.literalOnly && x.encoding == y.encoding;
+  }
   case NodeKind::Concat: return as<Concat>(a).parts.size() == as<Concat>(b).parts.size();
   case NodeKind::Repeat: return as<Repeat>(a).count == as<Repeat>(b).count;
   case NodeKind::Map: return as<Map>(a).fn == as<Map>(b).fn && as<Map>(a).param == as<Map>(b).param;

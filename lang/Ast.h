@@ -137,7 +137,13 @@ struct Merge final : Expr {
 struct Hole final : Expr {
   static constexpr NodeKind Kind = NodeKind::Hole;
   StreamType type;
+  /// A literal hole, `lit ENC u<W>[N]` (or `lit auto u<W>[N]`): only a literal fills it, coded
+  /// in that encoding (the smallest, for auto), with the words it must produce. A plain hole
+  /// (`? u<W>[N]`) takes any program.
+  bool literalOnly = false;
+  std::optional<Encoding> encoding; ///< a literal hole's encoding; none for auto
   static std::unique_ptr<Hole> make(StreamType);
+  static std::unique_ptr<Hole> makeLiteral(StreamType, std::optional<Encoding>);
   Hole() : Expr(Kind) {}
 };
 

@@ -18,6 +18,9 @@ inline constexpr Encoding kAllEncodings[] = {
 };
 
 std::string_view encodingName(Encoding); ///< the keyword: "raw", "rans_o1"
+
+/// In a literal hole (`lit auto u8[16]`), the encoding left to the tool: the smallest.
+inline constexpr std::string_view kAutoEncodingName = "auto";
 std::optional<Encoding> encodingFromName(std::string_view);
 
 /// The widest words an encoding takes (rans: 16 bits; rans_o1: bytes).

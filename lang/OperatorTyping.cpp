@@ -156,8 +156,12 @@ Typing typeOperator(const Expr &e, std::span<const StreamType> childTypes, std::
   case NodeKind::Lit: return typeLit(as<Lit>(e), payloadSize);
   case NodeKind::Const: return typeConst(as<Const>(e));
   case NodeKind::Hole: {
-    if (auto error = checkWidth(as<Hole>(e).type.width, "hole word")) return *error;
-    return as<Hole>(e).type;
+    const Hole &h = as<Hole>(e);
+    if (auto error = checkWidth(h.type.width, "hole word")) return *error;
+    if (h.encoding && h.type.width > maxEncodingWidth(*h.encoding))
+      return nodeError(fmt::format("{} literals hold words of at most {} bits, not {}", encodingName(*h.encoding),
+                                   maxEncodingWidth(*h.encoding), h.type.width));
+    return h.type;
   }
   case NodeKind::Concat: return typeConcat(childTypes);
   case NodeKind::Repeat: return typeRepeat(as<Repeat>(e), childTypes[0]);

@@ -50,7 +50,11 @@ std::string leafText(const Expr &e) {
     const auto &c = as<Const>(e);
     return fmt::format("const {} {}", toString(c.type), wordLiteral(c.value));
   }
-  case NodeKind::Hole: return "? " + toString(as<Hole>(e).type);
+  case NodeKind::Hole: {
+    const auto &h = as<Hole>(e);
+    if (!h.literalOnly) return "? " + toString(h.type);
+    return fmt::format("lit {} {}", h.encoding ? encodingName(*h.encoding) : kAutoEncodingName, toString(h.type));
+  }
   case NodeKind::Concat:
   case NodeKind::Repeat:
   case NodeKind::Map:

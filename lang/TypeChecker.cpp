@@ -30,7 +30,10 @@ std::optional<StreamType> TypeChecker::derive(const Expr &e) {
     return std::nullopt;
   }
   const StreamType t = std::get<StreamType>(typing);
-  if (e.kind == NodeKind::Hole) sawHole_ = true;
+  if (e.kind == NodeKind::Hole && !sawHole_) {
+    sawHole_ = true;
+    firstHole_ = e.loc;
+  }
 
   if (e.annotation && *e.annotation != t) {
     diags_.error(e.loc, fmt::format("annotated type {} does not match the derived type {}", toString(*e.annotation),

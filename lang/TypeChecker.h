@@ -25,6 +25,8 @@ public:
 
   /// True if any checked expression contains a hole (well-typed, but not runnable).
   bool sawHole() const { return sawHole_; }
+  /// Where the first hole lies (in source order), when there is one.
+  SourceLoc firstHole() const { return firstHole_; }
 
   /// Derived type of every well-typed node checked so far (if recording types).
   const std::unordered_map<const Expr *, StreamType> &types() const { return types_; }
@@ -38,6 +40,7 @@ private:
   std::unordered_map<const Expr *, StreamType> types_;
   bool recordTypes_;
   bool sawHole_ = false;
+  SourceLoc firstHole_;
 };
 
 /// Writes every checked node's derived type into its annotation, so that printing the module

@@ -4,6 +4,8 @@
 #include "runtime/containers/Payload.h"
 #include "runtime/containers/Safetensors.h"
 #include "runtime/execution/ThreadPool.h"
+#include "synth/Literals.h"
+#include "synth/strategies/Search.h"
 
 #include <cstring>
 #include <unordered_map>
@@ -112,6 +114,21 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
   }
   c.payloadSize = out.payload.size();
   return out;
+}
+
+std::variant<size_t, CheckpointFillError> fillCheckpointHoles(Checkpoint &c, ByteSpan file, Bytes &payload, int level) {
+  const StrategyOptions options = strategyOptionsForLevel(level);
+  size_t filled = 0;
+  for (size_t i = 0; i < c.regions.size(); ++i) {
+    Region &r = c.regions[i];
+    const RegionInput input{r.kind, r.name, r.dtype, r.shape, file.subspan(r.bytes.offset, r.bytes.size)};
+    const std::vector<uint64_t> words = readWords(input.bytes, regionWordType(input).wordBits / 8);
+    HoleSearch search(options.policy, searchLimits(options));
+    auto result = fillHoles(r.program, words, regionContext(input), search, payload);
+    if (auto *error = std::get_if<FillError>(&result)) return CheckpointFillError{i, std::move(*error)};
+    filled += std::get<size_t>(result);
+  }
+  return filled;
 }
 
 } // namespace brevis

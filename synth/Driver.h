@@ -6,6 +6,7 @@
 #include "lang/Ast.h"
 #include "runtime/common/Bytes.h"
 #include "synth/Strategy.h"
+#include "synth/search/SketchFill.h"
 
 #include <atomic>
 #include <optional>
@@ -44,5 +45,18 @@ std::vector<size_t> firstWithSameBytes(const std::vector<Region> &regions, ByteS
 /// `payloadName`; every region synthesized by `strategy`.
 SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, const std::string &payloadName,
                                  Strategy &strategy, const SynthOptions &options = {});
+
+/// Where filling a checkpoint's holes stopped: the region, and the operator that cannot produce
+/// its words.
+struct CheckpointFillError {
+  size_t region = 0;
+  FillError error;
+};
+
+/// Fills every hole of a checkpoint program written by hand (a sketch; an edit that left a
+/// literal as `lit auto`) with what the search finds at `level` for `file`, the bytes the
+/// program rebuilds (its size already checked); the holes' literals are appended to `payload`.
+/// Returns how many holes were filled.
+std::variant<size_t, CheckpointFillError> fillCheckpointHoles(Checkpoint &c, ByteSpan file, Bytes &payload, int level);
 
 } // namespace brevis

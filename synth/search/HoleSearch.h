@@ -37,6 +37,7 @@ struct HoleContext {
 class HoleSearch {
 public:
   HoleSearch(EncodePolicy policy, SearchLimits limits) : policy_(policy), limits_(limits) {}
+  const EncodePolicy &policy() const { return policy_; }
 
   /// The cheapest plan found for `words` (of `width` bits) within the limits. With a budget of
   /// 0 and neither a trace nor a learner, that is the template's plan, its literals unscored (cost 0).

@@ -1,10 +1,14 @@
 #include "synth/search/SketchFill.h"
 
 #include "lang/MergeLayout.h"
+#include "runtime/codecs/LitEncode.h"
 #include "runtime/common/WordOps.h"
+#include "synth/CostModel.h"
 #include "synth/Literals.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace brevis {
 
@@ -29,6 +33,7 @@ struct Filler {
     const HoleContext inner{nullptr, {}};
     switch (e->kind) {
     case NodeKind::Hole: {
+      if (as<Hole>(*e).literalOnly) return fillLiteral(e, words, type);
       const Plan plan = search.solve(words, type.width, context);
       SourceLoc loc = e->loc;
       e = search.emit(plan, words, type.width, payload);
@@ -83,6 +88,26 @@ struct Filler {
     return true;
   }
 
+  /// A literal hole: its words in the encoding it names, or the smallest one for auto.
+  bool fillLiteral(ExprPtr &e, std::span<const uint64_t> words, StreamType type) {
+    const Hole &h = as<Hole>(*e);
+    const WordsView view(words);
+    const uint64_t offset = payload.size();
+    Encoding encoding;
+    if (h.encoding) {
+      encoding = *h.encoding;
+      if (!encodeLit(encoding, view, type.width, payload, search.policy().zstdLevel))
+        return fail(*e, fmt::format("a {} literal cannot hold these words", encodingName(encoding)));
+    } else {
+      encoding = encodeSmallest(view, type.width, payload, search.policy());
+    }
+    const SourceLoc loc = e->loc;
+    e = Lit::make(type, encoding, ByteRange{offset, payload.size() - offset});
+    e->loc = loc;
+    ++filled;
+    return true;
+  }
+
   static bool containsHole(const Expr &e) {
     if (e.kind == NodeKind::Hole) return true;
     bool found = false;
@@ -100,18 +125,51 @@ std::variant<size_t, FillError> fillHoles(ExprPtr &program, std::span<const uint
   return filler.filled;
 }
 
-void movePayload(Expr &e, ByteSpan from, Bytes &to) {
+namespace {
+
+template <typename F> void forEachPayloadLit(Expr &e, F &&f) {
   if (e.kind == NodeKind::Lit) {
-    Lit &lit = as<Lit>(e);
-    if (lit.isInline()) return;
-    const ByteRange r = lit.payload();
-    const uint64_t offset = to.size();
-    to.insert(to.end(), from.begin() + static_cast<ptrdiff_t>(r.offset),
-              from.begin() + static_cast<ptrdiff_t>(r.offset + r.size));
-    lit.data = ByteRange{offset, r.size};
+    if (Lit &lit = as<Lit>(e); !lit.isInline()) f(lit);
     return;
   }
-  for (Expr *child : children(e)) movePayload(*child, from, to);
+  for (Expr *child : children(e)) forEachPayloadLit(*child, f);
+}
+
+} // namespace
+
+Bytes compactPayload(Checkpoint &c, ByteSpan payload) {
+  // The ranges read, merged where they touch or overlap (literals may share bytes: a repeated
+  // tensor reads its first copy's).
+  std::vector<std::pair<uint64_t, uint64_t>> read; // [begin, end)
+  for (Region &r : c.regions)
+    forEachPayloadLit(*r.program, [&](Lit &lit) {
+      if (lit.payload().size) read.emplace_back(lit.payload().offset, lit.payload().offset + lit.payload().size);
+    });
+  std::sort(read.begin(), read.end());
+  std::vector<std::pair<uint64_t, uint64_t>> kept;
+  for (const auto &range : read)
+    if (!kept.empty() && range.first <= kept.back().second)
+      kept.back().second = std::max(kept.back().second, range.second);
+    else
+      kept.push_back(range);
+  // Each kept run's new start, and the bytes.
+  std::vector<uint64_t> newStart;
+  Bytes out;
+  for (const auto &[begin, end] : kept) {
+    newStart.push_back(out.size());
+    out.insert(out.end(), payload.begin() + static_cast<ptrdiff_t>(begin), payload.begin() + static_cast<ptrdiff_t>(end));
+  }
+  // Where an old offset lands: the kept bytes before it (an empty range too keeps its place).
+  auto moved = [&](uint64_t offset) -> uint64_t {
+    auto after = std::upper_bound(kept.begin(), kept.end(), std::make_pair(offset, UINT64_MAX));
+    if (after == kept.begin()) return 0;
+    const size_t run = static_cast<size_t>(after - kept.begin()) - 1;
+    return newStart[run] + std::min(offset, kept[run].second) - kept[run].first;
+  };
+  for (Region &r : c.regions)
+    forEachPayloadLit(*r.program, [&](Lit &lit) { lit.data = ByteRange{moved(lit.payload().offset), lit.payload().size}; });
+  c.payloadSize = out.size();
+  return out;
 }
 
 } // namespace brevis

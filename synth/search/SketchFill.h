@@ -28,8 +28,9 @@ struct FillError {
 std::variant<size_t, FillError> fillHoles(ExprPtr &program, std::span<const uint64_t> words, const HoleContext &context,
                                           HoleSearch &search, Bytes &payload);
 
-/// Copies the payload bytes every literal of `e` points at from `from` to the end of `to`, and
-/// points the literals there. The caller has checked that every range lies inside `from`.
-void movePayload(Expr &e, ByteSpan from, Bytes &to);
+/// Drops the payload bytes no literal of `c` reads: the bytes that are read keep their order, and
+/// every literal is pointed at its bytes' new place (a payload whose every byte is read comes
+/// back the same). The caller has checked that every range lies inside `payload`.
+Bytes compactPayload(Checkpoint &c, ByteSpan payload);
 
 } // namespace brevis

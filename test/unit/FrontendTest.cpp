@@ -162,7 +162,7 @@ TEST(FrontendRoundTrip, EveryExpressionFormInARegionIsReadAsAlone) {
       "concat(lit u8[1] [1], const u8[2] 0, ? u8[3])", "repeat 4 (const u8[3] 0)", "map xor 0x8000 (? u16[10])",
       "map gray (? u8[10])", "scan xor 0x1f (? u8[10])", "merge(sign: ? u1[4], exp: ? u8[4], ? u7[4])",
       "merge(hi: ? u8[2] : u8[2], lo: ? u8[2]) : u16[2]", "merge(size: ? u8[1], lit: ? u8[1], map: ? u8[1])",
-      "? u99[3]", "concat()", "merge()", "map rotl 3 (scan add 0 (map add 5 (? u8[10] : u8[10])))",
+      "? u99[3]", "concat()", "merge()", "lit auto u8[4]", "lit zstd u8[4]", "merge(a: lit bitpack u1[2], b: ? u3[2])", "map rotl 3 (scan add 0 (map add 5 (? u8[10] : u8[10])))",
   };
   for (const char *form : forms) {
     Module alone = parseOk(std::string(form) + "\n");
@@ -293,6 +293,8 @@ TEST(FrontendLocations, InvalidUtf8InStringsIsKept) {
 
 TEST(FrontendErrors, UnknownNames) {
   EXPECT_EQ(firstError("lit rawx u8[3] @0+3"), "t.bdsl:1:5: error: unknown encoding 'rawx'; expected raw, bitpack, huffman, rans, zstd, rans_o1 or context");
+  EXPECT_EQ(firstError("lit auto u8[3] @0+3"), "t.bdsl:1:5: error: unknown encoding 'auto'; expected raw, bitpack, huffman, rans, zstd, rans_o1 or context");
+  EXPECT_EQ(firstError("lit autox u8[3]"), "t.bdsl:1:5: error: unknown encoding 'autox'; expected raw, bitpack, huffman, rans, zstd, rans_o1, context or auto");
   EXPECT_EQ(firstError("lit raw x8[3] @0+3"),
             "t.bdsl:1:9: error: expected a stream type like u8[1024], found 'x8'");
   EXPECT_EQ(firstError("? u[3]"), "t.bdsl:1:3: error: expected a stream type like u8[1024], found 'u'");

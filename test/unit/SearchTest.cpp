@@ -5,6 +5,7 @@
 #include "lang/Printer.h"
 #include "runtime/containers/FileIO.h"
 #include "runtime/execution/Interpreter.h"
+#include "synth/CostModel.h"
 #include "synth/Driver.h"
 #include "synth/Literals.h"
 #include "synth/search/FieldLayouts.h"
@@ -351,4 +352,72 @@ TEST(Search, ALiteralWhereContextLostIsEmittedWithoutTryingIt) {
   // Where the search scores nothing (a budget of 0), nothing is ruled out.
   HoleSearch quick(policyForLevel(kDefaultLevel), SearchLimits{3, 0});
   EXPECT_FALSE(quick.solve(noise, 16, HoleContext{}).contextLost);
+}
+
+// --- programs edited by hand: literal holes and payloads --------------------------------------
+
+TEST(SketchFill, LiteralHolesTakeTheEncodingTheyNameOrTheSmallest) {
+  // BF16-like words: a random sign over a few exponents and random mantissas.
+  std::vector<uint64_t> words(5000);
+  uint64_t state = 7;
+  for (uint64_t &w : words) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    w = (state >> 63) << 15 | (120 + (state >> 40) % 6) << 7 | (state >> 20) % 128;
+  }
+  std::vector<MergeField> fields;
+  fields.push_back({"sign", Hole::makeLiteral({1, words.size()}, Encoding::Bitpack)});
+  fields.push_back({"rest", Hole::makeLiteral({15, words.size()}, std::nullopt)});
+  ExprPtr program = Merge::make(std::move(fields));
+  EXPECT_EQ(printExpr(*program), "merge(sign: lit bitpack u1[5000], rest: lit auto u15[5000])");
+  HoleSearch search(policyForLevel(kDefaultLevel), SearchLimits{});
+  Bytes payload = {1, 2, 3}; // what the program read before: kept, the literals go after it
+  auto filled = fillHoles(program, words, HoleContext{nullptr, {}}, search, payload);
+  ASSERT_TRUE(std::holds_alternative<size_t>(filled)) << std::get<FillError>(filled).message;
+  EXPECT_EQ(std::get<size_t>(filled), 2u);
+  const auto &merge = as<Merge>(*program);
+  const Lit &sign = as<Lit>(*merge.fields[0].expr), &rest = as<Lit>(*merge.fields[1].expr);
+  EXPECT_EQ(sign.encoding, Encoding::Bitpack);
+  EXPECT_EQ(sign.payload().offset, 3u);
+  Bytes smallest;
+  EXPECT_EQ(rest.encoding, encodeSmallest(extractField(words, 0, 15), 15, smallest, policyForLevel(kDefaultLevel)));
+  EXPECT_EQ(rest.payload().size, smallest.size());
+  auto decoded = evaluateWords(*program, Payload(payload));
+  ASSERT_TRUE(decoded) << decoded.error().message;
+  EXPECT_EQ(*decoded, words);
+
+  // An encoding that cannot hold the words is reported at the hole.
+  ExprPtr narrow = Hole::makeLiteral({16, words.size()}, Encoding::RansO1);
+  narrow->loc = {3, 5};
+  auto refused = fillHoles(narrow, words, HoleContext{nullptr, {}}, search, payload);
+  ASSERT_TRUE(std::holds_alternative<FillError>(refused));
+  EXPECT_EQ(std::get<FillError>(refused).loc.line, 3u);
+  EXPECT_EQ(std::get<FillError>(refused).message, "a rans_o1 literal cannot hold these words");
+}
+
+TEST(SketchFill, CompactingAPayloadDropsOnlyWhatNoLiteralReads) {
+  auto lit = [](uint64_t offset, uint64_t size) { return Lit::make({8, size}, Encoding::Raw, ByteRange{offset, size}); };
+  auto checkpointOf = [&](std::vector<std::pair<uint64_t, uint64_t>> ranges) {
+    Checkpoint c;
+    for (auto [offset, size] : ranges) {
+      Region r;
+      r.program = lit(offset, size);
+      c.regions.push_back(std::move(r));
+    }
+    return c;
+  };
+  Bytes payload(30);
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>(i);
+  // Bytes 4..9 and 14..29 are read by nothing; 10..13 twice (a repeated tensor); an empty range
+  // keeps its place among the bytes kept.
+  Checkpoint c = checkpointOf({{10, 4}, {0, 4}, {10, 4}, {20, 0}, {12, 2}});
+  Bytes compacted = compactPayload(c, payload);
+  EXPECT_EQ(compacted, (Bytes{0, 1, 2, 3, 10, 11, 12, 13}));
+  EXPECT_EQ(c.payloadSize, 8u);
+  const std::vector<ByteRange> want = {{4, 4}, {0, 4}, {4, 4}, {8, 0}, {6, 2}};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(as<Lit>(*c.regions[i].program).payload(), want[i]) << i;
+  // Read whole, a payload comes back the same, every literal where it was.
+  Checkpoint whole = checkpointOf({{0, 10}, {10, 20}, {5, 10}, {30, 0}});
+  EXPECT_EQ(compactPayload(whole, payload), payload);
+  EXPECT_EQ(as<Lit>(*whole.regions[2].program).payload(), (ByteRange{5, 10}));
+  EXPECT_EQ(as<Lit>(*whole.regions[3].program).payload(), (ByteRange{30, 0}));
 }

@@ -14,7 +14,8 @@ std::optional<Module> parseProgram(const std::string &name, std::string text, bo
     TypeChecker checker(diags, /*recordTypes=*/false);
     checker.checkModule(*module);
     if (!diags.hasErrors() && requireRunnable && checker.sawHole())
-      diags.error(SourceLoc{}, "the program has holes ('?'); fill them before running it");
+      diags.error(checker.firstHole(), "the program has holes ('?', or a literal without its payload range); fill "
+                                       "them first: brevisc synth PROGRAM fills them from the original file");
   }
   diagnostics += diags.render();
   if (diags.hasErrors()) return std::nullopt;

@@ -2,6 +2,7 @@
 
 #include "tools/brevisc/Progress.h"
 
+#include "lang/Printer.h"
 #include "runtime/containers/FileIO.h"
 #include "runtime/common/Utf8.h"
 
@@ -191,6 +192,20 @@ int failIn(const std::string &file, const Error &error) {
   if (!error.loc.valid()) return fail(file + ": " + error.message);
   std::cerr << fmt::format("{}:{}:{}: error: {}\n", file, error.loc.line, error.loc.column, error.message);
   return kExitFailure;
+}
+
+Result<Payload> readPayload(const Checkpoint &c, const std::string &path) {
+  std::error_code ec;
+  if (c.payloadSize == 0 && !std::filesystem::exists(path, ec)) return Payload();
+  return Payload::readFile(path);
+}
+
+int failToFill(const std::string &file, const Checkpoint &c, const CheckpointFillError &e) {
+  const Region &r = c.regions[e.region];
+  return fail(fmt::format("{}:{}:{}: cannot fill the holes of {}: {}", file, e.error.loc.line, e.error.loc.column,
+                          r.kind == RegionKind::Tensor ? "tensor " + quoteString(r.name)
+                                                       : std::string(regionKindName(r.kind)),
+                          e.error.message));
 }
 
 std::string withExtension(const std::string &path, const std::string &extension) {

@@ -7,6 +7,7 @@
 #include "runtime/execution/ByteSink.h"
 #include "runtime/execution/ParallelDecode.h"
 #include "runtime/containers/Payload.h"
+#include "synth/Driver.h"
 #include "tools/api/ArchiveBuilder.h"
 #include "tools/api/ArchiveReader.h"
 #include "tools/api/Decoding.h"
@@ -132,6 +133,11 @@ int fail(const std::string &message);
 /// location (as the checker's diagnostics read), else `brevisc: error: file: message`; returns
 /// kExitFailure.
 int failIn(const std::string &file, const Error &error);
+/// A program whose holes cannot be filled: `file:line:col: cannot fill the holes of …`.
+/// The payload of checkpoint program `c` from `path`; a program whose payload is declared empty
+/// (`payload "…" size 0`: every region structural or inline) needs no file.
+Result<Payload> readPayload(const Checkpoint &c, const std::string &path);
+int failToFill(const std::string &file, const Checkpoint &c, const CheckpointFillError &error);
 /// The same for a command line that cannot work (exit status 2).
 int usageError(const std::string &message);
 

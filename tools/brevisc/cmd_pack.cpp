@@ -9,6 +9,7 @@
 #include "runtime/containers/FileIO.h"
 
 #include <algorithm>
+#include <variant>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -41,6 +42,52 @@ std::shared_ptr<const MappedFile> originalBeside(const std::string &program, con
   if (!fs::is_regular_file(path, ec)) return nullptr;
   auto mapped = MappedFile::open(path);
   return mapped ? *mapped : nullptr;
+}
+
+/// What packing changed in a program before archiving it.
+struct Preparation {
+  size_t holesFilled = 0;
+  uint64_t bytesDropped = 0;
+};
+
+bool hasHoles(const Expr &e) {
+  if (e.kind == NodeKind::Hole) return true;
+  bool found = false;
+  forEachChild(e, [&](const Expr &child) { found = found || hasHoles(child); });
+  return found;
+}
+
+/// Makes an edited program ready to archive: its holes (`?`, `lit auto`) filled as `synth`
+/// fills them, from the original file, which must then be beside it; and the payload bytes no
+/// literal reads any more dropped, so that an edit can make the archive smaller. A program with
+/// neither keeps its payload as it is.
+std::variant<Preparation, int> prepareForPacking(const std::string &file, Checkpoint &c, Payload &payload,
+                                                 const MappedFile *original) {
+  if (payload.size() != c.payloadSize)
+    return fail(fmt::format("{}: its payload {} has {} bytes, but the program declares {}", file,
+                            quoteString(c.payloadFile), payload.size(), c.payloadSize));
+  Preparation done;
+  Bytes bytes(payload.data(), payload.data() + payload.size());
+  if (std::any_of(c.regions.begin(), c.regions.end(), [](const Region &r) { return hasHoles(*r.program); })) {
+    if (!original || original->bytes().size() != c.source.size || xxh64(original->bytes()) != c.source.xxh64)
+      return fail(fmt::format("{} has holes, which pack fills from the file the program rebuilds; {} is not beside it",
+                              file, quoteString(c.source.fileName)));
+    auto filled = fillCheckpointHoles(c, original->bytes(), bytes, kDefaultLevel);
+    if (auto *error = std::get_if<CheckpointFillError>(&filled)) return failToFill(file, c, *error);
+    done.holesFilled = std::get<size_t>(filled);
+  }
+  Bytes compacted = compactPayload(c, bytes);
+  done.bytesDropped = bytes.size() - compacted.size();
+  if (done.holesFilled || done.bytesDropped) payload = Payload(std::move(compacted));
+  return done;
+}
+
+/// What a summary adds for a prepared program: "; 2 holes filled, 1.20 KB no literal read dropped".
+std::string preparationNote(const Preparation &p) {
+  std::string note;
+  if (p.holesFilled) note += fmt::format("; {} hole{} filled", p.holesFilled, p.holesFilled == 1 ? "" : "s");
+  if (p.bytesDropped) note += fmt::format("; {} of payload no literal read dropped", humanBytes(p.bytesDropped));
+  return note;
 }
 
 /// The program as text shows it: each region with its digest from the archive's index, so that
@@ -144,7 +191,7 @@ int packDirectory(const PackOptions &o, const Verbosity &v) {
     std::string file = input + "/" + rel;
     auto text = readProgramText(file);
     if (!text) return fail(text.error().message);
-    auto module = loadProgram(file, *text, /*requireRunnable=*/true);
+    auto module = loadProgram(file, *text, /*requireRunnable=*/false);
     if (!module) return kExitFailure;
     if (!module->isCheckpoint()) return fail(file + " is a single expression; only checkpoint programs are packed");
     size_t slash = rel.rfind('/');
@@ -179,9 +226,13 @@ int packDirectory(const PackOptions &o, const Verbosity &v) {
   uint64_t originalSize = 0;
   for (PackedProgram &p : programs) {
     // One member's payload in memory at a time; each is verified before it is written.
-    auto payload = Payload::readFile(directoryOf(p.file) + "/" + baseName(p.checkpoint.payloadFile));
+    auto payload = readPayload(p.checkpoint, directoryOf(p.file) + "/" + baseName(p.checkpoint.payloadFile));
     if (!payload) return fail(payload.error().message);
     auto original = originalBeside(p.file, p.checkpoint);
+    auto prepared = prepareForPacking(p.file, p.checkpoint, *payload, original.get());
+    if (auto *failed = std::get_if<int>(&prepared)) return *failed;
+    if (v.verbose && (std::get<Preparation>(prepared).holesFilled || std::get<Preparation>(prepared).bytesDropped))
+      std::cerr << fmt::format("  {}{}\n", p.file, preparationNote(std::get<Preparation>(prepared)));
     auto digests = regionDigestsByDecoding(p.checkpoint, *payload, original ? original->bytes() : ByteSpan{});
     if (!digests) return failIn(p.file, digests.error());
     originalSize += p.checkpoint.source.size;
@@ -213,19 +264,21 @@ int runPack(const PackOptions &o, const Verbosity &v) {
   if (fs::is_directory(o.input, ec)) return packDirectory(o, v);
   auto text = readProgramText(o.input);
   if (!text) return fail(text.error().message);
-  auto module = loadProgram(o.input, *text, /*requireRunnable=*/true);
+  auto module = loadProgram(o.input, *text, /*requireRunnable=*/false);
   if (!module) return kExitFailure;
   if (!module->isCheckpoint()) return fail(o.input + " is a single expression; only checkpoint programs are packed");
   Checkpoint &c = module->checkpoint();
   std::string payloadPath = o.payload.empty() ? directoryOf(o.input) + "/" + baseName(c.payloadFile) : o.payload;
-  auto payload = Payload::readFile(payloadPath);
+  auto payload = readPayload(c, payloadPath);
   if (!payload) return fail(payload.error().message);
+  auto original = originalBeside(o.input, c);
+  auto prepared = prepareForPacking(o.input, c, *payload, original.get());
+  if (auto *failed = std::get_if<int>(&prepared)) return *failed;
   std::string output = o.output.empty() ? withExtension(o.input, ".brv") : o.output;
   auto builder = ArchiveBuilder::create(output, o.force);
   if (!builder) return fail(builder.error().message);
 
   // Bit-exact or nothing: the program must rebuild the file its source line describes.
-  auto original = originalBeside(o.input, c);
   auto digests = regionDigestsByDecoding(c, *payload, original ? original->bytes() : ByteSpan{});
   if (!digests) return failIn(o.input, digests.error());
   c.payloadFile = archivedPayloadName(c.source.fileName);
@@ -244,10 +297,13 @@ int runPack(const PackOptions &o, const Verbosity &v) {
                {"archive_bytes", *size},
                {"ratio", sizeRatio(*size, member.checkpoint.source.size)},
                {"files", 1},
+               {"holes_filled", std::get<Preparation>(prepared).holesFilled},
+               {"payload_bytes_dropped", std::get<Preparation>(prepared).bytesDropped},
                {"verified", true}});
   else if (!v.quiet)
-    std::cerr << fmt::format("{}: -> {} ({}, verified against {})\n", o.input, output, humanBytes(*size),
-                             quoteString(member.checkpoint.source.fileName));
+    std::cerr << fmt::format("{}: -> {} ({}, verified against {}{})\n", o.input, output, humanBytes(*size),
+                             quoteString(member.checkpoint.source.fileName),
+                             preparationNote(std::get<Preparation>(prepared)));
   return kExitOk;
 }
 
@@ -256,6 +312,8 @@ int runPack(const PackOptions &o, const Verbosity &v) {
 void registerPack(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<PackOptions>();
   auto *cmd = app.add_subcommand("pack", "Pack checkpoint programs and their payloads into an archive, verified");
+  cmd->footer("Holes ('?', 'lit auto u8[N]') are filled from the original file beside the program, as synth fills "
+              "them; payload bytes no literal reads are dropped.");
   cmd->add_option("program", o->input,
                   ".bdsl checkpoint program, or a directory of them (as unpack writes a directory archive): "
                   "each rebuilds the file its source line names, in the program's own subdirectory")

@@ -174,7 +174,7 @@ int runRun(const RunOptions &o, const Verbosity &v) {
     payloadPath = *beside;
   }
   if (!payloadPath.empty()) {
-    auto loaded = Payload::readFile(payloadPath);
+    auto loaded = module->isCheckpoint() ? readPayload(module->checkpoint(), payloadPath) : Payload::readFile(payloadPath);
     if (!loaded) return fail(loaded.error().message);
     payload = std::move(*loaded);
   }

@@ -80,23 +80,12 @@ int runFill(const SynthCommandOptions &o, const std::string &sketchPath, std::st
 
   const std::string output = o.output.empty() ? withExtension(sketchPath, ".filled.bdsl") : o.output;
   const std::string payloadPath = output + ".bin";
-  const StrategyOptions options = strategyOptionsForLevel(o.level);
-  Bytes payload;
-  size_t filled = 0;
-  for (Region &r : c.regions) {
-    movePayload(*r.program, ByteSpan(oldPayload.data(), oldPayload.size()), payload);
-    const RegionInput input{r.kind, r.name, r.dtype, r.shape, file.subspan(r.bytes.offset, r.bytes.size)};
-    const std::vector<uint64_t> words = readWords(input.bytes, regionWordType(input).wordBits / 8);
-    HoleSearch search(options.policy, searchLimits(options));
-    auto result = fillHoles(r.program, words, regionContext(input), search, payload);
-    if (auto *error = std::get_if<FillError>(&result))
-      return fail(fmt::format("{}:{}:{}: cannot fill the holes of {}: {}", sketchPath, error->loc.line,
-                              error->loc.column,
-                              r.kind == RegionKind::Tensor ? "tensor " + quoteString(r.name)
-                                                           : std::string(regionKindName(r.kind)),
-                              error->message));
-    filled += std::get<size_t>(result);
-  }
+  // The holes' literals go after the bytes the sketch's literals read; bytes none reads are dropped.
+  Bytes payload(oldPayload.data(), oldPayload.data() + oldPayload.size());
+  auto result = fillCheckpointHoles(c, file, payload, o.level);
+  if (auto *error = std::get_if<CheckpointFillError>(&result)) return failToFill(sketchPath, c, *error);
+  const size_t filled = std::get<size_t>(result);
+  payload = compactPayload(c, payload);
   if (filled == 0 && !v.quiet && !o.json)
     std::cerr << "brevisc: note: " << sketchPath << " has no holes ('?'); it is written as it is\n";
   c.payloadFile = baseName(payloadPath);
