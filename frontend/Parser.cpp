@@ -57,6 +57,19 @@ std::string alternatives(const std::vector<std::string_view> &names) {
   return out;
 }
 
+/// Edits (insertions, deletions, substitutions, swaps of neighbours) between two words.
+size_t editDistance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
 /// Keeps the first syntax error; anything after it would be an artefact of recovery.
 class FirstErrorListener final : public antlr4::BaseErrorListener {
 public:
@@ -91,6 +104,40 @@ public:
   }
 
 protected:
+  /// An identifier where keywords could stand, close to one of them: "unknown keyword 'heder';
+  /// did you mean 'header'?" instead of ANTLR's list. Where the end of the input was expected,
+  /// a region could have started too (ANTLR names only the end after a region).
+  std::optional<std::string> misspelledKeyword(antlr4::Parser *parser, Token *bad,
+                                               const antlr4::misc::IntervalSet &expected) {
+    if (!bad || bad->getType() != G::IDENT) return std::nullopt;
+    const std::string word = bad->getText();
+    if (word.size() > 32) return std::nullopt;
+    std::vector<ssize_t> candidates = expected.toList();
+    if (expected.contains(Token::EOF)) candidates.insert(candidates.end(), {G::HEADER, G::BYTES, G::TENSOR});
+    std::optional<std::string> best;
+    size_t bestDistance = word.size() <= 3 ? 2 : 3; // more than this is no misspelling
+    for (ssize_t type : candidates) {
+      if (type < 0) continue;
+      std::string literal = parser->getVocabulary().getLiteralName(static_cast<size_t>(type));
+      if (literal.size() < 3 || literal.front() != '\'' ||
+          !std::all_of(literal.begin() + 1, literal.end() - 1, [](char c) { return c >= 'a' && c <= 'z'; }))
+        continue;
+      literal = literal.substr(1, literal.size() - 2);
+      if (size_t d = editDistance(word, literal); d < bestDistance) {
+        bestDistance = d;
+        best = literal;
+      }
+    }
+    if (!best) return std::nullopt;
+    return fmt::format("unknown keyword '{}'; did you mean '{}'?", excerpt(word), *best);
+  }
+
+  void reportInputMismatch(antlr4::Parser *parser, const antlr4::InputMismatchException &e) override {
+    if (auto msg = misspelledKeyword(parser, e.getOffendingToken(), e.getExpectedTokens()))
+      return parser->notifyErrorListeners(e.getOffendingToken(), *msg, std::make_exception_ptr(e));
+    DefaultErrorStrategy::reportInputMismatch(parser, e);
+  }
+
   std::string getTokenErrorDisplay(Token *t) override {
     std::string quoted = DefaultErrorStrategy::getTokenErrorDisplay(t);
     // The display is quoted: keep the closing quote when shortening.
@@ -103,6 +150,8 @@ protected:
     std::string msg;
     if (start == bad) {
       // The decision failed on its first token, so the expected set is exactly the decision's.
+      if (auto misspelled = misspelledKeyword(parser, bad, e.getExpectedTokens()))
+        return parser->notifyErrorListeners(bad, *misspelled, std::make_exception_ptr(e));
       msg = fmt::format("mismatched input {} expecting {}", getTokenErrorDisplay(bad),
                         e.getExpectedTokens().toString(parser->getVocabulary()));
     } else {
@@ -279,6 +328,8 @@ private:
     // The type checker rejects unsupported versions; saturate so a huge one is not mistaken for 1.
     c.version = static_cast<unsigned>(std::min<uint64_t>(number(ctx->version), std::numeric_limits<unsigned>::max()));
     G::SourceDeclContext *src = ctx->sourceDecl();
+    c.sourceLoc = locOf(src->getStart());
+    c.payloadLoc = locOf(ctx->payloadDecl()->getStart());
     c.source.fileName = unquote(src->fileName);
     c.source.size = number(src->size);
     c.source.xxh64 = number(src->hash);

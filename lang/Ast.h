@@ -234,6 +234,7 @@ struct SourceInfo {
 struct Checkpoint {
   unsigned version = 1;
   SourceLoc loc;
+  SourceLoc sourceLoc, payloadLoc; ///< of the `source` and `payload` lines
   SourceInfo source;
   std::string payloadFile; ///< sidecar file name, relative to the program file
   uint64_t payloadSize = 0;

@@ -22,6 +22,13 @@ std::optional<StreamType> TypeChecker::derive(const Expr &e) {
     if (auto t = derive(c)) childTypes.push_back(*t);
     else childrenTyped = false;
   });
+  if (const Merge *m = dynAs<Merge>(e)) {
+    // A field is read (and edited) by its name: two of one name would be ambiguous.
+    std::set<std::string_view> names;
+    for (const MergeField &f : m->fields)
+      if (!f.name.empty() && !names.insert(f.name).second)
+        diags_.error(f.expr->loc, fmt::format("merge field name '{}' is used twice", f.name));
+  }
   if (!childrenTyped) return std::nullopt;
 
   Typing typing = typeOperator(e, childTypes, payloadSize_);
@@ -81,7 +88,9 @@ void TypeChecker::checkCheckpoint(const Checkpoint &c) {
                                                r.kind == RegionKind::Tensor ? "tensor" : "region", toString(expected)));
   }
   if (expectedOffset != c.source.size)
-    diags_.error(c.loc, fmt::format("regions cover {} bytes, but the source file has {}", expectedOffset, c.source.size));
+    diags_.error(c.sourceLoc.valid() ? c.sourceLoc : c.loc,
+                 fmt::format("the source file is declared as {} bytes, but the regions cover {}", c.source.size,
+                             expectedOffset));
 }
 
 bool TypeChecker::checkModule(const Module &m) {

@@ -14,11 +14,14 @@ namespace brevis {
 
 Result<void> validatePayload(const Checkpoint &c, const Payload &payload) {
   if (payload.size() != c.payloadSize)
-    return Error{fmt::format("payload {} has {} bytes, but the program expects {}", c.payloadFile, payload.size(),
-                             c.payloadSize)};
+    return Error{fmt::format("payload {} has {} bytes, but the program declares {}", c.payloadFile, payload.size(),
+                             c.payloadSize),
+                 c.payloadLoc};
   for (const auto &r : c.regions) {
     auto valid = validateForExecution(*r.program, payload);
-    if (!valid) return Error{fmt::format("{}: {}", regionLabel(r), valid.error().message)};
+    if (!valid)
+      return Error{fmt::format("{}: {}", regionLabel(r), valid.error().message),
+                   valid.error().loc.valid() ? valid.error().loc : r.loc};
   }
   return {};
 }

@@ -286,7 +286,11 @@ Result<void> validateForExecution(const Expr &e, const Payload &payload) {
   case NodeKind::Hole:
     return Error{fmt::format("the program has a hole at line {}, column {}; fill it before running", e.loc.line,
                              e.loc.column)};
-  case NodeKind::Lit: return validateLit(as<Lit>(e), payload);
+  case NodeKind::Lit: {
+    auto valid = validateLit(as<Lit>(e), payload);
+    if (!valid) return Error{valid.error().message, e.loc}; // reported where the literal is written
+    return valid;
+  }
   case NodeKind::Const: return {};
   case NodeKind::Concat:
   case NodeKind::Repeat:

@@ -359,6 +359,23 @@ TEST(FrontendErrors, RegionDigests) {
   EXPECT_EQ(reprint("merge(digest: ? u8[1])\n"), "merge(digest: ? u8[1])\n");
 }
 
+TEST(FrontendErrors, MisspelledKeywordsAreNamed) {
+  const std::string head = "brevis 1\nsource \"a\" size 1 xxh64 0x0\npayload \"b\" size 0\n";
+  EXPECT_EQ(firstError("brevsi 1\n"), "t.bdsl:1:1: error: unknown keyword 'brevsi'; did you mean 'brevis'?");
+  EXPECT_EQ(firstError("brevis 1\nsorce \"a\" size 1 xxh64 0x0\n"),
+            "t.bdsl:2:1: error: unknown keyword 'sorce'; did you mean 'source'?");
+  EXPECT_EQ(firstError(head + "heder @0+1 = ? u8[1]\n"), "t.bdsl:4:1: error: unknown keyword 'heder'; did you mean 'header'?");
+  // After a region, where ANTLR expects only the end of the input.
+  EXPECT_EQ(firstError(head + "header @0+1 = ? u8[1]\nbyts @1+0 = ? u8[0]\n"),
+            "t.bdsl:5:1: error: unknown keyword 'byts'; did you mean 'bytes'?");
+  EXPECT_EQ(firstError("merge(a: cnst u8[1] 0)"), "t.bdsl:1:10: error: unknown keyword 'cnst'; did you mean 'const'?");
+  EXPECT_EQ(firstError("lti u8[1] [1]"), "t.bdsl:1:1: error: unknown keyword 'lti'; did you mean 'lit'?");
+  EXPECT_EQ(firstError("mreg(? u8[1])"), "t.bdsl:1:1: error: unknown keyword 'mreg'; did you mean 'merge'?");
+  // Too far from every keyword: ANTLR's message.
+  EXPECT_EQ(firstError("xyzzy u8[1] 0"), "t.bdsl:1:1: error: mismatched input 'xyzzy' expecting {'brevis', 'lit', "
+                                         "'const', 'concat', 'repeat', 'map', 'scan', 'merge', '?'}");
+}
+
 TEST(FrontendErrors, LongTokensAreShortenedInMessages) {
   EXPECT_EQ(firstError("? u8[1] " + std::string(100000, 'a')),
             "t.bdsl:1:9: error: extraneous input 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' expecting <EOF>");

@@ -200,6 +200,15 @@ Result<Payload> readPayload(const Checkpoint &c, const std::string &path) {
   return Payload::readFile(path);
 }
 
+const Lit *firstPayloadLit(const Expr &e) {
+  if (const Lit *l = dynAs<Lit>(e)) return l->isInline() ? nullptr : l;
+  const Lit *found = nullptr;
+  forEachChild(e, [&](const Expr &c) {
+    if (!found) found = firstPayloadLit(c);
+  });
+  return found;
+}
+
 int failToFill(const std::string &file, const Checkpoint &c, const CheckpointFillError &e) {
   const Region &r = c.regions[e.region];
   return fail(fmt::format("{}:{}:{}: cannot fill the holes of {}: {}", file, e.error.loc.line, e.error.loc.column,

@@ -137,6 +137,8 @@ int failIn(const std::string &file, const Error &error);
 /// The payload of checkpoint program `c` from `path`; a program whose payload is declared empty
 /// (`payload "…" size 0`: every region structural or inline) needs no file.
 Result<Payload> readPayload(const Checkpoint &c, const std::string &path);
+/// The first literal of `e` (depth first) that reads payload bytes, if any.
+const Lit *firstPayloadLit(const Expr &e);
 int failToFill(const std::string &file, const Checkpoint &c, const CheckpointFillError &error);
 /// The same for a command line that cannot work (exit status 2).
 int usageError(const std::string &message);

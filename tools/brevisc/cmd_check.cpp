@@ -67,6 +67,12 @@ int runCheck(const CheckOptions &o, const Verbosity &v) {
   if (module) {
     checker.emplace(diags, /*recordTypes=*/o.types);
     checker->checkModule(*module);
+    // A single expression names no payload: where its literals read one, say that run needs it.
+    if (!diags.hasErrors() && !module->isCheckpoint())
+      if (const Lit *first = firstPayloadLit(module->expr()))
+        diags.note(first->loc, fmt::format("this literal reads payload bytes @{}+{}: a single expression names no "
+                                           "payload, so run needs one given with --payload FILE",
+                                           first->payload().offset, first->payload().size));
     // Declarations against the header the program rebuilds, where its payload is at hand.
     if (!diags.hasErrors() && module->isCheckpoint())
       if (const Region *header = headerRegion(module->checkpoint())) {

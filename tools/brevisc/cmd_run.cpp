@@ -166,6 +166,11 @@ int runRun(const RunOptions &o, const Verbosity &v) {
     if (auto limited = checkOutputLimit(o.input, shown, *parseSize(o.maxOutput)); !limited)
       return fail(limited.error().message);
   }
+  if (!module->isCheckpoint() && o.payload.empty())
+    if (const Lit *reads = firstPayloadLit(module->expr()))
+      return usageError(fmt::format("{}:{}:{}: this literal reads payload bytes, and a single expression names no "
+                                    "payload: give it with --payload FILE",
+                                    o.input, reads->loc.line, reads->loc.column));
   Payload payload;
   std::string payloadPath = o.payload;
   if (payloadPath.empty() && module->isCheckpoint()) {

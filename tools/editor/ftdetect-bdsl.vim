@@ -1,0 +1,2 @@
+" Brevis programs: install as ftdetect/bdsl.vim, beside syntax/bdsl.vim.
+au BufRead,BufNewFile *.bdsl set filetype=bdsl
