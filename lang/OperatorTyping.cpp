@@ -45,6 +45,11 @@ std::optional<TypeError> checkPayloadRange(const Lit &l) {
     if (l.type.width > maxEncodingWidth(l.encoding))
       return nodeError(fmt::format("{} literals hold words of at most {} bits, but this one is {}",
                                    encodingName(l.encoding), maxEncodingWidth(l.encoding), toString(l.type)));
+    // Tables are built from at least one word: an empty stream is a raw or inline literal.
+    if (l.type.length == 0 && (l.encoding == Encoding::Huffman || l.encoding == Encoding::Rans ||
+                               l.encoding == Encoding::RansO1))
+      return nodeError(fmt::format("{} literals hold at least one word; write an empty stream as lit {} []",
+                                   encodingName(l.encoding), toString(l.type)));
     // A zstd or context literal, even of no words, holds its block size.
     if (r.size == 0 && (l.type.length != 0 || l.encoding == Encoding::Zstd || l.encoding == Encoding::Context))
       return nodeError(
@@ -161,6 +166,10 @@ Typing typeOperator(const Expr &e, std::span<const StreamType> childTypes, std::
     if (h.encoding && h.type.width > maxEncodingWidth(*h.encoding))
       return nodeError(fmt::format("{} literals hold words of at most {} bits, not {}", encodingName(*h.encoding),
                                    maxEncodingWidth(*h.encoding), h.type.width));
+    if (h.encoding && h.type.length == 0 &&
+        (*h.encoding == Encoding::Huffman || *h.encoding == Encoding::Rans || *h.encoding == Encoding::RansO1))
+      return nodeError(fmt::format("{} literals hold at least one word; write an empty stream as lit {} []",
+                                   encodingName(*h.encoding), toString(h.type)));
     return h.type;
   }
   case NodeKind::Concat: return typeConcat(childTypes);

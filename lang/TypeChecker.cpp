@@ -74,7 +74,7 @@ void TypeChecker::checkCheckpoint(const Checkpoint &c) {
       auto count = elementCount(r.shape);
       uint64_t bytes;
       if (!count || __builtin_mul_overflow(*count, info.wordBits / 8, &bytes)) {
-        diags_.error(r.loc, "tensor element count overflows 64 bits");
+        diags_.error(r.loc, count ? "tensor byte count overflows 64 bits" : "tensor element count overflows 64 bits");
         continue;
       }
       if (bytes != r.bytes.size)

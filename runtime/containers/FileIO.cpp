@@ -230,7 +230,10 @@ Result<std::string> readTextFile(const std::string &path) {
 }
 
 Result<std::shared_ptr<const MappedFile>> MappedFile::open(const std::string &path, ByteSpan prefix) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Opened without blocking: a named pipe that nothing writes would otherwise hang the open
+  // (it reads as empty instead). Reads block again, as for any pipe.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   if (fd < 0) {
     struct stat st;
     if (errno == EISDIR || (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
@@ -352,9 +355,18 @@ Result<std::unique_ptr<OutputFile>> OutputFile::create(const std::string &path, 
   if (!overwrite && exists && S_ISREG(st.st_mode))
     return Error{fmt::format("{} already exists; use -f to overwrite it", path)};
   if (exists && !S_ISREG(st.st_mode)) {
-    // A device or a pipe (-o /dev/null): written in place; there is nothing to rename over.
-    std::FILE *f = std::fopen(path.c_str(), "wb");
-    if (!f) return Error{fmt::format("cannot open {}: {}", path, systemError())};
+    // A device or a pipe (-o /dev/null): written in place; there is nothing to rename over. A
+    // named pipe that nothing reads is refused rather than waited on.
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+      return Error{errno == ENXIO ? fmt::format("cannot write {}: it is a named pipe that nothing reads", path)
+                                  : fmt::format("cannot open {}: {}", path, systemError())};
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    std::FILE *f = fdopen(fd, "wb");
+    if (!f) {
+      ::close(fd);
+      return Error{fmt::format("cannot open {}: {}", path, systemError())};
+    }
     return std::unique_ptr<OutputFile>(new OutputFile(path, "", f, overwrite));
   }
   removeStaleTemps(path);

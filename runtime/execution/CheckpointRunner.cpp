@@ -102,31 +102,57 @@ Error mismatchError(const Checkpoint &c, const Payload &payload, RegionDecoder &
 
 } // namespace
 
+Result<uint64_t> decodeRegionPieces(const Region &r, const Payload &payload, RegionDecoder &decoder, ByteSink &sink) {
+  // Pieces of kDigestPieceBytes, hashed as decompression hashes them (a multiple of every word
+  // size, so a piece is whole words).
+  HashingSink<Xxh3Stream> piece(sink);
+  const StreamType type = streamTypeOf(*r.program);
+  const uint64_t pieceWords = kDigestPieceBytes / containerBytes(type.width);
+  std::vector<uint64_t> pieceHashes;
+  for (uint64_t first = 0; first < type.length; first += pieceWords) {
+    piece.restartHash();
+    BREVIS_TRY(decoder.decodeWords(r, payload, first, std::min(pieceWords, type.length - first), piece));
+    pieceHashes.push_back(piece.digest());
+  }
+  return combinePieceHashes(pieceHashes);
+}
+
+Result<void> runRegion(const Checkpoint &c, const Region &r, const Payload &payload, RegionDecoder &decoder,
+                       ByteSink &sink, const CheckpointCheck &check) {
+  if (auto valid = validateForExecution(*r.program, payload); !valid)
+    return Error{fmt::format("{}: {}", regionLabel(r), valid.error().message),
+                 valid.error().loc.valid() ? valid.error().loc : r.loc};
+  if (!check.verify || !r.digest) {
+    if (auto decoded = decoder.decode(r, payload, sink); !decoded)
+      return Error{fmt::format("{}: {}", regionLabel(r), decoded.error().message), r.loc};
+    return {};
+  }
+  auto digest = decodeRegionPieces(r, payload, decoder, sink);
+  if (!digest) return Error{fmt::format("{}: {}", regionLabel(r), digest.error().message), r.loc};
+  if (*digest != *r.digest)
+    return mismatchError(c, payload, decoder, check, &r,
+                         fmt::format("{} does not rebuild its original bytes (digest {:#018x}, expected {:#018x})",
+                                     regionLabel(r), *digest, *r.digest));
+  return {};
+}
+
 Result<void> runCheckpoint(const Checkpoint &c, const Payload &payload, RegionDecoder &decoder, ByteSink &sink,
                            std::vector<uint64_t> *regionDigests, const CheckpointCheck &check) {
   BREVIS_TRY(validatePayload(c, payload));
   BREVIS_TRY(decoder.prepare(c, payload));
   HashingSink<Xxh64Stream> out(sink);
-  HashingSink<Xxh3Stream> piece(out);
-  std::vector<uint64_t> pieceHashes;
   const bool digests = regionDigests || (check.verify && std::any_of(c.regions.begin(), c.regions.end(),
                                                                       [](const Region &r) { return r.digest; }));
   for (const auto &r : c.regions) {
     uint64_t before = out.written();
     Result<void> decoded;
+    uint64_t digest = 0;
     if (!digests) {
       decoded = decoder.decode(r, payload, out);
+    } else if (auto pieces = decodeRegionPieces(r, payload, decoder, out)) {
+      digest = *pieces;
     } else {
-      // Pieces of kDigestPieceBytes, hashed as decompression hashes them (a multiple of every
-      // word size, so a piece is whole words).
-      const StreamType type = streamTypeOf(*r.program);
-      const uint64_t pieceWords = kDigestPieceBytes / containerBytes(type.width);
-      pieceHashes.clear();
-      for (uint64_t first = 0; decoded && first < type.length; first += pieceWords) {
-        piece.restartHash();
-        decoded = decoder.decodeWords(r, payload, first, std::min(pieceWords, type.length - first), piece);
-        pieceHashes.push_back(piece.digest());
-      }
+      decoded = pieces.error();
     }
     if (!decoded) return Error{fmt::format("{}: {}", regionLabel(r), decoded.error().message), r.loc};
     if (out.written() - before != r.bytes.size)
@@ -134,7 +160,6 @@ Result<void> runCheckpoint(const Checkpoint &c, const Payload &payload, RegionDe
                                r.bytes.size),
                    r.loc};
     if (!digests) continue;
-    const uint64_t digest = combinePieceHashes(pieceHashes);
     if (regionDigests) regionDigests->push_back(digest);
     if (check.verify && r.digest && digest != *r.digest)
       return mismatchError(c, payload, decoder, check, &r,
@@ -143,6 +168,13 @@ Result<void> runCheckpoint(const Checkpoint &c, const Payload &payload, RegionDe
   }
   if (out.written() != c.source.size)
     return Error{fmt::format("decoded {} bytes, but {} has {}", out.written(), c.source.fileName, c.source.size)};
+  const bool everyRegionChecked =
+      std::all_of(c.regions.begin(), c.regions.end(), [](const Region &r) { return r.digest.has_value(); });
+  if (check.verify && out.digest() != c.source.xxh64 && everyRegionChecked && !c.regions.empty())
+    return Error{fmt::format("every region rebuilds the bytes its digest names, but the source checksum {:#018x} is not "
+                             "theirs ({:#018x})",
+                             c.source.xxh64, out.digest()),
+                 c.sourceLoc};
   if (check.verify && out.digest() != c.source.xxh64)
     return mismatchError(c, payload, decoder, check, nullptr,
                          fmt::format("decoded bytes do not match the checksum of {} (xxh64 {:#018x}, expected {:#018x})",

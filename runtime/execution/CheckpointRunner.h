@@ -25,6 +25,15 @@ struct CheckpointCheck {
   ByteSpan original;
 };
 
+/// Decodes region `r` into `sink` piece by piece, returning its digest (regionDigest of what it
+/// wrote): as an archive's index has it, without a second pass.
+Result<uint64_t> decodeRegionPieces(const Region &r, const Payload &payload, RegionDecoder &decoder, ByteSink &sink);
+
+/// Decodes one region of `c` alone (its literals validated first) and checks it against its
+/// digest where it carries one, as runCheckpoint does.
+Result<void> runRegion(const Checkpoint &c, const Region &r, const Payload &payload, RegionDecoder &decoder,
+                       ByteSink &sink, const CheckpointCheck &check = {});
+
 /// Validates the payload, prepares the decoder, decodes every region and verifies the result:
 /// the size and checksum of the whole, and the digest of each region that carries one (an error
 /// then names the region and carries its location). With `regionDigests`, every region's

@@ -21,7 +21,7 @@ namespace brevis {
 std::string regionLabel(const Region &r) {
   switch (r.kind) {
   case RegionKind::Header: return "the header";
-  case RegionKind::Bytes: return fmt::format("the bytes at @{}+{}", r.bytes.offset, r.bytes.size);
+  case RegionKind::Bytes: return fmt::format("the bytes region at @{}+{}", r.bytes.offset, r.bytes.size);
   case RegionKind::Tensor: return "tensor " + quoteString(r.name);
   }
   return {};

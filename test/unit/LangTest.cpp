@@ -105,7 +105,8 @@ TEST(TypeChecker, RejectsEachBrokenRule) {
   EXPECT_EQ(err, "zstd literal u8[2] has an empty payload range");
   EXPECT_FALSE(typeOf(*Lit::make({8, 0}, Encoding::Zstd, ByteRange{0, 0}), &err));
   EXPECT_EQ(err, "zstd literal u8[0] has an empty payload range");
-  EXPECT_TRUE(typeOf(*Lit::make({8, 0}, Encoding::Huffman, ByteRange{0, 0}), &err));
+  EXPECT_FALSE(typeOf(*Lit::make({8, 0}, Encoding::Huffman, ByteRange{0, 0}), &err));
+  EXPECT_EQ(err, "huffman literals hold at least one word; write an empty stream as lit u8[0] []");
 }
 
 TEST(OperatorTyping, NamesTheChildThatBreaksARule) {

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <thread>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -209,12 +210,76 @@ const Lit *firstPayloadLit(const Expr &e) {
   return found;
 }
 
+std::variant<std::vector<TreeProgram>, int> readProgramTree(const std::string &dir, const char *what) {
+  auto files = listFiles(dir);
+  if (!files) return fail(files.error().message);
+  std::vector<TreeProgram> programs;
+  for (const std::string &rel : *files) {
+    if (!rel.ends_with(".bdsl")) continue;
+    std::string file = dir + "/" + rel;
+    auto text = readProgramText(file);
+    if (!text) return fail(text.error().message);
+    auto module = loadProgram(file, *text, /*requireRunnable=*/false);
+    if (!module) return kExitFailure;
+    if (!module->isCheckpoint())
+      return fail(fmt::format("{} is a single expression; only checkpoint programs are {}", file, what));
+    size_t slash = rel.rfind('/');
+    std::string memberPath = (slash == std::string::npos ? "" : rel.substr(0, slash + 1)) +
+                             module->checkpoint().source.fileName;
+    if (!isValidMemberPath(memberPath))
+      return fail(fmt::format("{} names an unusable source file {}", file,
+                              quoteString(module->checkpoint().source.fileName)));
+    programs.push_back({file, memberPath, std::move(module->checkpoint())});
+  }
+  if (programs.empty()) return fail(fmt::format("{} holds no .bdsl programs", dir));
+  // Members in path order, as compress writes them.
+  std::stable_sort(programs.begin(), programs.end(),
+                   [](const TreeProgram &a, const TreeProgram &b) { return a.memberPath < b.memberPath; });
+  for (size_t i = 1; i < programs.size(); ++i)
+    if (programs[i].memberPath == programs[i - 1].memberPath)
+      return fail(fmt::format("{} and {} both rebuild {}", programs[i - 1].file, programs[i].file,
+                              programs[i].memberPath));
+  // A member cannot also be the directory of another (`sub` and `sub/vocab.txt`).
+  std::map<std::string, const TreeProgram *> byPath;
+  for (const TreeProgram &p : programs) byPath.emplace(p.memberPath, &p);
+  for (const TreeProgram &p : programs)
+    for (size_t slash = p.memberPath.find('/'); slash != std::string::npos; slash = p.memberPath.find('/', slash + 1))
+      if (auto it = byPath.find(p.memberPath.substr(0, slash)); it != byPath.end())
+        return fail(fmt::format("{} rebuilds the file {}, which {} needs as a directory", it->second->file,
+                                it->first, p.file));
+  return programs;
+}
+
+std::shared_ptr<const MappedFile> originalBeside(const std::string &program, const Checkpoint &c) {
+  const std::string base = baseName(c.source.fileName);
+  if (base.empty() || base == "." || base == "..") return nullptr;
+  const std::string path = directoryOf(program) + "/" + base;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return nullptr;
+  auto mapped = MappedFile::open(path);
+  return mapped ? *mapped : nullptr;
+}
+
+namespace {
+bool hasHole(const Expr &e) {
+  if (e.kind == NodeKind::Hole) return true;
+  bool found = false;
+  forEachChild(e, [&](const Expr &child) { found = found || hasHole(child); });
+  return found;
+}
+} // namespace
+
+bool hasHoles(const Checkpoint &c) {
+  return std::any_of(c.regions.begin(), c.regions.end(), [](const Region &r) { return hasHole(*r.program); });
+}
+
 int failToFill(const std::string &file, const Checkpoint &c, const CheckpointFillError &e) {
   const Region &r = c.regions[e.region];
-  return fail(fmt::format("{}:{}:{}: cannot fill the holes of {}: {}", file, e.error.loc.line, e.error.loc.column,
-                          r.kind == RegionKind::Tensor ? "tensor " + quoteString(r.name)
-                                                       : std::string(regionKindName(r.kind)),
-                          e.error.message));
+  return failIn(file, Error{fmt::format("cannot fill the holes of {}: {}",
+                                        r.kind == RegionKind::Tensor ? "tensor " + quoteString(r.name)
+                                                                     : std::string(regionKindName(r.kind)),
+                                        e.error.message),
+                            e.error.loc});
 }
 
 std::string withExtension(const std::string &path, const std::string &extension) {

@@ -18,8 +18,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <variant>
+#include <vector>
 
 namespace brevis::cli {
 
@@ -139,6 +142,25 @@ int failIn(const std::string &file, const Error &error);
 Result<Payload> readPayload(const Checkpoint &c, const std::string &path);
 /// The first literal of `e` (depth first) that reads payload bytes, if any.
 const Lit *firstPayloadLit(const Expr &e);
+/// A program of a directory of programs (as `unpack` writes a directory archive), read and
+/// checked (holes allowed), its payload not yet loaded.
+struct TreeProgram {
+  std::string file;       ///< the program's path
+  std::string memberPath; ///< the file it rebuilds, relative: its directory + its source name
+  Checkpoint checkpoint;
+};
+
+/// Every .bdsl checkpoint program under `dir`, in member path order, each rebuilding its own
+/// file: no two the same file, none a file that another needs as a directory. `what` says
+/// what is done with them in messages ("packed"). An error is printed; its exit status returned.
+std::variant<std::vector<TreeProgram>, int> readProgramTree(const std::string &dir, const char *what);
+
+/// The file a checkpoint program rebuilds, where it lies beside the program (null if not): it
+/// locates a region that does not rebuild it.
+std::shared_ptr<const MappedFile> originalBeside(const std::string &program, const Checkpoint &c);
+
+/// Whether any region of `c` has a hole (`?`, or a literal without its payload range).
+bool hasHoles(const Checkpoint &c);
 int failToFill(const std::string &file, const Checkpoint &c, const CheckpointFillError &error);
 /// The same for a command line that cannot work (exit status 2).
 int usageError(const std::string &message);

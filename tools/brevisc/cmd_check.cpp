@@ -57,11 +57,19 @@ std::variant<Bytes, std::string> decodeHeader(const std::string &program, const 
   return out;
 }
 
-int runCheck(const CheckOptions &o, const Verbosity &v) {
-  if (o.json && o.types) return fail("--json and --types both print on standard output; choose one");
-  auto text = readProgramText(o.input);
-  if (!text) return fail(text.error().message);
-  Diagnostics diags(o.input, std::move(*text));
+struct Checked {
+  bool ok = false;
+  size_t regions = 0;
+};
+
+/// Checks one program, printing its diagnostics (and with --types, the program).
+Checked checkFile(const std::string &input, const CheckOptions &o, const Verbosity &v) {
+  auto text = readProgramText(input);
+  if (!text) {
+    fail(text.error().message);
+    return {};
+  }
+  Diagnostics diags(input, std::move(*text));
   auto module = parseModule(diags);
   std::optional<TypeChecker> checker;
   if (module) {
@@ -73,29 +81,63 @@ int runCheck(const CheckOptions &o, const Verbosity &v) {
         diags.note(first->loc, fmt::format("this literal reads payload bytes @{}+{}: a single expression names no "
                                            "payload, so run needs one given with --payload FILE",
                                            first->payload().offset, first->payload().size));
+    // A payload beside the program must be the size the program declares.
+    if (!diags.hasErrors() && module->isCheckpoint()) {
+      const Checkpoint &c = module->checkpoint();
+      const std::string base = baseName(c.payloadFile);
+      const std::string path = directoryOf(input) + "/" + base;
+      std::error_code ec;
+      if (!base.empty() && base != "." && base != ".." && std::filesystem::is_regular_file(path, ec))
+        if (const uint64_t size = std::filesystem::file_size(path, ec); !ec && size != c.payloadSize)
+          diags.error(c.payloadLoc, fmt::format("payload {} has {} bytes, but the program declares {}", path, size,
+                                                c.payloadSize));
+    }
     // Declarations against the header the program rebuilds, where its payload is at hand.
     if (!diags.hasErrors() && module->isCheckpoint())
       if (const Region *header = headerRegion(module->checkpoint())) {
-        auto decoded = decodeHeader(o.input, module->checkpoint(), *header);
+        auto decoded = decodeHeader(input, module->checkpoint(), *header);
         if (auto *bytes = std::get_if<Bytes>(&decoded)) {
           for (Error &e : checkDeclarations(module->checkpoint(), *bytes)) diags.error(e.loc, std::move(e.message));
         } else if (v.verbose) {
-          std::cerr << fmt::format("brevisc: note: {}: declarations not compared with the header: {}\n", o.input,
+          std::cerr << fmt::format("brevisc: note: {}: declarations not compared with the header: {}\n", input,
                                    std::get<std::string>(decoded));
         }
       }
   }
   std::cerr << diags.render();
-  if (o.json) {
-    size_t regions = module && module->isCheckpoint() ? module->checkpoint().regions.size() : 0;
-    printJson({{"command", "check"}, {"input", o.input}, {"ok", !diags.hasErrors()}, {"regions", regions}});
-  }
-  if (diags.hasErrors()) return kExitFailure;
-  if (o.types) {
+  Checked checked{!diags.hasErrors(), module && module->isCheckpoint() ? module->checkpoint().regions.size() : 0};
+  if (checked.ok && o.types) {
     annotateTypes(*module, *checker);
     std::cout << printModule(*module);
   }
-  return kExitOk;
+  return checked;
+}
+
+int runCheck(const CheckOptions &o, const Verbosity &v) {
+  if (o.json && o.types) return fail("--json and --types both print on standard output; choose one");
+  std::error_code ec;
+  std::vector<std::string> files{o.input};
+  if (std::filesystem::is_directory(o.input, ec)) {
+    // A directory of programs, as unpack writes a directory archive: every .bdsl in it.
+    std::string dir = o.input;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    auto listed = listFiles(dir);
+    if (!listed) return fail(listed.error().message);
+    files.clear();
+    for (const std::string &rel : *listed)
+      if (rel.ends_with(".bdsl")) files.push_back(dir + "/" + rel);
+    if (files.empty()) return fail(fmt::format("{} holds no .bdsl programs", o.input));
+  }
+  bool ok = true;
+  size_t regions = 0;
+  for (const std::string &file : files) {
+    const Checked checked = checkFile(file, o, v);
+    ok = ok && checked.ok;
+    regions += checked.regions;
+  }
+  if (o.json)
+    printJson({{"command", "check"}, {"input", o.input}, {"ok", ok}, {"files", files.size()}, {"regions", regions}});
+  return ok ? kExitOk : kExitFailure;
 }
 
 } // namespace
@@ -103,7 +145,11 @@ int runCheck(const CheckOptions &o, const Verbosity &v) {
 void registerCheck(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<CheckOptions>();
   auto *cmd = app.add_subcommand("check", "Parse and type-check a program; exit 1 with diagnostics on errors");
-  cmd->add_option("program", o->input, ".bdsl file")->required();
+  cmd->footer("A checkpoint program whose payload lies beside it is also held to the safetensors header it rebuilds: "
+              "every tensor's name, dtype, shape and range (-v says when the payload is not there to decode the "
+              "header).\nExit status: 0 on success, 1 when an input is invalid, 2 on a usage error.");
+  cmd->add_option("program", o->input, ".bdsl file, or a directory of them (as unpack writes a directory archive)")
+      ->required();
   cmd->add_flag("--types", o->types, "print the program with every node annotated with its derived type");
   cmd->add_flag("--json", o->json,
                 "print the result as JSON on stdout: {\"command\": \"check\", \"ok\": ...} (diagnostics stay on stderr)");

@@ -32,30 +32,11 @@ struct PackOptions {
 /// `dir/name` relative paths ('/'-separated; `dir` may be empty).
 std::string joinRelative(const std::string &dir, const std::string &name) { return dir.empty() ? name : dir + "/" + name; }
 
-/// The file a program rebuilds, where it lies beside the program (null if not): it locates a
-/// region that does not rebuild it.
-std::shared_ptr<const MappedFile> originalBeside(const std::string &program, const Checkpoint &c) {
-  const std::string base = baseName(c.source.fileName);
-  if (base.empty() || base == "." || base == "..") return nullptr;
-  const std::string path = directoryOf(program) + "/" + base;
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return nullptr;
-  auto mapped = MappedFile::open(path);
-  return mapped ? *mapped : nullptr;
-}
-
 /// What packing changed in a program before archiving it.
 struct Preparation {
   size_t holesFilled = 0;
   uint64_t bytesDropped = 0;
 };
-
-bool hasHoles(const Expr &e) {
-  if (e.kind == NodeKind::Hole) return true;
-  bool found = false;
-  forEachChild(e, [&](const Expr &child) { found = found || hasHoles(child); });
-  return found;
-}
 
 /// Makes an edited program ready to archive: its holes (`?`, `lit auto`) filled as `synth`
 /// fills them, from the original file, which must then be beside it; and the payload bytes no
@@ -64,13 +45,18 @@ bool hasHoles(const Expr &e) {
 std::variant<Preparation, int> prepareForPacking(const std::string &file, Checkpoint &c, Payload &payload,
                                                  const MappedFile *original) {
   if (payload.size() != c.payloadSize)
-    return fail(fmt::format("{}: its payload {} has {} bytes, but the program declares {}", file,
-                            quoteString(c.payloadFile), payload.size(), c.payloadSize));
+    return failIn(file, Error{fmt::format("payload {} has {} bytes, but the program declares {}", c.payloadFile,
+                                          payload.size(), c.payloadSize),
+                              c.payloadLoc});
   Preparation done;
   Bytes bytes(payload.data(), payload.data() + payload.size());
-  if (std::any_of(c.regions.begin(), c.regions.end(), [](const Region &r) { return hasHoles(*r.program); })) {
-    if (!original || original->bytes().size() != c.source.size || xxh64(original->bytes()) != c.source.xxh64)
+  if (hasHoles(c)) {
+    if (!original)
       return fail(fmt::format("{} has holes, which pack fills from the file the program rebuilds; {} is not beside it",
+                              file, quoteString(c.source.fileName)));
+    if (original->bytes().size() != c.source.size || xxh64(original->bytes()) != c.source.xxh64)
+      return fail(fmt::format("{} has holes, which pack fills from the file the program rebuilds; the {} beside it is "
+                              "not that file (its size or checksum differs from the source line's)",
                               file, quoteString(c.source.fileName)));
     auto filled = fillCheckpointHoles(c, original->bytes(), bytes, kDefaultLevel);
     if (auto *error = std::get_if<CheckpointFillError>(&filled)) return failToFill(file, c, *error);
@@ -172,67 +158,32 @@ int runUnpack(const PackOptions &o, const Verbosity &v) {
   return kExitOk;
 }
 
-/// A program of a directory being packed, read and checked, its payload not yet loaded.
-struct PackedProgram {
-  std::string file;       ///< the program's path
-  std::string memberPath; ///< the archive member it rebuilds: its directory + its source name
-  Checkpoint checkpoint;
-};
-
 int packDirectory(const PackOptions &o, const Verbosity &v) {
   if (!o.payload.empty()) return fail("--payload names one program's payload; a directory's programs name their own");
   std::string input = o.input;
   while (input.size() > 1 && input.back() == '/') input.pop_back();
-  auto files = listFiles(input);
-  if (!files) return fail(files.error().message);
-  std::vector<PackedProgram> programs;
-  for (const std::string &rel : *files) {
-    if (!rel.ends_with(".bdsl")) continue;
-    std::string file = input + "/" + rel;
-    auto text = readProgramText(file);
-    if (!text) return fail(text.error().message);
-    auto module = loadProgram(file, *text, /*requireRunnable=*/false);
-    if (!module) return kExitFailure;
-    if (!module->isCheckpoint()) return fail(file + " is a single expression; only checkpoint programs are packed");
-    size_t slash = rel.rfind('/');
-    std::string memberPath = (slash == std::string::npos ? "" : rel.substr(0, slash + 1)) +
-                             module->checkpoint().source.fileName;
-    if (!isValidMemberPath(memberPath))
-      return fail(fmt::format("{} names an unusable source file {}", file,
-                              quoteString(module->checkpoint().source.fileName)));
-    programs.push_back({file, memberPath, std::move(module->checkpoint())});
-  }
-  if (programs.empty()) return fail(fmt::format("{} holds no .bdsl programs", input));
-  // Members in path order, as compress writes them.
-  std::stable_sort(programs.begin(), programs.end(),
-                   [](const PackedProgram &a, const PackedProgram &b) { return a.memberPath < b.memberPath; });
-  for (size_t i = 1; i < programs.size(); ++i)
-    if (programs[i].memberPath == programs[i - 1].memberPath)
-      return fail(fmt::format("{} and {} both rebuild {}", programs[i - 1].file, programs[i].file,
-                              programs[i].memberPath));
-  // A member cannot also be the directory of another (`sub` and `sub/vocab.txt`).
-  std::map<std::string, const PackedProgram *> byPath;
-  for (const PackedProgram &p : programs) byPath.emplace(p.memberPath, &p);
-  for (const PackedProgram &p : programs)
-    for (size_t slash = p.memberPath.find('/'); slash != std::string::npos; slash = p.memberPath.find('/', slash + 1))
-      if (auto it = byPath.find(p.memberPath.substr(0, slash)); it != byPath.end())
-        return fail(fmt::format("{} rebuilds the file {}, which {} needs as a directory", it->second->file,
-                                it->first, p.file));
+  auto tree = readProgramTree(input, "packed");
+  if (auto *failed = std::get_if<int>(&tree)) return *failed;
+  std::vector<TreeProgram> &programs = std::get<std::vector<TreeProgram>>(tree);
 
   std::string output = o.output.empty() ? withExtension(input, ".brv") : o.output;
   auto builder = ArchiveBuilder::create(output, o.force);
   if (!builder) return fail(builder.error().message);
   const DecodeOptions options = decodeOptions(/*jit=*/false, resolveThreads(0));
   uint64_t originalSize = 0;
-  for (PackedProgram &p : programs) {
+  Preparation total;
+  for (TreeProgram &p : programs) {
     // One member's payload in memory at a time; each is verified before it is written.
     auto payload = readPayload(p.checkpoint, directoryOf(p.file) + "/" + baseName(p.checkpoint.payloadFile));
     if (!payload) return fail(payload.error().message);
     auto original = originalBeside(p.file, p.checkpoint);
     auto prepared = prepareForPacking(p.file, p.checkpoint, *payload, original.get());
     if (auto *failed = std::get_if<int>(&prepared)) return *failed;
-    if (v.verbose && (std::get<Preparation>(prepared).holesFilled || std::get<Preparation>(prepared).bytesDropped))
-      std::cerr << fmt::format("  {}{}\n", p.file, preparationNote(std::get<Preparation>(prepared)));
+    const Preparation &done = std::get<Preparation>(prepared);
+    total.holesFilled += done.holesFilled;
+    total.bytesDropped += done.bytesDropped;
+    if (v.verbose && (done.holesFilled || done.bytesDropped))
+      std::cerr << fmt::format("  {}{}\n", p.file, preparationNote(done));
     auto digests = regionDigestsByDecoding(p.checkpoint, *payload, original ? original->bytes() : ByteSpan{});
     if (!digests) return failIn(p.file, digests.error());
     originalSize += p.checkpoint.source.size;
@@ -252,15 +203,25 @@ int packDirectory(const PackOptions &o, const Verbosity &v) {
                {"archive_bytes", *size},
                {"ratio", sizeRatio(*size, originalSize)},
                {"files", programs.size()},
+               {"holes_filled", total.holesFilled},
+               {"payload_bytes_dropped", total.bytesDropped},
                {"verified", true}});
   else if (!v.quiet)
-    std::cerr << fmt::format("{}: -> {} ({}, {} files of {}, each verified)\n", input, output, humanBytes(*size),
-                             programs.size(), humanBytes(originalSize));
+    std::cerr << fmt::format("{}: -> {} ({}, {} files, each verified{})\n", input, output,
+                             sizeChange(originalSize, *size), programs.size(), preparationNote(total));
   return kExitOk;
 }
 
 int runPack(const PackOptions &o, const Verbosity &v) {
   std::error_code ec;
+  if (!o.output.empty()) {
+    // The archive never replaces what it is made from: the program, or anything in its directory.
+    const fs::path in = fs::weakly_canonical(o.input, ec), out = fs::weakly_canonical(o.output, ec);
+    const std::string inside = in.string() + "/";
+    if (sameFile(o.input, o.output) || in == out ||
+        (fs::is_directory(o.input, ec) && out.string().compare(0, inside.size(), inside) == 0))
+      return usageError(fmt::format("the archive {} would replace what it is packed from", o.output));
+  }
   if (fs::is_directory(o.input, ec)) return packDirectory(o, v);
   auto text = readProgramText(o.input);
   if (!text) return fail(text.error().message);
@@ -301,7 +262,8 @@ int runPack(const PackOptions &o, const Verbosity &v) {
                {"payload_bytes_dropped", std::get<Preparation>(prepared).bytesDropped},
                {"verified", true}});
   else if (!v.quiet)
-    std::cerr << fmt::format("{}: -> {} ({}, verified against {}{})\n", o.input, output, humanBytes(*size),
+    std::cerr << fmt::format("{}: -> {} ({}, verified against the checksum of {}{})\n", o.input, output,
+                             sizeChange(member.checkpoint.source.size, *size),
                              quoteString(member.checkpoint.source.fileName),
                              preparationNote(std::get<Preparation>(prepared)));
   return kExitOk;
@@ -312,13 +274,16 @@ int runPack(const PackOptions &o, const Verbosity &v) {
 void registerPack(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<PackOptions>();
   auto *cmd = app.add_subcommand("pack", "Pack checkpoint programs and their payloads into an archive, verified");
-  cmd->footer("Holes ('?', 'lit auto u8[N]') are filled from the original file beside the program, as synth fills "
-              "them; payload bytes no literal reads are dropped.");
+  cmd->footer("Holes ('?', and literals without their payload range such as 'lit auto u8[N]') are filled from the "
+              "original file beside the program, as synth fills them; payload bytes no literal reads are dropped.\n"
+              "Exit status: 0 on success, 1 when an input is invalid or corrupt or a result fails verification, 2 on a "
+              "usage error.");
   cmd->add_option("program", o->input,
                   ".bdsl checkpoint program, or a directory of them (as unpack writes a directory archive): "
                   "each rebuilds the file its source line names, in the program's own subdirectory")
       ->required();
-  cmd->add_option("-o,--output", o->output, "archive to write (default: PROGRAM or DIR with extension .brv)");
+  cmd->add_option("-o,--output", o->output, "archive to write (default: PROGRAM or DIR with extension .brv)")
+      ->check(CLI::Validator([](std::string &s) { return s.empty() ? "needs a file name" : ""; }, "FILE"));
   cmd->add_option("--payload", o->payload, "payload file (default: the one the program names, beside it)");
   cmd->add_flag("-f,--force", o->force, "overwrite an existing archive");
   cmd->add_flag("--json", o->json, "print the result as JSON on stdout (docs/cli.md)");

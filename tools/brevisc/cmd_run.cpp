@@ -71,7 +71,7 @@ Result<std::string> besideProgram(const std::string &program, const std::string 
 
 /// Decodes one tensor of a checkpoint program into -o (its raw bytes, as the safetensors file
 /// holds them).
-int runProgramTensor(const RunOptions &o, const Module &module, const Payload &payload, bool verbose) {
+int runProgramTensor(const RunOptions &o, const Module &module, const Payload &payload, bool verbose, bool quiet) {
   if (!module.isCheckpoint()) return fail("--tensor needs a checkpoint program or an archive");
   const Region *region = nullptr;
   for (const Region &r : module.checkpoint().regions)
@@ -83,14 +83,20 @@ int runProgramTensor(const RunOptions &o, const Module &module, const Payload &p
   const DecodeOptions options = o.decoding(1, verbose);
   auto decoder = makeRegionDecoder(o.jit, options.notice, options.emitLlvm);
   if (!decoder) return fail(decoder.error().message);
-  auto done = validateForExecution(*region->program, payload);
-  if (done) done = (*decoder)->decode(*region, payload, **out);
+  // Checked against its digest (the original beside the program locating a difference).
+  auto original = originalBeside(o.input, module.checkpoint());
+  const CheckpointCheck check{!o.noVerify, original ? original->bytes() : ByteSpan{}};
+  auto done = runRegion(module.checkpoint(), *region, payload, **decoder, **out, check);
   if (options.summary) options.summary((*decoder)->summary());
   if (done && (*out)->bytesWritten() != region->bytes.size)
     done = Error{fmt::format("tensor {} produced {} bytes instead of {}", quoteString(o.tensor), (*out)->bytesWritten(),
                              region->bytes.size)};
   if (done) done = (*out)->commit();
-  return done ? kExitOk : fail(o.input + ": " + done.error().message);
+  if (!done) return failIn(o.input, done.error());
+  if ((o.noVerify || !region->digest) && !quiet)
+    std::cerr << fmt::format("brevisc: note: {} was written without checking it{}\n", o.output,
+                             o.noVerify ? "" : ": the program gives the tensor no digest");
+  return kExitOk;
 }
 
 /// Decodes one tensor of an archive: the index locates it, only its payload bytes are read, and
@@ -110,16 +116,55 @@ int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive, bool ver
   return done ? kExitOk : fail(done.error().message);
 }
 
-int runRun(const RunOptions &o, const Verbosity &v) {
-  if (!o.emitLlvm.empty() && !o.jit) return usageError("--emit-llvm needs --jit");
-  if (!o.emitLlvm.empty()) {
-    std::error_code ec;
-    if (o.emitLlvm == o.input || o.emitLlvm == o.output ||
-        (std::filesystem::exists(o.input, ec) && std::filesystem::equivalent(o.emitLlvm, o.input, ec)))
-      return usageError("--emit-llvm FILE must not be the program or the output");
-    if (!o.force && std::filesystem::exists(o.emitLlvm, ec))
-      return fail(fmt::format("{} already exists; use -f to overwrite it", o.emitLlvm));
+/// A directory of programs (as unpack writes a directory archive): every program rebuilds its
+/// file into one output tree, each verified, none renamed into place unless all are.
+int runDirectory(const RunOptions &o, const Verbosity &v) {
+  if (!o.tensor.empty()) return usageError("--tensor takes one program or an archive, not a directory");
+  if (!o.payload.empty()) return usageError("--payload names one program's payload; a directory's programs name their own");
+  if (!o.emitLlvm.empty()) return usageError("--emit-llvm takes one program, not a directory");
+  std::string input = o.input;
+  while (input.size() > 1 && input.back() == '/') input.pop_back();
+  std::string output = o.output;
+  if (output.empty()) {
+    if (input.size() <= 5 || !input.ends_with(".bdsl"))
+      return usageError(fmt::format("cannot derive an output directory from {} (it does not end in .bdsl); use -o DIR",
+                                    o.input));
+    output = input.substr(0, input.size() - 5);
   }
+  auto tree = readProgramTree(input, "run");
+  if (auto *failed = std::get_if<int>(&tree)) return *failed;
+  const auto &programs = std::get<std::vector<TreeProgram>>(tree);
+  for (const TreeProgram &p : programs)
+    if (hasHoles(p.checkpoint))
+      return fail(fmt::format("{} has holes ('?', or a literal without its payload range); fill them first: brevisc "
+                              "synth PROGRAM fills them from the original file",
+                              p.file));
+  auto out = DirectoryOutput::open(output, o.force);
+  if (!out) return fail(out.error().message);
+  uint64_t written = 0;
+  for (const TreeProgram &p : programs) {
+    auto payload = readPayload(p.checkpoint, directoryOf(p.file) + "/" + baseName(p.checkpoint.payloadFile));
+    if (!payload) return fail(payload.error().message);
+    auto original = originalBeside(p.file, p.checkpoint);
+    auto file = (*out)->createFile(p.memberPath);
+    if (!file) return fail(file.error().message);
+    const CheckpointCheck check{!o.noVerify, original ? original->bytes() : ByteSpan{}};
+    auto done = decodeCheckpoint(p.checkpoint, *payload, o.decoding(1, v.verbose), **file, nullptr, check);
+    if (!done) return failIn(p.file, done.error());
+    written += p.checkpoint.source.size;
+    if (v.verbose) std::cerr << fmt::format("  {} -> {}/{}\n", p.file, output, p.memberPath);
+  }
+  if (auto committed = (*out)->commit(); !committed) return fail(committed.error().message);
+  if (o.noVerify && !v.quiet)
+    std::cerr << fmt::format("brevisc: note: {}/ was written without checking it against the programs' sources\n",
+                             output);
+  else if (v.verbose)
+    std::cerr << fmt::format("{}: wrote {}/ ({} files, {})\n", o.input, output, programs.size(), humanBytes(written));
+  return kExitOk;
+}
+
+int runProgram(const RunOptions &o, const Verbosity &v) {
+  if (std::error_code ec; std::filesystem::is_directory(o.input, ec)) return runDirectory(o, v);
   auto input = openInput(o.input);
   if (!input) return fail(input.error().message);
   if (looksLikeArchive((*input)->bytes())) {
@@ -183,7 +228,7 @@ int runRun(const RunOptions &o, const Verbosity &v) {
     if (!loaded) return fail(loaded.error().message);
     payload = std::move(*loaded);
   }
-  if (!o.tensor.empty()) return runProgramTensor(o, *module, payload, v.verbose);
+  if (!o.tensor.empty()) return runProgramTensor(o, *module, payload, v.verbose, v.quiet);
 
   std::string output = o.output;
   if (output.empty()) {
@@ -198,8 +243,13 @@ int runRun(const RunOptions &o, const Verbosity &v) {
   std::error_code ec;
   if (module->isCheckpoint())
     if (auto beside = besideProgram(o.input, module->checkpoint().source.fileName, "source");
-        beside && std::filesystem::is_regular_file(*beside, ec))
+        beside && std::filesystem::is_regular_file(*beside, ec)) {
+      if (o.noVerify && sameFile(*beside, output))
+        return fail(fmt::format("{} is the program's source file; --no-verify does not replace it with unchecked "
+                                "bytes (use -o to write elsewhere)",
+                                output));
       if (auto mapped = MappedFile::open(*beside)) original = std::move(*mapped);
+    }
   auto out = openOutput(output, o.force);
   if (!out) return fail(out.error().message);
   if (module->isCheckpoint())
@@ -217,15 +267,54 @@ int runRun(const RunOptions &o, const Verbosity &v) {
   return kExitOk;
 }
 
+/// Whether `path` holds what --emit-llvm writes (or nothing): the only file -f lets it replace.
+bool holdsEmittedIr(const std::string &path) {
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  char head[20] = {};
+  const size_t n = std::fread(head, 1, sizeof head, f);
+  std::fclose(f);
+  return n == 0 || std::string_view(head, n).starts_with("; ---- brevis");
+}
+
+int runRun(const RunOptions &o, const Verbosity &v) {
+  if (o.emitLlvm.empty()) return runProgram(o, v);
+  if (!o.jit) return usageError("--emit-llvm needs --jit");
+  std::error_code ec;
+  if (std::filesystem::is_directory(o.input, ec)) return usageError("--emit-llvm takes one program, not a directory");
+  if (o.emitLlvm == o.input || o.emitLlvm == o.output || sameFile(o.emitLlvm, o.input) ||
+      (!o.output.empty() && sameFile(o.emitLlvm, o.output)))
+    return usageError("--emit-llvm FILE must not be the program or the output");
+  if (std::filesystem::exists(o.emitLlvm, ec)) {
+    if (!o.force) return fail(fmt::format("{} already exists; use -f to overwrite it", o.emitLlvm));
+    // -f is for the output; the IR file may be any path, so only a file of IR is replaced.
+    if (!holdsEmittedIr(o.emitLlvm))
+      return fail(fmt::format("{} exists and is not LLVM IR that --emit-llvm wrote; it is left alone", o.emitLlvm));
+  }
+  // The IR goes to a temporary file beside FILE, renamed into place only when the run succeeds.
+  RunOptions staged = o;
+  staged.emitLlvm = fmt::format("{}.brevisc-tmp-{}", o.emitLlvm, ::getpid());
+  const int status = runProgram(staged, v);
+  if (status == kExitOk && std::rename(staged.emitLlvm.c_str(), o.emitLlvm.c_str()) != 0)
+    return fail(fmt::format("cannot write {}: {}", o.emitLlvm, std::strerror(errno)));
+  if (status != kExitOk) std::remove(staged.emitLlvm.c_str());
+  return status;
+}
+
 } // namespace
 
 void registerRun(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<RunOptions>();
   auto *cmd = app.add_subcommand("run", "Execute a program and write the bytes it produces");
-  cmd->add_option("program", o->input, ".bdsl file, or a .brv archive")->required();
+  cmd->add_option("program", o->input,
+                  ".bdsl file, a .brv archive, or a directory of programs (as unpack writes a directory archive; "
+                  "written to -o DIR, by default DIR without .bdsl)")
+      ->required();
   cmd->add_option("--tensor", o->tensor, "decode only this tensor, writing its raw bytes to -o");
   cmd->add_option("-o,--output", o->output,
-                  "file to write (default for a checkpoint: its source file name, beside the program)");
+                  "file to write, - for standard output (default for a checkpoint: its source file name, beside the "
+                  "program; for a directory of programs: DIR without .bdsl)")
+      ->check(CLI::Validator([](std::string &s) { return s.empty() ? "needs a file name" : ""; }, "FILE"));
   cmd->add_option("--payload", o->payload, "payload file (default: the one the program names, beside it)");
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
   cmd->add_option("--emit-llvm", o->emitLlvm, "with --jit, write the LLVM IR of every decoder to FILE, as generated "
@@ -234,8 +323,9 @@ void registerRun(CLI::App &app, Context &ctx) {
   addThreadsOption(cmd, o->threads, "decoding threads for archives (default 0: all cores)");
   cmd->add_flag("-f,--force", o->force, "overwrite the output file (and the --emit-llvm file)");
   cmd->add_flag("--no-verify", o->noVerify,
-                "write a checkpoint program's output without checking it against its source checksum and region "
-                "digests (to inspect what an edited program produces)");
+                "write a checkpoint program's output without checking it (source checksum, region digests, "
+                "declarations against the header, comparison with the original): to inspect what an edited program "
+                "produces; never over the original itself");
   cmd->add_option("--max-output", o->maxOutput, kMaxOutputHelp)->check(validateSize);
   cmd->callback([o, &ctx] { ctx.exitCode = runRun(*o, ctx.verbosity); });
 }

@@ -90,7 +90,15 @@ int runFill(const SynthCommandOptions &o, const std::string &sketchPath, std::st
     std::cerr << "brevisc: note: " << sketchPath << " has no holes ('?'); it is written as it is\n";
   c.payloadFile = baseName(payloadPath);
   c.payloadSize = payload.size();
-  for (Region &r : c.regions) r.digest = regionDigest(file.subspan(r.bytes.offset, r.bytes.size));
+  // What the sketch kept as written is the user's: it is held to the original (bytes, digests,
+  // declarations) and reported where it is written.
+  {
+    DiscardSink sink;
+    auto kept = decodeCheckpoint(c, Payload::fromBytes(payload), DecodeOptions{}, sink, nullptr, CheckpointCheck{true, file});
+    if (!kept) return failIn(sketchPath, kept.error());
+  }
+  for (Region &r : c.regions)
+    if (!r.digest) r.digest = regionDigest(file.subspan(r.bytes.offset, r.bytes.size));
   const std::string filledText = printCheckpoint(c);
   if (auto ok = verifyProgram(output, filledText, payload); !ok) return fail(ok.error().message);
   if (auto written = writeProgramFiles(output, filledText, payloadPath, payload, o.force); !written)
@@ -105,7 +113,7 @@ int runFill(const SynthCommandOptions &o, const std::string &sketchPath, std::st
                {"payload_bytes", payload.size()},
                {"regions", c.regions.size()}});
   else if (!v.quiet)
-    std::cerr << fmt::format("{}: {} holes filled -> {} ({}) + {} ({})\n", sketchPath, filled, output,
+    std::cerr << fmt::format("{}: {} hole{} filled -> {} ({}) + {} ({})\n", sketchPath, filled, filled == 1 ? "" : "s", output,
                              humanBytes(filledText.size()), payloadPath, humanBytes(payload.size()));
   return kExitOk;
 }
@@ -164,7 +172,8 @@ void registerSynth(CLI::App &app, Context &ctx) {
   auto *cmd = app.add_subcommand("synth", "Synthesize a program for every tensor of a checkpoint");
   cmd->add_option("input", o->input,
                   "safetensors file (any other file is kept as one byte stream), or a checkpoint program with holes "
-                  "(`?`) to fill for its source file beside it")
+                  "(`?`, or literals without their payload range: `lit auto u8[N]`) to fill for its source file "
+                  "beside it")
       ->required();
   cmd->add_option("--sketch", o->sketch,
                   "a checkpoint program with holes for INPUT: fill only its holes, keep the rest as written "
