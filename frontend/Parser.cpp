@@ -115,7 +115,7 @@ protected:
     std::vector<ssize_t> candidates = expected.toList();
     if (expected.contains(Token::EOF)) candidates.insert(candidates.end(), {G::HEADER, G::BYTES, G::TENSOR});
     std::optional<std::string> best;
-    size_t bestDistance = word.size() <= 3 ? 2 : 3; // more than this is no misspelling
+    size_t bestDistance = word.size() <= 4 ? 2 : 3; // one edit in a short word, two in a longer one
     for (ssize_t type : candidates) {
       if (type < 0) continue;
       std::string literal = parser->getVocabulary().getLiteralName(static_cast<size_t>(type));

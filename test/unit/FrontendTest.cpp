@@ -370,7 +370,8 @@ TEST(FrontendErrors, MisspelledKeywordsAreNamed) {
             "t.bdsl:5:1: error: unknown keyword 'byts'; did you mean 'bytes'?");
   EXPECT_EQ(firstError("merge(a: cnst u8[1] 0)"), "t.bdsl:1:10: error: unknown keyword 'cnst'; did you mean 'const'?");
   EXPECT_EQ(firstError("lti u8[1] [1]"), "t.bdsl:1:1: error: unknown keyword 'lti'; did you mean 'lit'?");
-  EXPECT_EQ(firstError("mreg(? u8[1])"), "t.bdsl:1:1: error: unknown keyword 'mreg'; did you mean 'merge'?");
+  EXPECT_EQ(firstError("merg(? u8[1])"), "t.bdsl:1:1: error: unknown keyword 'merg'; did you mean 'merge'?");
+  EXPECT_EQ(firstError("mreeg(? u8[1])"), "t.bdsl:1:1: error: unknown keyword 'mreeg'; did you mean 'merge'?");
   // Too far from every keyword: ANTLR's message.
   EXPECT_EQ(firstError("xyzzy u8[1] 0"), "t.bdsl:1:1: error: mismatched input 'xyzzy' expecting {'brevis', 'lit', "
                                          "'const', 'concat', 'repeat', 'map', 'scan', 'merge', '?'}");
