@@ -831,6 +831,81 @@ private:
 
 } // namespace
 
+namespace {
+
+/// Keeps the text's `#` comments in the module (the grammar skips them), each with the region
+/// it is written in or just before; see Ast.h's Region::comments and Module.
+void attachComments(std::string_view text, Module &module) {
+  struct Comment {
+    uint32_t line;
+    bool afterCode; ///< code before it on its line
+    std::string text;
+  };
+  std::vector<Comment> comments;
+  std::vector<bool> lineHasCode{false, false}; // 1-based
+  uint32_t line = 1;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      lineHasCode.push_back(false);
+      inString = false;
+      continue;
+    }
+    if (inString) {
+      if (c == '\\') ++i;
+      else if (c == '"') inString = false;
+      continue;
+    }
+    if (c == '#') {
+      size_t end = text.find('\n', i);
+      if (end == std::string_view::npos) end = text.size();
+      std::string_view body = text.substr(i, end - i);
+      while (!body.empty() && (body.back() == '\r' || body.back() == ' ' || body.back() == '\t')) body.remove_suffix(1);
+      comments.push_back({line, lineHasCode[line], std::string(body)});
+      i = end - 1;
+      continue;
+    }
+    if (c == '"') inString = true;
+    if (c != ' ' && c != '\t' && c != '\r') lineHasCode[line] = true;
+  }
+  if (comments.empty()) return;
+  auto codeBetween = [&](uint32_t from, uint32_t to) { // lines (from, to)
+    for (uint32_t l = from + 1; l < to && l < lineHasCode.size(); ++l)
+      if (lineHasCode[l]) return true;
+    return false;
+  };
+  if (!module.isCheckpoint()) {
+    for (Comment &c : comments) module.leadingComments.push_back(std::move(c.text));
+    return;
+  }
+  std::vector<Region> &regions = module.checkpoint().regions;
+  const uint32_t endLine = static_cast<uint32_t>(lineHasCode.size());
+  for (Comment &c : comments) {
+    // The last region whose head is at or above the comment.
+    size_t j = regions.size();
+    for (size_t k = 0; k < regions.size() && regions[k].loc.line <= c.line; ++k) j = k;
+    const size_t next = j == regions.size() ? 0 : j + 1;
+    const uint32_t nextLine = next < regions.size() ? regions[next].loc.line : endLine;
+    if (j == regions.size()) {
+      // Before the first region: among the declarations, or in the gap just before the region.
+      if (!regions.empty() && !c.afterCode && !codeBetween(c.line, regions[0].loc.line))
+        regions[0].comments.push_back(std::move(c.text));
+      else
+        module.leadingComments.push_back(std::move(c.text));
+    } else if (c.afterCode || codeBetween(c.line, nextLine)) {
+      regions[j].comments.push_back(std::move(c.text)); // inside region j: moves up to its head
+    } else if (next < regions.size()) {
+      regions[next].comments.push_back(std::move(c.text));
+    } else {
+      module.trailingComments.push_back(std::move(c.text));
+    }
+  }
+}
+
+} // namespace
+
 std::optional<Module> parseModule(Diagnostics &diags) {
   const std::string_view text = diags.text();
   std::vector<Piece> pieces;
@@ -881,6 +956,7 @@ std::optional<Module> parseModule(Diagnostics &diags) {
     }
   }
   if (diags.errorCount() != start.errors) return std::nullopt;
+  attachComments(text, *module);
   return module;
 }
 

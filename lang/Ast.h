@@ -222,6 +222,9 @@ struct Region {
   /// its index instead, and its program text has none.
   std::optional<uint64_t> digest;
   ExprPtr program;
+  /// `#` comments printed above the region: those written just before it, and those written
+  /// inside it (which move up to its head).
+  std::vector<std::string> comments;
 };
 
 /// The file a checkpoint program reproduces.
@@ -246,6 +249,9 @@ inline constexpr unsigned kLanguageVersion = 1;
 /// A parsed `.bdsl` file: a whole checkpoint, or a single expression (for experiments).
 struct Module {
   std::variant<Checkpoint, ExprPtr> body;
+  /// `#` comments at the top (a checkpoint's, those among its declarations too) and after the
+  /// last region; an expression's comments all go above it.
+  std::vector<std::string> leadingComments, trailingComments;
   bool isCheckpoint() const { return body.index() == 0; }
   Checkpoint &checkpoint() { return std::get<Checkpoint>(body); }
   const Checkpoint &checkpoint() const { return std::get<Checkpoint>(body); }

@@ -188,6 +188,7 @@ std::string printCheckpoint(const Checkpoint &c, bool withDigests) {
   out += fmt::format("payload {} size {}\n", quoteString(c.payloadFile), c.payloadSize);
   for (const auto &r : c.regions) {
     out += '\n';
+    for (const std::string &comment : r.comments) out += comment + "\n";
     std::string head = regionHead(r);
     if (r.digest && withDigests) head += fmt::format(" digest {:#018x}", *r.digest);
     head += " =";
@@ -204,8 +205,12 @@ std::string printCheckpoint(const Checkpoint &c, bool withDigests) {
 }
 
 std::string printModule(const Module &m) {
-  if (m.isCheckpoint()) return printCheckpoint(m.checkpoint());
-  return printExpr(m.expr()) + "\n";
+  std::string out;
+  for (const std::string &comment : m.leadingComments) out += comment + "\n";
+  out += m.isCheckpoint() ? printCheckpoint(m.checkpoint()) : printExpr(m.expr()) + "\n";
+  if (!m.trailingComments.empty()) out += '\n';
+  for (const std::string &comment : m.trailingComments) out += comment + "\n";
+  return out;
 }
 
 } // namespace brevis

@@ -238,7 +238,9 @@ TEST(FrontendRoundTrip, NonCanonicalTextReachesAFixedPoint) {
                      "\tconcat( lit raw u8[0x3]@0+3 ,const u8[2] 0x0 ,\r\n"
                      "lit u8[ 2 ] [ 0x1,2 ] ) ) :u16[0005]";
   std::string once = reprint(text);
-  EXPECT_EQ(once, "map xor 0x8000 (concat(lit raw u8[3] @0+3, const u8[2] 0, lit u8[2] [1, 2])) : u16[5]\n");
+  // Comments are kept, above the expression.
+  EXPECT_EQ(once, "# a comment line\n# trailing comment\n"
+                  "map xor 0x8000 (concat(lit raw u8[3] @0+3, const u8[2] 0, lit u8[2] [1, 2])) : u16[5]\n");
   EXPECT_EQ(reprint(once), once);
 }
 

@@ -236,6 +236,9 @@ int runPack(const PackOptions &o, const Verbosity &v) {
   auto prepared = prepareForPacking(o.input, c, *payload, original.get());
   if (auto *failed = std::get_if<int>(&prepared)) return *failed;
   std::string output = o.output.empty() ? withExtension(o.input, ".brv") : o.output;
+  if (sameFile(output, payloadPath) ||
+      sameFile(output, directoryOf(o.input) + "/" + baseName(c.source.fileName)))
+    return usageError(fmt::format("the archive {} would replace the program's payload or the file it rebuilds", output));
   auto builder = ArchiveBuilder::create(output, o.force);
   if (!builder) return fail(builder.error().message);
 

@@ -250,6 +250,8 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
                                 output));
       if (auto mapped = MappedFile::open(*beside)) original = std::move(*mapped);
     }
+  if (!payloadPath.empty() && sameFile(output, payloadPath))
+    return usageError(fmt::format("{} is the program's payload; write the output elsewhere", output));
   auto out = openOutput(output, o.force);
   if (!out) return fail(out.error().message);
   if (module->isCheckpoint())
