@@ -883,9 +883,10 @@ void attachComments(std::string_view text, Module &module) {
   std::vector<Region> &regions = module.checkpoint().regions;
   const uint32_t endLine = static_cast<uint32_t>(lineHasCode.size());
   for (Comment &c : comments) {
-    // The last region whose head is at or above the comment.
-    size_t j = regions.size();
-    for (size_t k = 0; k < regions.size() && regions[k].loc.line <= c.line; ++k) j = k;
+    // The last region whose head is at or above the comment (regions are in file order).
+    auto after = std::upper_bound(regions.begin(), regions.end(), c.line,
+                                  [](uint32_t line, const Region &r) { return line < r.loc.line; });
+    const size_t j = after == regions.begin() ? regions.size() : static_cast<size_t>(after - regions.begin()) - 1;
     const size_t next = j == regions.size() ? 0 : j + 1;
     const uint32_t nextLine = next < regions.size() ? regions[next].loc.line : endLine;
     if (j == regions.size()) {

@@ -251,7 +251,8 @@ struct Module {
   std::variant<Checkpoint, ExprPtr> body;
   /// `#` comments at the top (a checkpoint's, those among its declarations too) and after the
   /// last region; an expression's comments all go above it.
-  std::vector<std::string> leadingComments, trailingComments;
+  std::vector<std::string> leadingComments = {};
+  std::vector<std::string> trailingComments = {};
   bool isCheckpoint() const { return body.index() == 0; }
   Checkpoint &checkpoint() { return std::get<Checkpoint>(body); }
   const Checkpoint &checkpoint() const { return std::get<Checkpoint>(body); }

@@ -38,7 +38,7 @@ Result<std::string> programText(const MappedFile &file) {
   const std::string &name = file.path() == "-" ? "standard input" : file.path();
   if (looksLikeArchive(b))
     return Error{fmt::format("{} is a brevis archive, not program text (brevisc unpack writes its programs)", name)};
-  if (std::memchr(b.data(), 0, b.size()) || !isUtf8(b)) { // what program text cannot be
+  if ((!b.empty() && std::memchr(b.data(), 0, b.size())) || !isUtf8(b)) { // what program text cannot be
     bool safetensors = b.size() > 9 && b[8] == '{';
     return Error{fmt::format("{} is a binary file{}, not program text", name,
                              safetensors ? " (a safetensors checkpoint? brevisc synth writes its program)" : "")};
