@@ -250,13 +250,24 @@ std::variant<std::vector<TreeProgram>, int> readProgramTree(const std::string &d
   return programs;
 }
 
-std::shared_ptr<const MappedFile> originalBeside(const std::string &program, const Checkpoint &c) {
-  const std::string base = baseName(c.source.fileName);
-  if (base.empty() || base == "." || base == "..") return nullptr;
-  const std::string path = directoryOf(program) + "/" + base;
+Result<std::string> besideProgram(const std::string &program, const std::string &name, const char *what) {
+  std::string base = baseName(name);
+  if (base.empty() || base == "." || base == "..")
+    return Error{fmt::format("{} names no usable {} file ({})", program, what, quoteString(name))};
+  return directoryOf(program) + "/" + base;
+}
+
+std::optional<std::string> regularFileBeside(const std::string &program, const std::string &name) {
+  auto path = besideProgram(program, name, "");
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return nullptr;
-  auto mapped = MappedFile::open(path);
+  if (!path || !std::filesystem::is_regular_file(*path, ec)) return std::nullopt;
+  return *path;
+}
+
+std::shared_ptr<const MappedFile> originalBeside(const std::string &program, const Checkpoint &c) {
+  auto path = regularFileBeside(program, c.source.fileName);
+  if (!path) return nullptr;
+  auto mapped = MappedFile::open(*path);
   return mapped ? *mapped : nullptr;
 }
 

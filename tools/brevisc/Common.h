@@ -155,6 +155,12 @@ struct TreeProgram {
 /// what is done with them in messages ("packed"). An error is printed; its exit status returned.
 std::variant<std::vector<TreeProgram>, int> readProgramTree(const std::string &dir, const char *what);
 
+/// A file name from a program, used beside the program: only its last component, so that a
+/// program cannot direct reads or writes elsewhere ("../../x"). `what` names it in the error.
+Result<std::string> besideProgram(const std::string &program, const std::string &name, const char *what);
+/// besideProgram's path where a regular file lies there (never a pipe or device to block on).
+std::optional<std::string> regularFileBeside(const std::string &program, const std::string &name);
+
 /// The file a checkpoint program rebuilds, where it lies beside the program (null if not): it
 /// locates a region that does not rebuild it.
 std::shared_ptr<const MappedFile> originalBeside(const std::string &program, const Checkpoint &c);

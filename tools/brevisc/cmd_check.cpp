@@ -37,16 +37,13 @@ std::variant<Bytes, std::string> decodeHeader(const std::string &program, const 
   reach(*header.program);
   Payload payload;
   if (end > 0) {
-    const std::string base = baseName(c.payloadFile);
-    const std::string path = directoryOf(program) + "/" + base;
-    std::error_code ec;
-    if (base.empty() || base == "." || base == ".." || !std::filesystem::is_regular_file(path, ec))
-      return fmt::format("its payload {} is not beside it", quoteString(c.payloadFile));
-    auto mapped = MappedFile::open(path);
+    const auto path = regularFileBeside(program, c.payloadFile);
+    if (!path) return fmt::format("its payload {} is not beside it", quoteString(c.payloadFile));
+    auto mapped = MappedFile::open(*path);
     if (!mapped) return mapped.error().message;
     const ByteSpan bytes = (*mapped)->bytes();
     if (bytes.size() != c.payloadSize)
-      return fmt::format("its payload {} has {} bytes, but the program declares {}", path, bytes.size(), c.payloadSize);
+      return fmt::format("its payload {} has {} bytes, but the program declares {}", *path, bytes.size(), c.payloadSize);
     payload = Payload::fromBytes(bytes.first(std::min<uint64_t>(end, bytes.size())));
   }
   Bytes out;
@@ -84,12 +81,10 @@ Checked checkFile(const std::string &input, const CheckOptions &o, const Verbosi
     // A payload beside the program must be the size the program declares.
     if (!diags.hasErrors() && module->isCheckpoint()) {
       const Checkpoint &c = module->checkpoint();
-      const std::string base = baseName(c.payloadFile);
-      const std::string path = directoryOf(input) + "/" + base;
       std::error_code ec;
-      if (!base.empty() && base != "." && base != ".." && std::filesystem::is_regular_file(path, ec))
-        if (const uint64_t size = std::filesystem::file_size(path, ec); !ec && size != c.payloadSize)
-          diags.error(c.payloadLoc, fmt::format("payload {} has {} bytes, but the program declares {}", path, size,
+      if (const auto path = regularFileBeside(input, c.payloadFile))
+        if (const uint64_t size = std::filesystem::file_size(*path, ec); !ec && size != c.payloadSize)
+          diags.error(c.payloadLoc, fmt::format("payload {} has {} bytes, but the program declares {}", *path, size,
                                                 c.payloadSize));
     }
     // Declarations against the header the program rebuilds, where its payload is at hand.

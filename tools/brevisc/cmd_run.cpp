@@ -60,15 +60,6 @@ Result<std::unique_ptr<OutputFile>> openOutput(const std::string &path, bool for
   return OutputFile::standardOutput();
 }
 
-/// A file name from a program, used beside the program: only its last component, so that a
-/// program cannot direct reads or writes elsewhere ("../../x").
-Result<std::string> besideProgram(const std::string &program, const std::string &name, const char *what) {
-  std::string base = baseName(name);
-  if (base.empty() || base == "." || base == "..")
-    return Error{fmt::format("{} names no usable {} file ({})", program, what, quoteString(name))};
-  return directoryOf(program) + "/" + base;
-}
-
 /// Decodes one tensor of a checkpoint program into -o (its raw bytes, as the safetensors file
 /// holds them).
 int runProgramTensor(const RunOptions &o, const Module &module, const Payload &payload, bool verbose, bool quiet) {
@@ -240,10 +231,8 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
   // The original, where it lies beside the program, locates a region that does not rebuild it
   // (read only then, and used only if it is the file the program describes).
   std::shared_ptr<const MappedFile> original;
-  std::error_code ec;
   if (module->isCheckpoint())
-    if (auto beside = besideProgram(o.input, module->checkpoint().source.fileName, "source");
-        beside && std::filesystem::is_regular_file(*beside, ec)) {
+    if (auto beside = regularFileBeside(o.input, module->checkpoint().source.fileName)) {
       if (o.noVerify && sameFile(*beside, output))
         return fail(fmt::format("{} is the program's source file; --no-verify does not replace it with unchecked "
                                 "bytes (use -o to write elsewhere)",
