@@ -712,19 +712,35 @@ private:
     __builtin_trap(); // not a MapFn
   }
 
+  /// An inline literal's words, masked to its width, as a constant array of `bytes`-byte elements.
+  llvm::Constant *inlineTable(const Lit &l, unsigned bytes) {
+    const uint64_t keep = widthMask(l.type.width);
+    auto table = [&]<typename T>(T) {
+      std::vector<T> words;
+      words.reserve(l.words().size());
+      for (uint64_t w : l.words()) words.push_back(static_cast<T>(w & keep));
+      return llvm::ConstantDataArray::get(module_.getContext(), llvm::ArrayRef<T>(words));
+    };
+    switch (bytes) {
+    case 1: return table(uint8_t{});
+    case 2: return table(uint16_t{});
+    case 4: return table(uint32_t{});
+    default: return table(uint64_t{});
+    }
+  }
+
   llvm::Value *litValue(const Lit &l, llvm::Value *index, llvm::IntegerType *ty) {
     const unsigned width = l.type.width;
     // An empty stream's words are never asked for.
     if (l.type.length == 0) return llvm::ConstantInt::get(ty, 0);
     if (l.isInline()) {
       auto *elemTy = intTy(containerBytes(width));
-      std::vector<llvm::Constant *> words;
-      words.reserve(l.words().size());
-      for (uint64_t w : l.words())
-        words.push_back(llvm::ConstantInt::get(elemTy, w & widthMask(width)));
-      auto *arrayTy = llvm::ArrayType::get(elemTy, words.size());
+      // A data array, not one constant per word: a text literal (a checkpoint's header) holds
+      // thousands of words.
+      llvm::Constant *init = inlineTable(l, containerBytes(width));
+      auto *arrayTy = llvm::cast<llvm::ArrayType>(init->getType());
       auto *table = new llvm::GlobalVariable(module_, arrayTy, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
-                                             llvm::ConstantArray::get(arrayTy, words), "inline");
+                                             init, "inline");
       table->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
       llvm::Value *p = b_.CreateInBoundsGEP(arrayTy, table, {i64c(0), index});
       return b_.CreateZExtOrTrunc(b_.CreateLoad(elemTy, p), ty);

@@ -43,6 +43,7 @@ expr : term (':' annotation=streamType)? ;
 term
   : LIT encoding=IDENT streamType byteRange?                       # payloadLit
   | LIT streamType '[' numberList ']'                              # inlineLit
+  | TEXT TEXT_STRING+                                              # textLit
   | CONST streamType value=NUMBER                                  # constExpr
   | CONCAT '(' (expr (',' expr)*)? ')'                             # concatExpr
   | REPEAT count=NUMBER '(' expr ')'                               # repeatExpr
@@ -52,6 +53,9 @@ term
   | '?' streamType                                                 # holeExpr
   ;
 
+// `text '{"a":1}' '\n'`: bytes written as text, a u8 stream of their length. Adjacent pieces
+// join, so that a long text can be broken over lines.
+
 // A payload literal without its range is a literal hole (`lit auto u8[16]`): a literal with
 // the words it must produce, which the tool codes. `auto` names no encoding: the smallest.
 
@@ -60,7 +64,7 @@ mergeField : (fieldName ':')? expr ;
 
 fieldName
   : IDENT | BREVIS | SOURCE | SIZE | XXH64 | PAYLOAD | HEADER | BYTES | TENSOR | DIGEST
-  | LIT | CONST | CONCAT | REPEAT | MAP | SCAN | MERGE
+  | LIT | TEXT | CONST | CONCAT | REPEAT | MAP | SCAN | MERGE
   ;
 
 // `u8[1024]`: the name is checked to be u<W> by the builder.
@@ -80,6 +84,7 @@ BYTES   : 'bytes' ;
 TENSOR  : 'tensor' ;
 DIGEST  : 'digest' ;
 LIT     : 'lit' ;
+TEXT    : 'text' ;
 CONST   : 'const' ;
 CONCAT  : 'concat' ;
 REPEAT  : 'repeat' ;
@@ -108,10 +113,17 @@ NUMBER : [0-9] [a-zA-Z0-9_]* ;
 // Escapes are checked by the builder; only \" \\ \xNN are valid.
 STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])* '"' ;
 
+// Text in single quotes, so that JSON reads as itself. Escapes are checked by the builder:
+// \' \\ \n \t \r \xNN.
+TEXT_STRING : '\'' (~['\\\r\n] | '\\' ~[\r\n])* '\'' ;
+
 COMMENT : '#' ~[\r\n]* -> skip ;
 WS      : [ \t\r\n]+ -> skip ;
 
 // The lexer never fails: these become tokens that the frontend reports with a precise message
 // before parsing.
-UNTERMINATED_STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])* ;
+UNTERMINATED_STRING
+  : '"' (~["\\\r\n] | '\\' ~[\r\n])*
+  | '\'' (~['\\\r\n] | '\\' ~[\r\n])*
+  ;
 UNEXPECTED_CHAR     : . ;

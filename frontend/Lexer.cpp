@@ -3,6 +3,7 @@
 #include "BrevisLexer.h"
 
 #include <array>
+#include <cstring>
 
 namespace brevis {
 
@@ -25,7 +26,7 @@ constexpr std::array kKeywords = {
     Keyword{"bytes", L::BYTES},   Keyword{"tensor", L::TENSOR}, Keyword{"lit", L::LIT},
     Keyword{"const", L::CONST},   Keyword{"concat", L::CONCAT}, Keyword{"repeat", L::REPEAT},
     Keyword{"map", L::MAP},       Keyword{"scan", L::SCAN},     Keyword{"merge", L::MERGE},
-    Keyword{"digest", L::DIGEST},
+    Keyword{"digest", L::DIGEST}, Keyword{"text", L::TEXT},
 };
 
 size_t punctuation(unsigned char c) {
@@ -78,13 +79,23 @@ size_t Scanner::scanToken(size_t &type) const {
   } else if (isDigit(c)) {
     while (end < n && isIdentPart(static_cast<unsigned char>(text_[end]))) ++end;
     type = L::NUMBER;
-  } else if (c == '"') {
+  } else if (c == '"' || c == '\'') {
     type = L::UNTERMINATED_STRING;
     while (end < n) {
+      // Most of a long string (a header's JSON) is plain text: find its closing quote, and the
+      // first backslash or line break before it, with memchr rather than a byte at a time.
+      const char *base = text_.data();
+      const auto *quote = static_cast<const char *>(std::memchr(base + end, c, n - end));
+      size_t stop = quote ? static_cast<size_t>(quote - base) : n;
+      for (const char special : {'\\', '\r', '\n'})
+        if (const auto *p = static_cast<const char *>(std::memchr(base + end, special, stop - end)))
+          stop = static_cast<size_t>(p - base);
+      end = stop;
+      if (end == n) break;
       char d = text_[end];
-      if (d == '"') {
+      if (d == static_cast<char>(c)) {
         ++end;
-        type = L::STRING;
+        type = c == '"' ? L::STRING : L::TEXT_STRING;
         break;
       }
       if (d == '\r' || d == '\n') break;
@@ -108,8 +119,13 @@ bool Scanner::next(ScannedToken &token) {
     size_t type = 0;
     size_t length = scanToken(type);
     token = ScannedToken{type, pos_, length, line_, column_};
+    if (type != 0) {
+      // No token holds a line break (strings end at one): its bytes are columns.
+      pos_ += length;
+      column_ += length;
+      return true;
+    }
     advance(length);
-    if (type != 0) return true;
   }
   return false;
 }

@@ -48,6 +48,51 @@ unsigned digitValue(char c) {
 }
 
 /// "a, b or c".
+/// Radix of a NUMBER token's text (well formed or not: the value is checked elsewhere).
+Radix radixOf(std::string_view number) {
+  return number.size() >= 2 && number[0] == '0' && (number[1] == 'x' || number[1] == 'X') ? Radix::Hex
+                                                                                          : Radix::Decimal;
+}
+
+/// The radix a list of words is written in: hex if any is.
+Radix listRadix(const std::vector<Radix> &radixes) {
+  if (radixes.empty()) return Radix::Auto;
+  return std::find(radixes.begin(), radixes.end(), Radix::Hex) != radixes.end() ? Radix::Hex : Radix::Decimal;
+}
+
+/// Decodes the body of a quoted STRING (quote '"') or TEXT_STRING (quote '\'') into `out`.
+/// Both take \\, their own quote and \xNN. Text also takes \n, \t and \r, and a backslash
+/// before any other character stands for itself, so that JSON's own escapes (\" \u00e9) read as
+/// written. Returns the offset in `body` of the first invalid escape's backslash, or npos.
+size_t decodeEscapes(std::string_view body, char quote, std::string &out) {
+  out.reserve(out.size() + body.size());
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (body[i] != '\\') { // up to the next backslash at once: long texts have few
+      const size_t next = std::min(body.find('\\', i), body.size());
+      out.append(body.substr(i, next - i));
+      i = next - 1;
+      continue;
+    }
+    // The lexer guarantees a character after every backslash inside a terminated string.
+    const char next = body[i + 1];
+    if (next == quote || next == '\\') {
+      out += next;
+      ++i;
+    } else if (quote == '\'' && (next == 'n' || next == 't' || next == 'r')) {
+      out += next == 'n' ? '\n' : next == 't' ? '\t' : '\r';
+      ++i;
+    } else if (next == 'x' && i + 3 < body.size() && digitValue(body[i + 2]) < 16 && digitValue(body[i + 3]) < 16) {
+      out += static_cast<char>(digitValue(body[i + 2]) * 16 + digitValue(body[i + 3]));
+      i += 3;
+    } else if (quote == '\'' && next != 'x') {
+      out += '\\'; // the next character is read as itself
+    } else {
+      return i;
+    }
+  }
+  return std::string_view::npos;
+}
+
 std::string alternatives(const std::vector<std::string_view> &names) {
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) {
@@ -386,11 +431,21 @@ private:
     }
     if (auto *l = dynamic_cast<G::InlineLitContext *>(ctx)) {
       StreamType type = streamType(l->streamType());
-      return Lit::make(type, numbers(l->numberList()));
+      std::vector<Radix> radixes;
+      auto lit = Lit::make(type, numbers(l->numberList(), &radixes));
+      lit->radix = listRadix(radixes);
+      return lit;
+    }
+    if (auto *t = dynamic_cast<G::TextLitContext *>(ctx)) {
+      std::string bytes;
+      for (antlr4::tree::TerminalNode *piece : t->TEXT_STRING()) bytes += unquote(piece->getSymbol());
+      return Lit::makeText(bytes);
     }
     if (auto *c = dynamic_cast<G::ConstExprContext *>(ctx)) {
       StreamType type = streamType(c->streamType());
-      return Const::make(type, number(c->value));
+      auto e = Const::make(type, number(c->value));
+      e->radix = radixOf(c->value->getText());
+      return e;
     }
     if (auto *c = dynamic_cast<G::ConcatExprContext *>(ctx)) {
       std::vector<ExprPtr> parts;
@@ -399,7 +454,9 @@ private:
     }
     if (auto *r = dynamic_cast<G::RepeatExprContext *>(ctx)) {
       uint64_t count = number(r->count);
-      return Repeat::make(count, expr(r->expr()));
+      auto e = Repeat::make(count, expr(r->expr()));
+      e->radix = radixOf(r->count->getText());
+      return e;
     }
     if (auto *m = dynamic_cast<G::MapExprContext *>(ctx)) return mapExpr(m);
     if (auto *s = dynamic_cast<G::ScanExprContext *>(ctx)) {
@@ -409,7 +466,9 @@ private:
         diags_.error(locOf(s->op), fmt::format("unknown scan operator '{}'; expected {} or {}", excerpt(name),
                                                scanOpName(ScanOp::Xor), scanOpName(ScanOp::Add)));
       uint64_t init = number(s->init);
-      return Scan::make(op.value_or(ScanOp::Add), init, expr(s->expr()));
+      auto e = Scan::make(op.value_or(ScanOp::Add), init, expr(s->expr()));
+      e->radix = radixOf(s->init->getText());
+      return e;
     }
     if (auto *m = dynamic_cast<G::MergeExprContext *>(ctx)) {
       std::vector<MergeField> fields;
@@ -437,7 +496,9 @@ private:
       diags_.error(locOf(ctx->param), fmt::format("map {} takes no parameter", name));
     }
     uint64_t param = ctx->param ? number(ctx->param) : 0;
-    return Map::make(fn.value_or(MapFn::Xor), param, expr(ctx->expr()));
+    auto e = Map::make(fn.value_or(MapFn::Xor), param, expr(ctx->expr()));
+    if (ctx->param) e->radix = radixOf(ctx->param->getText());
+    return e;
   }
 
   /// mergeField : (fieldName ':')? expr
@@ -469,12 +530,15 @@ private:
   }
 
   /// numberList : (NUMBER (',' NUMBER)*)?
-  std::vector<uint64_t> numbers(G::NumberListContext *ctx) {
+  std::vector<uint64_t> numbers(G::NumberListContext *ctx, std::vector<Radix> *radixes = nullptr) {
     // One call: NUMBER(i) rescans the children, which would be quadratic on long word lists.
     std::vector<antlr4::tree::TerminalNode *> nodes = ctx->NUMBER();
     std::vector<uint64_t> out;
     out.reserve(nodes.size());
-    for (auto *n : nodes) out.push_back(number(n->getSymbol()));
+    for (auto *n : nodes) {
+      out.push_back(number(n->getSymbol()));
+      if (radixes) radixes->push_back(radixOf(n->getSymbol()->getText()));
+    }
     return out;
   }
 
@@ -505,32 +569,21 @@ private:
     return value;
   }
 
-  /// STRING: the bytes between the quotes, with \" \\ and \xNN decoded.
+  /// STRING: the bytes between the quotes, with \" \\ and \xNN decoded. TEXT_STRING: between
+  /// single quotes, with \' \\ \n \t \r and \xNN.
   std::string unquote(Token *t) {
-    std::string text = t->getText();
-    std::string_view body = std::string_view(text).substr(1, text.size() - 2);
+    const std::string text = t->getText();
+    const char quote = text.front();
     std::string out;
-    out.reserve(body.size());
-    for (size_t i = 0; i < body.size(); ++i) {
-      if (body[i] != '\\') {
-        out += body[i];
-        continue;
-      }
-      // The lexer guarantees a character after every backslash inside a terminated string.
-      char next = body[i + 1];
-      if (next == '"' || next == '\\') {
-        out += next;
-        ++i;
-      } else if (next == 'x' && i + 3 < body.size() && digitValue(body[i + 2]) < 16 && digitValue(body[i + 3]) < 16) {
-        out += static_cast<char>(digitValue(body[i + 2]) * 16 + digitValue(body[i + 3]));
-        i += 3;
-      } else {
-        SourceLoc loc = locOf(t);
-        loc.column += static_cast<uint32_t>(i + 1);
+    const size_t bad = decodeEscapes(std::string_view(text).substr(1, text.size() - 2), quote, out);
+    if (bad != std::string_view::npos) {
+      SourceLoc loc = locOf(t);
+      loc.column += static_cast<uint32_t>(bad + 1);
+      if (quote == '"')
         diags_.error(loc, fmt::format("invalid escape '\\{}' in string; expected \\\", \\\\ or \\xNN",
-                                      displayChar(static_cast<unsigned char>(next))));
-        ++i;
-      }
+                                      displayChar(static_cast<unsigned char>(text[bad + 2]))));
+      else
+        diags_.error(loc, "invalid escape in text: \\x takes two hex digits (\\x0a)");
     }
     return out;
   }
@@ -661,14 +714,31 @@ private:
       } else {
         StreamType type = streamType();
         expect(G::LBRACKET);
-        std::vector<uint64_t> words = numberList();
+        std::vector<Radix> radixes;
+        std::vector<uint64_t> words = numberList(&radixes);
         expect(G::RBRACKET);
-        e = Lit::make(type, std::move(words));
+        auto lit = Lit::make(type, std::move(words));
+        lit->radix = listRadix(radixes);
+        e = std::move(lit);
       }
       break;
+    case G::TEXT: {
+      std::string bytes;
+      if (peek() != G::TEXT_STRING) return fail(), nullptr;
+      while (peek() == G::TEXT_STRING) {
+        const std::string_view piece = textOf(tokens_[at_++]);
+        if (decodeEscapes(piece.substr(1, piece.size() - 2), '\'', bytes) != std::string_view::npos)
+          return fail(), nullptr;
+      }
+      e = Lit::makeText(bytes);
+      break;
+    }
     case G::CONST: {
       StreamType type = streamType();
-      e = Const::make(type, number());
+      Radix radix = peek() == G::NUMBER ? radixOf(textOf(tokens_[at_])) : Radix::Auto;
+      auto c = Const::make(type, number());
+      c->radix = radix;
+      e = std::move(c);
       break;
     }
     case G::CONCAT: {
@@ -686,24 +756,33 @@ private:
       break;
     }
     case G::REPEAT: {
+      Radix radix = peek() == G::NUMBER ? radixOf(textOf(tokens_[at_])) : Radix::Auto;
       uint64_t count = number();
-      e = Repeat::make(count, body());
+      auto r = Repeat::make(count, body());
+      r->radix = radix;
+      e = std::move(r);
       break;
     }
     case G::MAP: {
       const ScannedToken *name = expect(G::IDENT);
       auto fn = name ? mapFnFromName(textOf(*name)) : std::nullopt;
       if (!fn || mapFnTakesParameter(*fn) != (peek() == G::NUMBER)) return fail(), nullptr;
+      Radix radix = peek() == G::NUMBER ? radixOf(textOf(tokens_[at_])) : Radix::Auto;
       uint64_t param = peek() == G::NUMBER ? number() : 0;
-      e = Map::make(*fn, param, body());
+      auto m = Map::make(*fn, param, body());
+      m->radix = radix;
+      e = std::move(m);
       break;
     }
     case G::SCAN: {
       const ScannedToken *name = expect(G::IDENT);
       auto op = name ? scanOpFromName(textOf(*name)) : std::nullopt;
       if (!op) return fail(), nullptr;
+      Radix radix = peek() == G::NUMBER ? radixOf(textOf(tokens_[at_])) : Radix::Auto;
       uint64_t init = number();
-      e = Scan::make(*op, init, body());
+      auto sc = Scan::make(*op, init, body());
+      sc->radix = radix;
+      e = std::move(sc);
       break;
     }
     case G::MERGE: {
@@ -744,7 +823,7 @@ private:
   static bool isFieldName(size_t type) {
     switch (type) {
     case G::IDENT: case G::BREVIS: case G::SOURCE: case G::SIZE: case G::XXH64: case G::PAYLOAD: case G::HEADER:
-    case G::BYTES: case G::TENSOR: case G::DIGEST: case G::LIT: case G::CONST: case G::CONCAT: case G::REPEAT:
+    case G::BYTES: case G::TENSOR: case G::DIGEST: case G::LIT: case G::TEXT: case G::CONST: case G::CONCAT: case G::REPEAT:
     case G::MAP: case G::SCAN: case G::MERGE: return true;
     default: return false;
     }
@@ -770,14 +849,18 @@ private:
     return t;
   }
 
-  /// (NUMBER (',' NUMBER)*)?
-  std::vector<uint64_t> numberList() {
+  /// (NUMBER (',' NUMBER)*)?, with each number's radix into `radixes` if given
+  std::vector<uint64_t> numberList(std::vector<Radix> *radixes = nullptr) {
     std::vector<uint64_t> out;
     if (peek() != G::NUMBER) return out;
-    out.push_back(number());
+    auto one = [&] {
+      if (radixes && peek() == G::NUMBER) radixes->push_back(radixOf(textOf(tokens_[at_])));
+      out.push_back(number());
+    };
+    one();
     while (!failed_ && peek() == G::COMMA) {
       ++at_;
-      out.push_back(number());
+      one();
     }
     return out;
   }
@@ -802,25 +885,7 @@ private:
 
   /// STRING with only \" \\ and \xNN escapes, decoded into `out`
   static bool unquote(std::string_view text, std::string &out) {
-    std::string_view body = text.substr(1, text.size() - 2);
-    out.reserve(body.size());
-    for (size_t i = 0; i < body.size(); ++i) {
-      if (body[i] != '\\') {
-        out += body[i];
-        continue;
-      }
-      char next = body[i + 1];
-      if (next == '"' || next == '\\') {
-        out += next;
-        ++i;
-      } else if (next == 'x' && i + 3 < body.size() && digitValue(body[i + 2]) < 16 && digitValue(body[i + 3]) < 16) {
-        out += static_cast<char>(digitValue(body[i + 2]) * 16 + digitValue(body[i + 3]));
-        i += 3;
-      } else {
-        return false;
-      }
-    }
-    return true;
+    return decodeEscapes(text.substr(1, text.size() - 2), '"', out) == std::string_view::npos;
   }
 
   std::string_view text_;
@@ -836,6 +901,7 @@ namespace {
 /// Keeps the text's `#` comments in the module (the grammar skips them), each with the region
 /// it is written in or just before; see Ast.h's Region::comments and Module.
 void attachComments(std::string_view text, Module &module) {
+  if (text.find('#') == std::string_view::npos) return; // most programs: not a byte at a time
   struct Comment {
     uint32_t line;
     bool afterCode; ///< code before it on its line
@@ -844,18 +910,18 @@ void attachComments(std::string_view text, Module &module) {
   std::vector<Comment> comments;
   std::vector<bool> lineHasCode{false, false}; // 1-based
   uint32_t line = 1;
-  bool inString = false;
+  char inString = 0; // the quote of the string the scan is in
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '\n') {
       ++line;
       lineHasCode.push_back(false);
-      inString = false;
+      inString = 0;
       continue;
     }
     if (inString) {
       if (c == '\\') ++i;
-      else if (c == '"') inString = false;
+      else if (c == inString) inString = 0;
       continue;
     }
     if (c == '#') {
@@ -867,7 +933,7 @@ void attachComments(std::string_view text, Module &module) {
       i = end - 1;
       continue;
     }
-    if (c == '"') inString = true;
+    if (c == '"' || c == '\'') inString = c;
     if (c != ' ' && c != '\t' && c != '\r') lineHasCode[line] = true;
   }
   if (comments.empty()) return;

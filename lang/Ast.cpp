@@ -54,6 +54,13 @@ std::unique_ptr<Lit> Lit::make(StreamType t, std::vector<uint64_t> words) {
   n->data = std::move(words);
   return n;
 }
+std::unique_ptr<Lit> Lit::makeText(std::string_view bytes) {
+  std::vector<uint64_t> words(bytes.size());
+  for (size_t i = 0; i < bytes.size(); ++i) words[i] = static_cast<unsigned char>(bytes[i]);
+  auto n = make(StreamType{8, bytes.size()}, std::move(words));
+  n->text = true;
+  return n;
+}
 std::unique_ptr<Const> Const::make(StreamType t, uint64_t v) {
   auto n = std::make_unique<Const>();
   n->type = t;
@@ -120,25 +127,41 @@ ExprPtr cloneExpr(const Expr &e) {
     n->type = l.type;
     n->encoding = l.encoding;
     n->data = l.data;
+    n->text = l.text;
+    n->radix = l.radix;
     copy = std::move(n);
     break;
   }
-  case NodeKind::Const: copy = Const::make(as<Const>(e).type, as<Const>(e).value); break;
+  case NodeKind::Const: {
+    auto n = Const::make(as<Const>(e).type, as<Const>(e).value);
+    n->radix = as<Const>(e).radix;
+    copy = std::move(n);
+    break;
+  }
   case NodeKind::Concat: {
     std::vector<ExprPtr> parts;
     for (const ExprPtr &p : as<Concat>(e).parts) parts.push_back(cloneExpr(*p));
     copy = Concat::make(std::move(parts));
     break;
   }
-  case NodeKind::Repeat: copy = Repeat::make(as<Repeat>(e).count, cloneExpr(*as<Repeat>(e).body)); break;
+  case NodeKind::Repeat: {
+    auto n = Repeat::make(as<Repeat>(e).count, cloneExpr(*as<Repeat>(e).body));
+    n->radix = as<Repeat>(e).radix;
+    copy = std::move(n);
+    break;
+  }
   case NodeKind::Map: {
     const Map &m = as<Map>(e);
-    copy = Map::make(m.fn, m.param, cloneExpr(*m.body));
+    auto n = Map::make(m.fn, m.param, cloneExpr(*m.body));
+    n->radix = m.radix;
+    copy = std::move(n);
     break;
   }
   case NodeKind::Scan: {
     const Scan &s = as<Scan>(e);
-    copy = Scan::make(s.op, s.init, cloneExpr(*s.body));
+    auto n = Scan::make(s.op, s.init, cloneExpr(*s.body));
+    n->radix = s.radix;
+    copy = std::move(n);
     break;
   }
   case NodeKind::Merge: {

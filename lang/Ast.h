@@ -42,6 +42,10 @@ struct ByteRange {
   bool operator==(const ByteRange &) const = default;
 };
 
+/// How the user wrote a number: the printer writes it back the same way. Auto is the printer's
+/// own choice (hex for bit patterns, decimal for counts), for numbers the tools write.
+enum class Radix : uint8_t { Auto, Decimal, Hex };
+
 struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
 
@@ -59,17 +63,21 @@ protected:
   explicit Expr(NodeKind k) : kind(k) {}
 };
 
-/// `lit raw u8[N] @off+size` (payload reference) or `lit u8[3] [1, 2, 3]` (inline words).
+/// `lit raw u8[N] @off+size` (payload reference), `lit u8[3] [1, 2, 3]` (inline words) or
+/// `text 'abc'` (inline bytes written as text: u8 words).
 struct Lit final : Expr {
   static constexpr NodeKind Kind = NodeKind::Lit;
   StreamType type;
   Encoding encoding = Encoding::Raw; ///< meaningful for payload references only
   std::variant<ByteRange, std::vector<uint64_t>> data;
+  bool text = false;          ///< inline u8 words written (and printed) as `text '…'`
+  Radix radix = Radix::Auto;  ///< how inline words are written, when not as text
   bool isInline() const { return data.index() == 1; }
   const ByteRange &payload() const { return std::get<ByteRange>(data); }
   const std::vector<uint64_t> &words() const { return std::get<std::vector<uint64_t>>(data); }
   static std::unique_ptr<Lit> make(StreamType, Encoding, ByteRange);
   static std::unique_ptr<Lit> make(StreamType, std::vector<uint64_t> words);
+  static std::unique_ptr<Lit> makeText(std::string_view bytes); ///< `text '…'`: u8[bytes.size()]
   Lit() : Expr(Kind) {}
 };
 
@@ -78,6 +86,7 @@ struct Const final : Expr {
   static constexpr NodeKind Kind = NodeKind::Const;
   StreamType type;
   uint64_t value = 0;
+  Radix radix = Radix::Auto;
   static std::unique_ptr<Const> make(StreamType, uint64_t value);
   Const() : Expr(Kind) {}
 };
@@ -94,6 +103,7 @@ struct Concat final : Expr {
 struct Repeat final : Expr {
   static constexpr NodeKind Kind = NodeKind::Repeat;
   uint64_t count = 0;
+  Radix radix = Radix::Auto; ///< of the count
   ExprPtr body;
   static std::unique_ptr<Repeat> make(uint64_t count, ExprPtr body);
   Repeat() : Expr(Kind) {}
@@ -104,6 +114,7 @@ struct Map final : Expr {
   static constexpr NodeKind Kind = NodeKind::Map;
   MapFn fn = MapFn::Xor;
   uint64_t param = 0; ///< constant for xor/add, rotation for rotl; 0 otherwise
+  Radix radix = Radix::Auto; ///< of the parameter
   ExprPtr body;
   static std::unique_ptr<Map> make(MapFn, uint64_t param, ExprPtr body);
   Map() : Expr(Kind) {}
@@ -114,6 +125,7 @@ struct Scan final : Expr {
   static constexpr NodeKind Kind = NodeKind::Scan;
   ScanOp op = ScanOp::Add;
   uint64_t init = 0;
+  Radix radix = Radix::Auto; ///< of init
   ExprPtr body;
   static std::unique_ptr<Scan> make(ScanOp, uint64_t init, ExprPtr body);
   Scan() : Expr(Kind) {}

@@ -65,7 +65,8 @@ Typing typeLit(const Lit &l, std::optional<uint64_t> payloadSize) {
     if (l.words().size() != l.type.length)
       return nodeError(fmt::format("inline literal has {} words, but its type {} needs {}", l.words().size(),
                                    toString(l.type), l.type.length));
-    for (size_t i = 0; i < l.words().size(); ++i)
+    // Text is bytes by construction (Lit::makeText): only word lists can hold a word too wide.
+    for (size_t i = 0; i < (l.text ? 0 : l.words().size()); ++i)
       if (!fits(l.words()[i], l.type.width))
         return nodeError(fmt::format("inline word {} ({}) does not fit in {} bits", i, l.words()[i], l.type.width));
     return l.type;

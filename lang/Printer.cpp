@@ -6,8 +6,36 @@ namespace brevis {
 
 namespace {
 
-// Bit patterns read best in hex, counts and offsets in decimal.
-std::string wordLiteral(uint64_t v) { return v < 10 ? std::to_string(v) : fmt::format("{:#x}", v); }
+// Bit patterns read best in hex, counts and offsets in decimal; a number the user wrote keeps
+// the radix it was written in.
+std::string wordLiteral(uint64_t v, Radix radix) {
+  if (radix == Radix::Hex || (radix == Radix::Auto && v >= 10)) return fmt::format("{:#x}", v);
+  return std::to_string(v);
+}
+std::string countLiteral(uint64_t v, Radix radix) {
+  return radix == Radix::Hex ? fmt::format("{:#x}", v) : std::to_string(v);
+}
+
+/// The bytes of a text literal.
+std::string textBytes(const Lit &l) {
+  std::string bytes;
+  bytes.reserve(l.words().size());
+  for (uint64_t w : l.words()) bytes += static_cast<char>(w);
+  return bytes;
+}
+
+/// The length of the valid UTF-8 sequence of two to four bytes at s[i], or 0.
+size_t utf8SequenceLength(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  const size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+  const auto c1 = static_cast<unsigned char>(s[i + 1]);
+  if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 > 0x9f) || (c == 0xf0 && c1 < 0x90) || (c == 0xf4 && c1 > 0x8f))
+    return 0; // overlong, a surrogate, or past U+10FFFF
+  return n;
+}
 
 std::string rangeText(ByteRange r) { return fmt::format("@{}+{}", r.offset, r.size); }
 
@@ -20,16 +48,16 @@ std::string openText(const Expr &e) {
   switch (e.kind) {
   case NodeKind::Concat: return "concat(";
   case NodeKind::Merge: return "merge(";
-  case NodeKind::Repeat: return fmt::format("repeat {} (", as<Repeat>(e).count);
+  case NodeKind::Repeat: return fmt::format("repeat {} (", countLiteral(as<Repeat>(e).count, as<Repeat>(e).radix));
   case NodeKind::Map: {
     const auto &m = as<Map>(e);
     if (!mapFnTakesParameter(m.fn)) return fmt::format("map {} (", mapFnName(m.fn));
-    std::string param = m.fn == MapFn::Xor ? wordLiteral(m.param) : std::to_string(m.param);
+    std::string param = m.fn == MapFn::Xor ? wordLiteral(m.param, m.radix) : countLiteral(m.param, m.radix);
     return fmt::format("map {} {} (", mapFnName(m.fn), param);
   }
   case NodeKind::Scan: {
     const auto &s = as<Scan>(e);
-    return fmt::format("scan {} {} (", scanOpName(s.op), wordLiteral(s.init));
+    return fmt::format("scan {} {} (", scanOpName(s.op), wordLiteral(s.init, s.radix));
   }
   case NodeKind::Lit:
   case NodeKind::Const:
@@ -44,11 +72,14 @@ std::string leafText(const Expr &e) {
     const auto &l = as<Lit>(e);
     if (!l.isInline())
       return fmt::format("lit {} {} {}", encodingName(l.encoding), toString(l.type), rangeText(l.payload()));
-    return fmt::format("lit {} [{}]", toString(l.type), fmt::join(l.words(), ", "));
+    if (l.text) return "text " + quoteText(textBytes(l));
+    std::string out = fmt::format("lit {} [", toString(l.type));
+    for (size_t i = 0; i < l.words().size(); ++i) out += (i ? ", " : "") + countLiteral(l.words()[i], l.radix);
+    return out + "]";
   }
   case NodeKind::Const: {
     const auto &c = as<Const>(e);
-    return fmt::format("const {} {}", toString(c.type), wordLiteral(c.value));
+    return fmt::format("const {} {}", toString(c.type), wordLiteral(c.value, c.radix));
   }
   case NodeKind::Hole: {
     const auto &h = as<Hole>(e);
@@ -109,7 +140,7 @@ void printBrokenInline(const Lit &l, unsigned indent, std::string &out) {
   out += fmt::format("lit {} [\n", toString(l.type));
   std::string line = pad;
   for (size_t i = 0; i < l.words().size(); ++i) {
-    std::string word = std::to_string(l.words()[i]) + (i + 1 < l.words().size() ? "," : "");
+    std::string word = countLiteral(l.words()[i], l.radix) + (i + 1 < l.words().size() ? "," : "");
     if (line.size() > pad.size() && line.size() + 1 + word.size() > kPrintWidth) {
       out += line + "\n";
       line = pad;
@@ -119,11 +150,28 @@ void printBrokenInline(const Lit &l, unsigned indent, std::string &out) {
   out += line + "\n" + std::string(indent, ' ') + "]" + annotationText(l);
 }
 
+// A long text: `text`, then its pieces one a line, two spaces deeper.
+void printBrokenText(const Lit &l, unsigned indent, std::string &out) {
+  const std::string bytes = textBytes(l);
+  const std::string pad(indent + 2, ' ');
+  out += "text";
+  size_t begin = 0;
+  for (size_t end : textPieceEnds(bytes)) {
+    out += "\n" + pad + quoteText(std::string_view(bytes).substr(begin, end - begin));
+    begin = end;
+  }
+  out += annotationText(l);
+}
+
 void printAt(const Expr &e, unsigned indent, unsigned firstLineUsed, std::string &out) {
   std::string f = flat(e);
-  if (firstLineUsed + f.size() <= kPrintWidth) {
+  const auto *lit = dynAs<Lit>(e);
+  if (lit && lit->isInline() && lit->text && firstLineUsed + f.size() > kPrintWidth &&
+      textPieceEnds(textBytes(*lit)).size() > 1) {
+    printBrokenText(*lit, indent, out);
+  } else if (firstLineUsed + f.size() <= kPrintWidth) {
     out += f;
-  } else if (auto *lit = dynAs<Lit>(e); lit && lit->isInline()) {
+  } else if (lit && lit->isInline()) {
     printBrokenInline(*lit, indent, out);
   } else if (isLeaf(e)) {
     out += f;
@@ -173,6 +221,46 @@ std::string quoteString(std::string_view s) {
     }
   }
   return out + "\"";
+}
+
+std::string quoteText(std::string_view s) {
+  std::string out = "'";
+  out.reserve(s.size() + 2);
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\\') {
+      // A backslash before a printable character that starts no escape stands for itself
+      // (JSON's \" and \u00e9 read as written); any other is escaped.
+      const char next = i + 1 < s.size() ? s[i + 1] : '\0';
+      const bool alone = next >= 0x20 && next < 0x7f && std::string_view("'\\ntrx").find(next) == std::string_view::npos;
+      out += alone ? "\\" : "\\\\";
+    } else if (c == '\'') {
+      out += "\\'";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else if (size_t n = c >= 0x80 ? utf8SequenceLength(s, i) : 0) {
+      out.append(s.substr(i, n));
+      i += n - 1;
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+    }
+  }
+  return out + "'";
+}
+
+std::vector<size_t> textPieceEnds(std::string_view s) {
+  std::vector<size_t> ends;
+  const bool long_ = quoteText(s).size() + 5 > kPrintWidth;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] == '\n' || (long_ && s[i] == ',' && i > 0 && s[i - 1] == '}')) ends.push_back(i + 1);
+  if (ends.empty() || ends.back() != s.size()) ends.push_back(s.size());
+  return ends;
 }
 
 std::string printExpr(const Expr &e, unsigned indent) {

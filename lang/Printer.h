@@ -4,6 +4,7 @@
 #include "Ast.h"
 
 #include <string>
+#include <vector>
 
 namespace brevis {
 
@@ -19,5 +20,13 @@ std::string printCheckpoint(const Checkpoint &c, bool withDigests = true);
 
 /// A double-quoted string literal with `"`, `\` and control bytes escaped.
 std::string quoteString(std::string_view s);
+
+/// A single-quoted text piece: printable ASCII and valid UTF-8 as themselves; `'` and `\`
+/// escaped; newline, tab and carriage return as \n, \t, \r; other bytes as \xNN.
+std::string quoteText(std::string_view s);
+
+/// Where a text literal's canonical pieces end: after each newline, and in a text too long
+/// for one line, after each `},` (one JSON object member a line). The last ends at s.size().
+std::vector<size_t> textPieceEnds(std::string_view s);
 
 } // namespace brevis

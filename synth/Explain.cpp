@@ -33,7 +33,7 @@ void collectLiterals(const Expr &e, const std::string &path, std::vector<Literal
   case NodeKind::Lit: {
     const Lit &lit = as<Lit>(e);
     out.push_back(LiteralReport{path.empty() ? "lit" : path,
-                                lit.isInline() ? "inline" : std::string(encodingName(lit.encoding)), lit.type.width,
+                                lit.text ? "text" : lit.isInline() ? "inline" : std::string(encodingName(lit.encoding)), lit.type.width,
                                 lit.type.length, lit.isInline() ? 0 : lit.payload().size});
     return;
   }

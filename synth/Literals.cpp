@@ -66,4 +66,18 @@ ExprPtr makeHuffmanOrRawLit(WordsView words, unsigned width, Bytes &payload) {
   return makeLitFrom(words, width, payload, {Encoding::Raw, Encoding::Huffman});
 }
 
+ExprPtr makeHeaderText(ByteSpan header) {
+  constexpr size_t kLengthBytes = 8;
+  if (header.size() < kLengthBytes || header.size() > kMaxHeaderTextBytes) return nullptr;
+  auto asText = [](ByteSpan bytes) {
+    return std::string_view(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+  };
+  std::vector<ExprPtr> parts;
+  auto length = Lit::make(StreamType{8, kLengthBytes}, readWords(header.first(kLengthBytes), 1));
+  length->radix = Radix::Hex; // bytes of a number, not text
+  parts.push_back(std::move(length));
+  parts.push_back(Lit::makeText(asText(header.subspan(kLengthBytes))));
+  return Concat::make(std::move(parts));
+}
+
 } // namespace brevis

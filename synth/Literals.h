@@ -39,4 +39,15 @@ ExprPtr makeLitFrom(WordsView words, unsigned width, Bytes &payload,
 /// (ZipNN's byte planes, DFloat11's exponent) code a stream.
 ExprPtr makeHuffmanOrRawLit(WordsView words, unsigned width, Bytes &payload);
 
+/// Headers up to this size are written as text; larger ones as a literal. The program text of an
+/// archive is bounded (kMaxProgramTextSize), and a header of many MB is more than anyone reads.
+inline constexpr size_t kMaxHeaderTextBytes = size_t{4} << 20;
+
+/// A safetensors header as text, readable and editable in the program: `concat(lit u8[8]
+/// [<the length's bytes, in hex>], text '<the JSON>')`. The program section of an archive compresses it
+/// together with the program text, which repeats its names and shapes, smaller than a literal
+/// of its own. Null for a header too short to hold the length, or longer than
+/// kMaxHeaderTextBytes.
+ExprPtr makeHeaderText(ByteSpan header);
+
 } // namespace brevis

@@ -18,8 +18,9 @@
 
 namespace brevis {
 
-inline constexpr uint32_t kArchiveVersion = 4;
-/// The oldest version this reader reads: version 3 differs only in lacking encodings.
+inline constexpr uint32_t kArchiveVersion = 5;
+/// The oldest version this reader reads: versions 3 and 4 differ only in lacking encodings and
+/// text literals.
 inline constexpr uint32_t kOldestReadableArchiveVersion = 3;
 inline constexpr size_t kArchiveHeaderSize = 72;
 inline constexpr size_t kArchiveIndexEntrySize = 8; ///< one region digest

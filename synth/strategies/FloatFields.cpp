@@ -55,6 +55,8 @@ RegionProgram FloatFieldsStrategy::synthesize(const RegionInput &region) const {
   switch (region.kind) {
   case RegionKind::Tensor: out.program = floatFieldsTensor(region.dtype, region.bytes, out.payload, policy_); break;
   case RegionKind::Header:
+    if ((out.program = makeHeaderText(region.bytes))) break;
+    [[fallthrough]];
   case RegionKind::Bytes: out.program = makeLit(readWords(region.bytes, 1), 8, out.payload, policy_); break;
   }
   return out;

@@ -73,6 +73,8 @@ void SearchStrategy::prepare(std::span<const RegionInput> regions, unsigned thre
 }
 
 RegionProgram SearchStrategy::synthesize(const RegionInput &region) const {
+  if (region.kind == RegionKind::Header)
+    if (ExprPtr text = makeHeaderText(region.bytes)) return RegionProgram{std::move(text), {}};
   const DTypeInfo &info = regionWordType(region);
   const unsigned width = info.wordBits;
   WordBuffer copy; // only where the bytes are not aligned for their words

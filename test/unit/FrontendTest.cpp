@@ -139,11 +139,70 @@ TEST(FrontendRoundTrip, EveryExpressionForm) {
       "merge(size: ? u8[1], lit: ? u8[1], map: ? u8[1])",
       "concat()",
       "merge()",
+      "text ''",
+      "text 'a\\'b\\\\n\\n\\t\\r\\x00\\x7f é \\xc3'",
+      "text '{\"k\": \"say \\\"hi\\\" \\u00e9\"} # not a comment'",
+      "concat(lit u8[2] [0x60, 0x14], text 'ab') : u8[4]",
+      "merge(text: text 'a', b: ? u8[1])",
+      "lit u8[3] [0x1, 0x0, 0xff]",
+      "const u8[2] 255",
+      "repeat 0x10 (? u8[1])",
+      "map rotl 0x3 (? u8[10])",
+      "scan add 0x0 (? u8[10])",
   };
   for (const char *form : forms) {
     std::string text = std::string(form) + "\n";
     EXPECT_EQ(reprint(text), text);
   }
+}
+
+TEST(FrontendRoundTrip, TextLiterals) {
+  // Pieces join; escapes decode; a backslash before any other character is itself.
+  Module m = parseOk("text 'a\\n' 'b\\\\' '\\x41\\'' '\\\"\\u' ''");
+  const auto &lit = as<Lit>(m.expr());
+  EXPECT_TRUE(lit.text);
+  EXPECT_EQ(lit.type, (StreamType{8, 10}));
+  EXPECT_EQ(lit.words(), (std::vector<uint64_t>{'a', '\n', 'b', '\\', 'A', '\'', '\\', '"', '\\', 'u'}));
+  // Every byte value prints and reads back.
+  std::string all;
+  for (int b = 0; b < 256; ++b) all += static_cast<char>(b);
+  all += "\\n\\x\\\\\\'\\"; // backslashes before escape letters, and one last
+  Module from = Module{Lit::makeText(all)};
+  Module back = parseOk(printModule(from));
+  EXPECT_TRUE(structurallyEqual(from.expr(), back.expr())) << printModule(from);
+  // A long text breaks after each newline and each `},`, one piece a line, and reads back.
+  std::string json = "{\"a\":{\"dtype\":\"F32\"},\"b\":{\"dtype\":\"BF16\"},\"__metadata__\":{\"x\":\"" +
+                     std::string(80, 'y') + "\"}}  ";
+  std::string printed = printModule(Module{Lit::makeText(json)});
+  EXPECT_EQ(printed, "text\n  '{\"a\":{\"dtype\":\"F32\"},'\n  '\"b\":{\"dtype\":\"BF16\"},'\n  '\"__metadata__\":{\"x\":\"" +
+                         std::string(80, 'y') + "\"}}  '\n");
+  EXPECT_EQ(reprint(printed), printed);
+  EXPECT_EQ(textPieceEnds("a\nb"), (std::vector<size_t>{2, 3}));
+  EXPECT_EQ(textPieceEnds(""), (std::vector<size_t>{0}));
+  // A region's text is read by the region reader as ANTLR reads it alone; a '#' inside is text.
+  std::string region = "brevis 1\nsource \"a\" size 3 xxh64 0x0\npayload \"b\" size 0\n"
+                       "bytes @0+3 = text '#\\'#' # a comment\n";
+  Module c = parseOk(region);
+  ASSERT_EQ(c.checkpoint().regions.size(), 1u);
+  EXPECT_EQ(as<Lit>(*c.checkpoint().regions[0].program).words(), (std::vector<uint64_t>{'#', '\'', '#'}));
+  EXPECT_EQ(c.checkpoint().regions[0].comments, (std::vector<std::string>{"# a comment"}));
+}
+
+TEST(FrontendRoundTrip, NumbersKeepTheirRadix) {
+  Module m = parseOk("concat(const u8[1] 0x0, const u8[1] 12, lit u8[2] [1, 0x2], scan xor 7 (repeat 0x1 "
+                     "(map xor 0xf (? u8[1]))))");
+  const auto &c = as<Concat>(m.expr());
+  EXPECT_EQ(as<Const>(*c.parts[0]).radix, Radix::Hex);
+  EXPECT_EQ(as<Const>(*c.parts[1]).radix, Radix::Decimal);
+  EXPECT_EQ(as<Lit>(*c.parts[2]).radix, Radix::Hex);
+  const auto &scan = as<Scan>(*c.parts[3]);
+  EXPECT_EQ(scan.radix, Radix::Decimal);
+  EXPECT_EQ(as<Repeat>(*scan.body).radix, Radix::Hex);
+  EXPECT_EQ(as<Map>(*as<Repeat>(*scan.body).body).radix, Radix::Hex);
+  // Clones keep it; numbers the tools write (Auto) print hex for bit patterns, decimal counts.
+  EXPECT_EQ(printExpr(*cloneExpr(m.expr())), printExpr(m.expr()));
+  EXPECT_EQ(printExpr(*Const::make({8, 1}, 12)), "const u8[1] 0xc");
+  EXPECT_EQ(printExpr(*Repeat::make(16, Hole::make({8, 1}))), "repeat 16 (? u8[1])");
 }
 
 /// Every node of `a` and `b` is placed alike, `b` `lines` lines and `columns` columns further.
@@ -163,6 +222,7 @@ TEST(FrontendRoundTrip, EveryExpressionFormInARegionIsReadAsAlone) {
       "map gray (? u8[10])", "scan xor 0x1f (? u8[10])", "merge(sign: ? u1[4], exp: ? u8[4], ? u7[4])",
       "merge(hi: ? u8[2] : u8[2], lo: ? u8[2]) : u16[2]", "merge(size: ? u8[1], lit: ? u8[1], map: ? u8[1])",
       "? u99[3]", "concat()", "merge()", "lit auto u8[4]", "lit zstd u8[4]", "merge(a: lit bitpack u1[2], b: ? u3[2])", "map rotl 3 (scan add 0 (map add 5 (? u8[10] : u8[10])))",
+      "text 'a\\'\\n' '\\\"b\\x00' : u8[6]", "merge(text: text 'x', y: lit u8[1] [0x1])",
   };
   for (const char *form : forms) {
     Module alone = parseOk(std::string(form) + "\n");
@@ -238,9 +298,10 @@ TEST(FrontendRoundTrip, NonCanonicalTextReachesAFixedPoint) {
                      "\tconcat( lit raw u8[0x3]@0+3 ,const u8[2] 0x0 ,\r\n"
                      "lit u8[ 2 ] [ 0x1,2 ] ) ) :u16[0005]";
   std::string once = reprint(text);
-  // Comments are kept, above the expression.
+  // Comments are kept, above the expression; numbers keep their radix (a list is hex if any of
+  // its words is), in the printer's spelling.
   EXPECT_EQ(once, "# a comment line\n# trailing comment\n"
-                  "map xor 0x8000 (concat(lit raw u8[3] @0+3, const u8[2] 0, lit u8[2] [1, 2])) : u16[5]\n");
+                  "map xor 0x8000 (concat(lit raw u8[3] @0+3, const u8[2] 0x0, lit u8[2] [0x1, 0x2])) : u16[5]\n");
   EXPECT_EQ(reprint(once), once);
 }
 
@@ -337,13 +398,16 @@ TEST(FrontendErrors, Lexical) {
             "t.bdsl:2:10: error: invalid escape '\\q' in string; expected \\\", \\\\ or \\xNN");
   EXPECT_EQ(firstError("brevis 1\nsource \"a\\x4\" size 1 xxh64 0x0\npayload \"b\" size 1\n"),
             "t.bdsl:2:10: error: invalid escape '\\x' in string; expected \\\", \\\\ or \\xNN");
+  EXPECT_EQ(firstError("concat(text 'ab\\x4g')"), "t.bdsl:1:16: error: invalid escape in text: \\x takes two hex digits (\\x0a)");
+  EXPECT_EQ(firstError("text 'abc\n'"), "t.bdsl:1:6: error: unterminated string");
+  EXPECT_EQ(firstError("text"), "t.bdsl:1:5: error: mismatched input '<EOF>' expecting TEXT_STRING");
 }
 
 TEST(FrontendErrors, Syntax) {
   EXPECT_EQ(firstError("lit raw u8[3] @0+"), "t.bdsl:1:18: error: missing NUMBER at '<EOF>'");
   EXPECT_EQ(firstError("concat(? u8[1] ? u8[2])"), "t.bdsl:1:16: error: mismatched input '?' expecting {')', ','}");
   EXPECT_EQ(firstError("lit raw 5"), "t.bdsl:1:9: error: no viable alternative at input 'lit raw 5'");
-  EXPECT_EQ(firstError(""), "t.bdsl:1:1: error: mismatched input '<EOF>' expecting {'brevis', 'lit', 'const', "
+  EXPECT_EQ(firstError(""), "t.bdsl:1:1: error: mismatched input '<EOF>' expecting {'brevis', 'lit', 'text', 'const', "
                             "'concat', 'repeat', 'map', 'scan', 'merge', '?'}");
   EXPECT_EQ(firstError("? u8[1] ? u8[1]"), "t.bdsl:1:9: error: mismatched input '?' expecting <EOF>");
   EXPECT_EQ(firstError("brevis 1\nsource \"a\" size 1 xxh64 0x0\nheader @0+1 = ? u8[1]\n"),
@@ -355,7 +419,7 @@ TEST(FrontendErrors, RegionDigests) {
   EXPECT_EQ(firstError(head + "bytes @0+1 digest = ? u8[1]\n"), "t.bdsl:4:19: error: missing NUMBER at '='");
   EXPECT_EQ(firstError(head + "bytes @0+1 digest 0xg = ? u8[1]\n"), "t.bdsl:4:19: error: malformed number '0xg'");
   EXPECT_EQ(firstError(head + "bytes @0+1 = digest 1 ? u8[1]\n"),
-            "t.bdsl:4:14: error: mismatched input 'digest' expecting {'lit', 'const', 'concat', 'repeat', 'map', "
+            "t.bdsl:4:14: error: mismatched input 'digest' expecting {'lit', 'text', 'const', 'concat', 'repeat', 'map', "
             "'scan', 'merge', '?'}");
   // A field may be named by the keyword.
   EXPECT_EQ(reprint("merge(digest: ? u8[1])\n"), "merge(digest: ? u8[1])\n");
@@ -376,7 +440,7 @@ TEST(FrontendErrors, MisspelledKeywordsAreNamed) {
   EXPECT_EQ(firstError("mreeg(? u8[1])"), "t.bdsl:1:1: error: unknown keyword 'mreeg'; did you mean 'merge'?");
   // Too far from every keyword: ANTLR's message.
   EXPECT_EQ(firstError("xyzzy u8[1] 0"), "t.bdsl:1:1: error: mismatched input 'xyzzy' expecting {'brevis', 'lit', "
-                                         "'const', 'concat', 'repeat', 'map', 'scan', 'merge', '?'}");
+                                         "'text', 'const', 'concat', 'repeat', 'map', 'scan', 'merge', '?'}");
 }
 
 TEST(FrontendErrors, LongTokensAreShortenedInMessages) {

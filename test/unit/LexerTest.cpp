@@ -60,7 +60,8 @@ TEST(Lexer, MatchesTheGrammarOnEveryLitTestProgram) {
 TEST(Lexer, MatchesTheGrammarOnTokenSoupAndRandomBytes) {
   const char *pieces[] = {"brevis", "lit", "literal", "u8", "[", "]", "(", ")", "0x1f", "12ab", "\"s\\\"q\"", "\"open",
                           "\"a\\", "#c\n", " ", "\t", "\r\n", "\n", "@", "+", ":", "=", "?", ",", "%", "\xff", "_x9",
-                          "merge", "mergex", "digest", "9", "\"\\x41\"", "é"};
+                          "merge", "mergex", "digest", "9", "\"\\x41\"", "é", "text", "texts", "'t\\'x'",
+                          "'open", "'\\\"u'", "'a\\", "'", "\\"};
   std::mt19937_64 rng(5);
   for (int round = 0; round < 2000; ++round) {
     std::string text;

@@ -35,7 +35,7 @@ void survey(const Expr &e, const std::string &region, RangeOwners &owners, uint6
             std::map<std::string, uint64_t> &operators) {
   ++operators[std::string(nodeKindName(e.kind))];
   if (auto *l = dynAs<Lit>(e)) {
-    std::string name = l->isInline() ? "inline" : std::string(encodingName(l->encoding));
+    std::string name = l->text ? "text" : l->isInline() ? "inline" : std::string(encodingName(l->encoding));
     Tally &t = encodings[name];
     ++t.count;
     // A range read before (by a repeated tensor) counts neither its bytes nor its words again,
@@ -149,9 +149,12 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
     std::cout << fmt::format("  {:<8} {:>6}  {:>10} -> {:>10}  {:>8}\n", k, t.count, humanBytes(t.original),
                              humanBytes(t.stored), percent(t.stored, t.original));
   std::cout << "literals by encoding:\n";
-  for (const auto &[k, t] : encodings)
+  for (const auto &[k, t] : encodings) {
+    // Inline words and text are stored in the program section, compressed with the program.
+    const bool inProgram = k == "inline" || k == "text";
     std::cout << fmt::format("  {:<8} {:>6}  {:>10} -> {:>10}  {:>8}\n", k, t.count, humanBytes(t.original),
-                             humanBytes(t.stored), percent(t.stored, t.original));
+                             inProgram ? "in program" : humanBytes(t.stored), inProgram ? "" : percent(t.stored, t.original));
+  }
   std::cout << "operators:";
   for (const auto &[k, n] : operators) std::cout << fmt::format(" {} {}", k, n);
   std::cout << "\n";

@@ -1,7 +1,11 @@
 // brevisc: the Brevis driver. Subcommands live in cmd_<name>.cpp.
 #include "tools/brevisc/Commands.h"
 
+#include "lang/Ast.h"
+#include "runtime/containers/Archive.h"
 #include "runtime/containers/FileIO.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <csignal>
@@ -59,7 +63,8 @@ int main(int argc, char **argv) {
       },
       "print nothing but errors (no summaries, notes or progress)");
   app.add_flag("-v,--verbose", ctx.verbosity.verbose, "print more about what is done");
-  app.set_version_flag("-V,--version", "brevisc 0.1.0 (language version 1, archive format version 4)");
+  app.set_version_flag("-V,--version", fmt::format("brevisc 0.1.0 (language version {}, archive format version {})",
+                                                   brevis::kLanguageVersion, brevis::kArchiveVersion));
   registerSynth(app, ctx);
   registerCheck(app, ctx);
   registerFmt(app, ctx);

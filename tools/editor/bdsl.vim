@@ -25,7 +25,7 @@ syn match bdslScanOp "\<\%(add\|xor\)\>"
 syn match bdslMapFn "\<\%(add\|bitrev\|gray\|rotl\|xor\|zigzag\)\>"
 syn match bdslEncoding "\<\%(auto\|bitpack\|context\|huffman\|rans\|rans_o1\|raw\|zstd\)\>"
 syn match bdslScanOp "\%(\<scan\s\+\)\@<=\<\%(add\|xor\)\>"
-syn match bdslOperator "\<\%(concat\|const\|lit\|map\|merge\|repeat\|scan\)\>"
+syn match bdslOperator "\<\%(concat\|const\|lit\|map\|merge\|repeat\|scan\|text\)\>"
 syn match bdslDeclaration "\<\%(brevis\|bytes\|digest\|header\|payload\|size\|source\|tensor\|xxh64\)\>"
 " Any name may label a merge field, keywords included.
 syn match bdslField "\<\h\w*\ze\s*:"
@@ -35,6 +35,10 @@ syn match bdslBadEscape "\\.\=" contained
 syn match bdslEscape /\\\%(["\\]\|x\x\x\)/ contained
 syn region bdslString start=+"+ skip=+\\.+ end=+"+ end=+$+ oneline contains=bdslEscape,bdslBadEscape
 syn match bdslBadString /"\%([^"\\]\|\\.\|\\$\)*$/
+syn match bdslBadTextEscape "\\x" contained
+syn match bdslTextEscape "\\\%(['\\ntr]\|x\x\x\)" contained
+syn region bdslText start=+'+ skip=+\\.+ end=+'+ end=+$+ oneline contains=bdslTextEscape,bdslBadTextEscape
+syn match bdslBadText "'\%([^'\\]\|\\.\|\\$\)*$"
 syn match bdslComment "#.*$" contains=@Spell
 
 hi def link bdslComment Comment
@@ -42,6 +46,10 @@ hi def link bdslString String
 hi def link bdslEscape SpecialChar
 hi def link bdslBadEscape Error
 hi def link bdslBadString Error
+hi def link bdslText String
+hi def link bdslTextEscape SpecialChar
+hi def link bdslBadTextEscape Error
+hi def link bdslBadText Error
 hi def link bdslNumber Number
 hi def link bdslBadNumber Error
 hi def link bdslDeclaration Keyword

@@ -130,6 +130,24 @@ def textmate(lang):
                 {"match": r"\\.?", "name": "invalid.illegal.escape.bdsl"},
             ],
         },
+        # Text: single quotes; \x takes two hex digits, and a backslash before any other
+        # character stands for itself (JSON's \" reads as written).
+        "unterminated-text": {
+            "match": r"'(?:[^'\\\n]|\\(?:[^\n]|$))*$",
+            "name": "invalid.illegal.unterminated-string.bdsl",
+        },
+        "text": {
+            "begin": "'",
+            "beginCaptures": {"0": {"name": "punctuation.definition.string.begin.bdsl"}},
+            "end": "'",
+            "endCaptures": {"0": {"name": "punctuation.definition.string.end.bdsl"}},
+            "name": "string.quoted.single.bdsl",
+            "patterns": [
+                {"match": r"\\(?:['\\ntr]|x[0-9A-Fa-f]{2})", "name": "constant.character.escape.bdsl"},
+                {"match": r"\\x", "name": "invalid.illegal.escape.bdsl"},
+                {"match": r"\\.", "name": "string.quoted.single.bdsl"},
+            ],
+        },
         # A tensor's dtype follows its name; there u8 is the dtype, elsewhere the stream type.
         "tensor-dtype": {
             "match": r'(?<=")\s*' + words(lang.dtypes),
@@ -189,7 +207,7 @@ def textmate(lang):
     }
     # First match wins, so the contextual rules precede the bare names they refine.
     order = [
-        "comment", "unterminated-string", "string", "tensor-dtype", "range", "field-name",
+        "comment", "unterminated-string", "string", "unterminated-text", "text", "tensor-dtype", "range", "field-name",
         "literal", "map", "scan", "declaration", "operator", "encoding", "map-function",
         "scan-operator", "stream-type", "dtype", "number", "punctuation", "unknown-name",
         "unexpected-character",
@@ -266,6 +284,10 @@ def vim(lang):
         vim_match("bdslEscape", r'\\\%(["\\]\|x\x\x\)', " contained"),
         r'syn region bdslString start=+"+ skip=+\\.+ end=+"+ end=+$+ oneline contains=bdslEscape,bdslBadEscape',
         vim_match("bdslBadString", r'"\%([^"\\]\|\\.\|\\$\)*$'),
+        vim_match("bdslBadTextEscape", r"\\x", " contained"),
+        vim_match("bdslTextEscape", r"\\\%(['\\ntr]\|x\x\x\)", " contained"),
+        r"syn region bdslText start=+'+ skip=+\\.+ end=+'+ end=+$+ oneline contains=bdslTextEscape,bdslBadTextEscape",
+        vim_match("bdslBadText", r"'\%([^'\\]\|\\.\|\\$\)*$"),
         vim_match("bdslComment", r"#.*$", " contains=@Spell"),
         "",
         "hi def link bdslComment Comment",
@@ -273,6 +295,10 @@ def vim(lang):
         "hi def link bdslEscape SpecialChar",
         "hi def link bdslBadEscape Error",
         "hi def link bdslBadString Error",
+        "hi def link bdslText String",
+        "hi def link bdslTextEscape SpecialChar",
+        "hi def link bdslBadTextEscape Error",
+        "hi def link bdslBadText Error",
         "hi def link bdslNumber Number",
         "hi def link bdslBadNumber Error",
         "hi def link bdslDeclaration Keyword",
