@@ -37,6 +37,20 @@ size_t utf8SequenceLength(std::string_view s, size_t i) {
   return n;
 }
 
+/// utf8SequenceLength of a character that shows as itself: 0 for C1 controls, and for format
+/// characters that are invisible or reorder text (zero-width ones, bidirectional controls, line
+/// and paragraph separators, the byte-order mark), which are escaped so that what a program
+/// says is what its reader sees.
+size_t visibleUtf8Length(std::string_view s, size_t i) {
+  const size_t n = utf8SequenceLength(s, i);
+  if (n == 0) return 0;
+  uint32_t cp = static_cast<unsigned char>(s[i]) & (0x7f >> n);
+  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+  const bool invisible = (cp >= 0x80 && cp <= 0x9f) || cp == 0xad || (cp >= 0x200b && cp <= 0x200f) ||
+                         (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x206f) || cp == 0xfeff;
+  return invisible ? 0 : n;
+}
+
 std::string rangeText(ByteRange r) { return fmt::format("@{}+{}", r.offset, r.size); }
 
 std::string annotationText(const Expr &e) {
@@ -166,9 +180,12 @@ void printBrokenText(const Lit &l, unsigned indent, std::string &out) {
 void printAt(const Expr &e, unsigned indent, unsigned firstLineUsed, std::string &out) {
   std::string f = flat(e);
   const auto *lit = dynAs<Lit>(e);
-  if (lit && lit->isInline() && lit->text && firstLineUsed + f.size() > kPrintWidth &&
-      textPieceEnds(textBytes(*lit)).size() > 1) {
-    printBrokenText(*lit, indent, out);
+  if (lit && lit->isInline() && lit->text) {
+    // Text stays text: broken into its pieces where it is too long and can be, else one line.
+    if (firstLineUsed + f.size() > kPrintWidth && textPieceEnds(textBytes(*lit)).size() > 1)
+      printBrokenText(*lit, indent, out);
+    else
+      out += f;
   } else if (firstLineUsed + f.size() <= kPrintWidth) {
     out += f;
   } else if (lit && lit->isInline()) {
@@ -210,14 +227,18 @@ std::string regionHead(const Region &r) {
 
 std::string quoteString(std::string_view s) {
   std::string out = "\"";
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
     if (c == '"' || c == '\\') {
       out += '\\';
       out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
+    } else if (c >= 0x20 && c < 0x7f) {
       out += static_cast<char>(c);
+    } else if (size_t n = c >= 0x80 ? visibleUtf8Length(s, i) : 0) {
+      out.append(s.substr(i, n));
+      i += n - 1;
+    } else {
+      out += fmt::format("\\x{:02x}", c); // control bytes, invalid UTF-8, invisible characters
     }
   }
   return out + "\"";
@@ -244,7 +265,7 @@ std::string quoteText(std::string_view s) {
       out += "\\r";
     } else if (c >= 0x20 && c < 0x7f) {
       out += static_cast<char>(c);
-    } else if (size_t n = c >= 0x80 ? utf8SequenceLength(s, i) : 0) {
+    } else if (size_t n = c >= 0x80 ? visibleUtf8Length(s, i) : 0) {
       out.append(s.substr(i, n));
       i += n - 1;
     } else {

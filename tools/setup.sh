@@ -11,6 +11,7 @@ PACKAGES=(
   libfmt-dev libgtest-dev libgmock-dev
   libzstd-dev zstd libxxhash-dev nlohmann-json3-dev libcli11-dev libhtscodecs-dev
   zlib1g-dev liblzma-dev libbrotli-dev liblz4-dev libsnappy-dev
+  python3-dev pybind11-dev python3-numpy python3-pytest
   "$@"
 )
 

@@ -348,8 +348,17 @@ TEST(FrontendLocations, ColumnsCountBytes) {
 }
 
 TEST(FrontendLocations, InvalidUtf8InStringsIsKept) {
+  // Kept, and printed escaped: program text is UTF-8.
   std::string text = "brevis 1\nsource \"\xff\xfe\" size 1 xxh64 0x0000000000000000\npayload \"b\" size 1\n";
-  EXPECT_EQ(reprint(text), text);
+  std::string escaped = "brevis 1\nsource \"\\xff\\xfe\" size 1 xxh64 0x0000000000000000\npayload \"b\" size 1\n";
+  EXPECT_EQ(reprint(text), escaped);
+  EXPECT_EQ(parseOk(escaped).checkpoint().source.fileName, "\xff\xfe");
+  // Printable UTF-8 as itself; invisible and reordering characters escaped.
+  EXPECT_EQ(quoteString("caf\xc3\xa9 \xe2\x80\xae \xc2\x85 \xef\xbb\xbf"), "\"café \\xe2\\x80\\xae \\xc2\\x85 \\xef\\xbb\\xbf\"");
+  EXPECT_EQ(quoteText("\xe2\x80\x8bzw"), "'\\xe2\\x80\\x8bzw'");
+  // A long text with no place to break stays text, on one line.
+  std::string longText = "text '" + std::string(150, 'a') + "'\n";
+  EXPECT_EQ(reprint(longText), longText);
 }
 
 // --- errors --------------------------------------------------------------------------------

@@ -38,10 +38,22 @@ Result<std::string> programText(const MappedFile &file) {
   const std::string &name = file.path() == "-" ? "standard input" : file.path();
   if (looksLikeArchive(b))
     return Error{fmt::format("{} is a brevis archive, not program text (brevisc unpack writes its programs)", name)};
-  if ((!b.empty() && std::memchr(b.data(), 0, b.size())) || !isUtf8(b)) { // what program text cannot be
+  const size_t bad = firstNonUtf8(b);
+  if ((!b.empty() && std::memchr(b.data(), 0, b.size())) || (bad < b.size() && bad < 8)) { // what program text cannot be
     bool safetensors = b.size() > 9 && b[8] == '{';
     return Error{fmt::format("{} is a binary file{}, not program text", name,
                              safetensors ? " (a safetensors checkpoint? brevisc synth writes its program)" : "")};
+  }
+  if (bad < b.size()) { // text, but not UTF-8 (Latin-1, say): say where
+    const size_t lineStart = [&] {
+      for (size_t i = bad; i > 0; --i)
+        if (b[i - 1] == '\n') return i;
+      return size_t{0};
+    }();
+    const size_t line = 1 + static_cast<size_t>(std::count(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(bad), '\n'));
+    return Error{fmt::format("{}:{}:{}: byte 0x{:02x} is not UTF-8; program text is UTF-8 (write other bytes "
+                             "in strings and text as \\xNN)",
+                             name, line, bad - lineStart + 1, b[bad])};
   }
   return std::string(b.begin(), b.end());
 }
@@ -322,10 +334,6 @@ Result<std::vector<std::string>> listFiles(const std::string &dir) {
   std::sort(files.begin(), files.end());
   if (files.empty()) return Error{fmt::format("{} holds no files", dir)};
   return files;
-}
-
-std::string archivedPayloadName(const std::string &sourceFileName) {
-  return withExtension(sourceFileName, ".bdsl") + ".bin";
 }
 
 std::pair<std::string, bool> withoutTrailingSlashes(std::string path) {

@@ -10,6 +10,7 @@
 #include "synth/Driver.h"
 #include "tools/api/ArchiveBuilder.h"
 #include "tools/api/ArchiveReader.h"
+#include "tools/api/Compression.h"
 #include "tools/api/Decoding.h"
 #include "tools/api/DecoderFactory.h"
 #include "tools/api/ProgramText.h"
@@ -103,10 +104,9 @@ private:
 /// a regular file or a directory is refused, so that an archive never silently drops a file.
 Result<std::vector<std::string>> listFiles(const std::string &dir);
 
-/// The payload name an archived program gives (`model.safetensors` -> `model.bdsl.bin`): what
-/// `synth` would write beside `model.bdsl`. Compress and pack both store it, so that unpacking
-/// and packing again gives back the same archive.
-std::string archivedPayloadName(const std::string &sourceFileName);
+/// `fmt --annotate` comments start so: --annotate replaces those it wrote before, and pack
+/// leaves them out of archives (they describe the program as it was annotated).
+inline constexpr std::string_view kAnnotationPrefix = "#: ";
 
 /// Threads to use for `-T N`: N, or every hardware thread for 0.
 unsigned resolveThreads(unsigned requested);

@@ -105,45 +105,42 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
     ByteSpan bytes = (*mapped)->bytes();
     std::string name = baseName(file);
     const std::string shown = directory ? path : shownInput;
-    std::atomic<uint64_t> synthesized{0};
     auto strategyOptions = strategyOptionsFor(o.level, o.prior);
     if (!strategyOptions) return fail(strategyOptions.error().message);
-    auto strategy = makeStrategy(kDefaultStrategy, *strategyOptions);
-    if (!strategy) return fail(strategy.error().message);
-    SynthOutput synth;
+    std::atomic<uint64_t> synthesized{0}, verified{0};
+    const CompressSettings settings{*strategyOptions, options.threads, &synthesized, &verified};
+    const std::string shownName = directory ? file : baseName(shownInput);
+    std::optional<std::string> notSafetensorsReason;
+    Result<MemberSource> member = Error{};
     {
-      ProgressBar bar("synthesize " + (directory ? file : baseName(shownInput)), bytes.size(), synthesized,
-                      showProgress);
-      // The names `synth` and `unpack` use, so that unpack and pack give back this very archive.
-      synth = synthesizeCheckpoint(bytes, name, archivedPayloadName(name), **strategy,
-                                   SynthOptions{options.threads, &synthesized});
+      ProgressBar bar("synthesize " + shownName, bytes.size(), synthesized, showProgress);
+      member = synthesizeMember(file, bytes, settings, &notSafetensorsReason);
     }
-    if (synth.notSafetensorsReason && !v.quiet && (!directory || name.ends_with(".safetensors")))
-      std::cerr << "brevisc: note: " << shown << " is not valid safetensors (" << *synth.notSafetensorsReason
+    if (!member) return fail(member.error().message);
+    if (notSafetensorsReason && !v.quiet && (!directory || name.ends_with(".safetensors")))
+      std::cerr << "brevisc: note: " << shown << " is not valid safetensors (" << *notSafetensorsReason
                 << "); compressing it as one byte stream\n";
-    MemberSource member{file, std::move(synth.checkpoint), Payload(std::move(synth.payload)), std::move(synth.digests)};
     Result<void> added;
     {
-      std::atomic<uint64_t> verified{0};
-      ProgressBar bar("verify " + (directory ? file : baseName(shownInput)), bytes.size(), verified, showProgress);
+      ProgressBar bar("verify " + shownName, bytes.size(), verified, showProgress);
       DecodeOptions verifying = options;
       verifying.progress = &verified;
-      added = (*builder)->add(member, verifying);
+      added = (*builder)->add(*member, verifying);
     }
     // An input that changed while it was read explains any failure (and must fail a success).
     if (auto intact = (*mapped)->checkIntact(); !intact) return fail(intact.error().message + "; nothing was written");
     if (!added) return fail(shown + ": " + added.error().message);
     originalSize += bytes.size();
-    regions += member.checkpoint.regions.size();
+    regions += member->checkpoint.regions.size();
     members.push_back({{"path", file},
                        {"original_bytes", bytes.size()},
-                       {"payload_bytes", member.payload.size()},
-                       {"safetensors", !synth.notSafetensorsReason},
-                       {"regions", member.checkpoint.regions.size()}});
-    if (synth.notSafetensorsReason) members.back()["not_safetensors_reason"] = *synth.notSafetensorsReason;
+                       {"payload_bytes", member->payload.size()},
+                       {"safetensors", !notSafetensorsReason},
+                       {"regions", member->checkpoint.regions.size()}});
+    if (notSafetensorsReason) members.back()["not_safetensors_reason"] = *notSafetensorsReason;
     if (v.verbose && directory)
       std::cerr << fmt::format("  {}: {} -> {} payload\n", file, humanBytes(bytes.size()),
-                               humanBytes(member.payload.size()));
+                               humanBytes(member->payload.size()));
   }
   auto size = (*builder)->finish(directory);
   if (!size) return fail(size.error().message);

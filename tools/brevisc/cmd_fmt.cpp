@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <set>
@@ -26,9 +27,6 @@ struct FmtOptions {
   bool dropComments = false;
   bool annotate = false;
 };
-
-/// An annotation comment starts so, and --annotate replaces those it wrote before.
-constexpr std::string_view kAnnotationPrefix = "#: ";
 
 /// Payload bytes of the ranges `e`'s literals read that `seen` does not hold yet (adding them).
 uint64_t newPayloadBytes(const Expr &e, std::set<std::pair<uint64_t, uint64_t>> &seen) {
@@ -76,11 +74,17 @@ void annotate(Checkpoint &c) {
 }
 
 int runFmt(const FmtOptions &o) {
+  if (o.inPlace && o.input == "-") return usageError("-i rewrites a file; standard input has none (fmt - prints)");
   auto text = readProgramText(o.input);
   if (!text) return fail(text.error().message);
-  Diagnostics diags(o.input, std::move(*text));
-  auto module = parseModule(diags);
-  std::cerr << diags.render();
+  std::optional<Module> module;
+  if (o.annotate) { // sizes of a program that does not check would mean nothing
+    module = loadProgram(o.input, std::move(*text), /*requireRunnable=*/false);
+  } else {
+    Diagnostics diags(o.input, std::move(*text));
+    module = parseModule(diags);
+    std::cerr << diags.render();
+  }
   if (!module) return kExitFailure;
   if (o.dropComments) {
     module->leadingComments.clear();
@@ -97,7 +101,11 @@ int runFmt(const FmtOptions &o) {
     std::cout << formatted;
     return kExitOk;
   }
-  auto written = writeFile(o.input, ByteSpan(reinterpret_cast<const uint8_t *>(formatted.data()), formatted.size()),
+  // Through a symbolic link to the file it names, which is what is edited.
+  std::error_code ec;
+  const std::filesystem::path target = std::filesystem::canonical(o.input, ec);
+  auto written = writeFile(ec ? o.input : target.string(),
+                           ByteSpan(reinterpret_cast<const uint8_t *>(formatted.data()), formatted.size()),
                            /*overwrite=*/true);
   return written ? kExitOk : fail(written.error().message);
 }
@@ -107,7 +115,7 @@ int runFmt(const FmtOptions &o) {
 void registerFmt(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<FmtOptions>();
   auto *cmd = app.add_subcommand("fmt", "Print a program in canonical form");
-  cmd->add_option("program", o->input, ".bdsl file")->required();
+  cmd->add_option("program", o->input, ".bdsl file (- for standard input)")->required();
   cmd->add_flag("-i,--in-place", o->inPlace, "rewrite the file instead of printing");
   cmd->add_flag("--drop-comments", o->dropComments,
                 "leave out the program's comments (kept by default, each above the region it is written in or "

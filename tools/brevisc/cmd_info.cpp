@@ -33,8 +33,9 @@ using RangeOwners = std::map<std::pair<uint64_t, uint64_t>, std::string>;
 void survey(const Expr &e, const std::string &region, RangeOwners &owners, uint64_t &stored,
             std::optional<std::string> &sharedWith, std::map<std::string, Tally> &encodings,
             std::map<std::string, uint64_t> &operators) {
-  ++operators[std::string(nodeKindName(e.kind))];
-  if (auto *l = dynAs<Lit>(e)) {
+  const auto *lit = dynAs<Lit>(e);
+  ++operators[lit && lit->text ? std::string("text") : std::string(nodeKindName(e.kind))];
+  if (auto *l = lit) {
     std::string name = l->text ? "text" : l->isInline() ? "inline" : std::string(encodingName(l->encoding));
     Tally &t = encodings[name];
     ++t.count;

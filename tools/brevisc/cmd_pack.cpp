@@ -48,6 +48,10 @@ std::variant<Preparation, int> prepareForPacking(const std::string &file, Checkp
     return failIn(file, Error{fmt::format("payload {} has {} bytes, but the program declares {}", c.payloadFile,
                                           payload.size(), c.payloadSize),
                               c.payloadLoc});
+  // `fmt --annotate` notes are derived from the program as it was; an archive does not keep
+  // them, to go stale (unpack and fmt --annotate write them again).
+  for (Region &r : c.regions)
+    std::erase_if(r.comments, [](const std::string &comment) { return comment.starts_with(kAnnotationPrefix); });
   Preparation done;
   Bytes bytes(payload.data(), payload.data() + payload.size());
   if (hasHoles(c)) {

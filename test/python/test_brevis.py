@@ -1,0 +1,263 @@
+"""Tests of the Python package `brevis` (tools/python): round trips against the committed
+checkpoints, random access, slices, every dtype, errors, and agreement with the CLI. Run by
+ctest with PYTHONPATH set to the build's tools/python, BREVISC to the build's brevisc and
+BREVIS_TEST_DATA to test/data."""
+import json
+import os
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+
+import brevis
+import brevis.numpy
+
+DATA = os.environ.get("BREVIS_TEST_DATA", os.path.join(os.path.dirname(__file__), "..", "data"))
+BREVISC = os.environ.get("BREVISC", "brevisc")
+CHECKPOINTS = ["stories260K.bf16.safetensors", "stories260K.safetensors"]
+
+
+def read_safetensors(path):
+    """(metadata, {name: (dtype, shape, bytes)}) in file order, read independently of brevis."""
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    metadata = header.pop("__metadata__", None)
+    tensors = {}
+    for name, t in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]):
+        b, e = t["data_offsets"]
+        tensors[name] = (t["dtype"], tuple(t["shape"]), data[8 + n + b:8 + n + e])
+    return metadata, tensors
+
+
+@pytest.fixture(scope="module", params=CHECKPOINTS)
+def archived(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("archived")
+    source = tmp / request.param
+    source.write_bytes(open(os.path.join(DATA, request.param), "rb").read())
+    size = brevis.compress(str(source), level=1)
+    archive = str(source) + ".brv"
+    assert size == os.path.getsize(archive)
+    return str(source), archive
+
+
+def test_load_file_gives_every_tensor_bit_for_bit(archived):
+    source, archive = archived
+    _, want = read_safetensors(source)
+    got = brevis.numpy.load_file(archive)
+    assert list(got) == list(want)  # file order
+    for name, (dtype, shape, raw) in want.items():
+        assert got[name].shape == shape, name
+        assert got[name].tobytes() == raw, name
+
+
+def test_decompress_rebuilds_the_file(archived, tmp_path):
+    source, archive = archived
+    out = brevis.decompress(archive, str(tmp_path / "back.safetensors"), threads=2)
+    assert open(out, "rb").read() == open(source, "rb").read()
+    # By default, the recorded name beside the archive; an existing file needs overwrite.
+    assert brevis.decompress(archive, overwrite=True) == source
+    with pytest.raises(brevis.BrevisError, match="exists"):
+        brevis.decompress(archive)
+
+
+def test_safe_open_reads_one_tensor_and_the_metadata(archived):
+    source, archive = archived
+    metadata, want = read_safetensors(source)
+    with brevis.safe_open(archive, framework="np") as f:
+        assert f.keys() == list(want)
+        assert f.metadata() == metadata
+        name = list(want)[len(want) // 2]
+        assert f.get_tensor(name).tobytes() == want[name][2]
+        with pytest.raises(KeyError, match="nope"):
+            f.get_tensor("nope")
+
+
+def test_slices_are_the_parts_of_the_tensor(archived):
+    _, archive = archived
+    with brevis.safe_open(archive, framework="np") as f:
+        name = max(f.keys(), key=lambda n: len(f.get_slice(n).get_shape()))
+        whole = f.get_tensor(name)
+        s = f.get_slice(name)
+        assert s.get_shape() == list(whole.shape)
+        assert s.get_dtype() in ("BF16", "F32")
+        np.testing.assert_array_equal(s[1:3], whole[1:3])
+        np.testing.assert_array_equal(s[..., ::2], whole[..., ::2])
+
+
+def test_bf16_widens_exactly_to_float32(tmp_path):
+    source = os.path.join(DATA, "stories260K.bf16.safetensors")
+    archive = str(tmp_path / "m.brv")
+    brevis.compress(source, archive, level=1)
+    bits = brevis.numpy.load_file(archive)
+    wide = brevis.numpy.load_file(archive, bf16="float32")
+    for name, b in bits.items():
+        assert b.dtype == np.uint16 and wide[name].dtype == np.float32
+        # The high half of each float32 is the BF16 word, the low half zero.
+        as_words = wide[name].view(np.uint32)
+        assert np.array_equal((as_words >> 16).astype(np.uint16), b) and not np.any(as_words & 0xFFFF)
+    with pytest.raises(ValueError, match="bf16"):
+        brevis.numpy.load_file(archive, bf16="float16")
+
+
+EVERY_DTYPE = {
+    "BOOL": np.array([True, False, True]),
+    "U8": np.arange(7, dtype=np.uint8),
+    "I8": np.array([-128, 0, 127], dtype=np.int8),
+    "F8_E4M3": np.array([0x38, 0x40, 0xB8], dtype=np.uint8),
+    "F8_E5M2": np.array([0x3C, 0x40], dtype=np.uint8),
+    "I16": np.array([[-1, 2], [3, -32768]], dtype=np.int16),
+    "U16": np.array([65535, 0], dtype=np.uint16),
+    "F16": np.linspace(-2, 2, 12, dtype=np.float16).reshape(3, 4),
+    "BF16": np.array([0x3F80, 0xBF80, 0x4049], dtype=np.uint16),
+    "I32": np.array([-(2**31), 2**31 - 1], dtype=np.int32),
+    "U32": np.array([2**32 - 1], dtype=np.uint32),
+    "F32": np.random.default_rng(1).standard_normal((4, 5, 6)).astype(np.float32),
+    "I64": np.array([-(2**63), 5], dtype=np.int64),
+    "U64": np.array([2**64 - 1], dtype=np.uint64),
+    "F64": np.array([np.pi, -np.e, 0.0]),
+}
+
+
+def test_every_dtype_through_save_file(tmp_path):
+    tensors = {f"t_{d.lower()}": a for d, a in EVERY_DTYPE.items()}
+    tensors["scalar"] = np.array(3.5, dtype=np.float32)
+    tensors["empty"] = np.zeros((0, 4), dtype=np.float32)
+    dtypes = {f"t_{d.lower()}": d for d in ("F8_E4M3", "F8_E5M2", "BF16")}
+    archive = str(tmp_path / "every.safetensors.brv")
+    brevis.save_file(tensors, archive, metadata={"format": "pt", "note": "every dtype"}, dtypes=dtypes)
+    loaded = brevis.numpy.load_file(archive)
+    assert set(loaded) == set(tensors)
+    for name, a in tensors.items():
+        assert loaded[name].shape == a.shape, name
+        assert loaded[name].tobytes() == a.tobytes(), name
+    # Decompressed, it is a safetensors file: header padded to 8 bytes, tensors contiguous in
+    # name order, each with its dtype.
+    out = brevis.decompress(archive)
+    assert os.path.basename(out) == "every.safetensors"
+    metadata, read = read_safetensors(out)
+    n = struct.unpack("<Q", open(out, "rb").read(8))[0]
+    assert n % 8 == 0
+    assert metadata == {"format": "pt", "note": "every dtype"}
+    assert list(read) == sorted(tensors)
+    for name, (dtype, shape, raw) in read.items():
+        assert raw == tensors[name].tobytes() and shape == tensors[name].shape
+        assert dtype == (dtypes.get(name) or {"scalar": "F32", "empty": "F32"}.get(name) or name[2:].upper())
+
+
+def test_save_file_refuses_what_safetensors_cannot_hold(tmp_path):
+    with pytest.raises(ValueError, match="complex"):
+        brevis.save_file({"c": np.zeros(2, dtype=np.complex64)}, str(tmp_path / "c.brv"))
+    with pytest.raises(ValueError, match="metadata"):
+        brevis.save_file({"a": np.zeros(2)}, str(tmp_path / "m.brv"), metadata={"n": 1})
+    with pytest.raises(ValueError, match="cannot hold"):
+        brevis.save_file({"a": np.zeros(2, dtype=np.float32)}, str(tmp_path / "d.brv"), dtypes={"a": "BF16"})
+    assert not os.path.exists(tmp_path / "c.brv")
+
+
+def test_errors_are_exceptions_with_the_librarys_message(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        brevis.numpy.load_file(str(tmp_path / "missing.brv"))
+    with pytest.raises(FileNotFoundError):
+        brevis.compress(str(tmp_path / "missing.safetensors"))
+    not_archive = tmp_path / "text.brv"
+    not_archive.write_bytes(b"hello, this is not an archive at all" * 10)
+    with pytest.raises(brevis.BrevisError, match="not a brevis archive|magic"):
+        brevis.safe_open(str(not_archive))
+    source = os.path.join(DATA, "stories260K.bf16.safetensors")
+    archive = tmp_path / "m.brv"
+    brevis.compress(source, str(archive), level=1)
+    data = bytearray(archive.read_bytes())
+    truncated = tmp_path / "truncated.brv"
+    truncated.write_bytes(bytes(data[: len(data) // 2]))
+    with pytest.raises(brevis.BrevisError, match="truncated or corrupt"):
+        brevis.numpy.load_file(str(truncated))
+    # A damaged payload byte: the tensor that reads it fails its digest.
+    data[72 + 40000] ^= 0x55
+    damaged = tmp_path / "damaged.brv"
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(brevis.BrevisError, match="tensor"):
+        brevis.numpy.load_file(str(damaged))
+    with pytest.raises(brevis.BrevisError):
+        brevis.decompress(str(damaged), str(tmp_path / "never.safetensors"))
+    assert not os.path.exists(tmp_path / "never.safetensors")
+    with pytest.raises(brevis.BrevisError, match="level"):
+        brevis.compress(source, str(tmp_path / "x.brv"), level=10)
+    with pytest.raises(brevis.BrevisError, match="exists"):
+        brevis.compress(source, str(archive))
+    with pytest.raises(ValueError, match="framework"):
+        brevis.safe_open(str(archive), framework="jax")
+
+
+def test_a_tensor_from_python_is_the_clis(tmp_path):
+    source = os.path.join(DATA, "stories260K.safetensors")
+    archive = str(tmp_path / "m.brv")
+    brevis.compress(source, archive, level=1)
+    out = str(tmp_path / "t.bin")
+    subprocess.run([BREVISC, "run", archive, "--tensor", "layers.2.attention.wq.weight", "-o", out], check=True)
+    with brevis.safe_open(archive) as f:
+        assert f.get_tensor("layers.2.attention.wq.weight").tobytes() == open(out, "rb").read()
+
+
+def test_an_archive_from_the_cli_loads(tmp_path):
+    source = tmp_path / "m.safetensors"
+    source.write_bytes(open(os.path.join(DATA, "stories260K.bf16.safetensors"), "rb").read())
+    subprocess.run([BREVISC, "compress", "-q", "-l", "1", str(source)], check=True)
+    _, want = read_safetensors(str(source))
+    got = brevis.numpy.load_file(str(source) + ".brv", threads=1)
+    assert all(got[n].tobytes() == raw for n, (_, _, raw) in want.items())
+
+
+def test_a_directory_archive_loads_every_shard(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    brevis.decompress  # noqa: B018 (the API under test below is load_file on a directory archive)
+    a = {"x": np.arange(6, dtype=np.float32)}
+    b = {"y": np.ones((2, 2), dtype=np.int16)}
+    for name, tensors in (("a.safetensors", a), ("b.safetensors", b)):
+        brevis.save_file(tensors, str(tmp_path / (name + ".brv")))
+        brevis.decompress(str(tmp_path / (name + ".brv")), str(model / name))
+    (model / "config.json").write_text('{"hidden": 2}')
+    subprocess.run([BREVISC, "compress", "-q", "-l", "1", str(model)], check=True)
+    got = brevis.numpy.load_file(str(model) + ".brv")
+    assert set(got) == {"x", "y"}
+    np.testing.assert_array_equal(got["x"], a["x"])
+    np.testing.assert_array_equal(got["y"], b["y"])
+    with brevis.safe_open(str(model) + ".brv") as f:
+        assert f.metadata() is None  # two safetensors files
+    out = brevis.decompress(str(model) + ".brv", str(tmp_path / "again"))
+    assert (tmp_path / "again" / "config.json").read_text() == '{"hidden": 2}'
+    assert open(os.path.join(out, "a.safetensors"), "rb").read() == open(model / "a.safetensors", "rb").read()
+
+
+def test_torch():
+    torch = pytest.importorskip("torch")
+    import brevis.torch
+    source = os.path.join(DATA, "stories260K.bf16.safetensors")
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = os.path.join(tmp, "m.brv")
+        brevis.compress(source, archive, level=1)
+        tensors = brevis.torch.load_file(archive)
+        _, want = read_safetensors(source)
+        for name, (_, shape, raw) in want.items():
+            t = tensors[name]
+            assert t.dtype == torch.bfloat16 and tuple(t.shape) == shape
+            assert t.view(torch.int16).numpy().tobytes() == raw
+        with brevis.safe_open(archive, framework="pt") as f:
+            assert f.get_tensor("norm.weight").dtype == torch.bfloat16
+        again = os.path.join(tmp, "again.safetensors.brv")
+        brevis.torch.save_file(tensors, again)
+        back = brevis.torch.load_file(again)
+        assert all(torch.equal(back[n].view(torch.int16), tensors[n].view(torch.int16)) for n in tensors)
+        # Every dtype: the bits of each tensor, whatever torch type holds them.
+        every = os.path.join(tmp, "every.brv")
+        arrays = {d: a for d, a in EVERY_DTYPE.items()}
+        brevis.save_file(arrays, every, dtypes={d: d for d in ("F8_E4M3", "F8_E5M2", "BF16")})
+        loaded = brevis.torch.load_file(every)
+        for d, a in arrays.items():
+            t = loaded[d]
+            raw = t.view(torch.int16) if t.dtype == torch.bfloat16 else t
+            raw = raw.view(torch.uint8) if str(t.dtype).startswith("torch.float8") else raw
+            assert raw.numpy().tobytes() == a.tobytes() and tuple(t.shape) == a.shape, d
