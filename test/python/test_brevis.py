@@ -261,3 +261,20 @@ def test_torch():
             raw = t.view(torch.int16) if t.dtype == torch.bfloat16 else t
             raw = raw.view(torch.uint8) if str(t.dtype).startswith("torch.float8") else raw
             assert raw.numpy().tobytes() == a.tobytes() and tuple(t.shape) == a.shape, d
+
+
+def test_explain_reports_each_tensor_as_the_cli_does(tmp_path):
+    source = os.path.join(DATA, "stories260K.bf16.safetensors")
+    archive = str(tmp_path / "m.brv")
+    brevis.compress(source, archive, level=1)
+    report = brevis.explain(archive, tensor="layers.0.attention.wq.weight", level=1, candidates=3)
+    cli = json.loads(subprocess.run([BREVISC, "explain", "--json", "-l", "1", "--candidates", "3", "--tensor",
+                                     "layers.0.attention.wq.weight", archive], check=True, capture_output=True,
+                                    text=True).stdout)["tensors"]
+    assert report == cli
+    (t,) = report
+    assert t["name"] == "layers.0.attention.wq.weight" and t["dtype"] == "bf16" and t["shape"] == [64, 64]
+    assert t["payload_bytes"] == sum(l["bytes"] for l in t["literals"])
+    assert len(brevis.explain(archive, level=1, candidates=0)) == 49
+    with pytest.raises(brevis.BrevisError, match="no tensor"):
+        brevis.explain(archive, tensor="nope")

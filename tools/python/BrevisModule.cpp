@@ -10,6 +10,7 @@
 #include "tools/api/ArchiveReader.h"
 #include "tools/api/Compression.h"
 #include "tools/api/Decoding.h"
+#include "tools/api/Explanation.h"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -252,6 +253,18 @@ void decompressFile(const std::string &source, const std::string &target, unsign
   if (dir) check(dir->commit());
 }
 
+/// brevisc explain --json's "tensors", as JSON text (the package parses it).
+std::string explainJson(const std::string &path, const std::string &tensor, int level, size_t candidates,
+                        unsigned threads) {
+  if (level < 1 || level > 9) throw BrevisError(fmt::format("level {} is not one of 1 to 9", level));
+  auto file = valueOr(MappedFile::open(path));
+  py::gil_scoped_release release;
+  auto explained = valueOr(explainTensors(file, path, ExplainSettings{tensor, level, threadsFor(threads)}));
+  nlohmann::json out = nlohmann::json::array();
+  for (const ExplainedTensor &t : explained) out.push_back(explanationJson(t, candidates));
+  return out.dump();
+}
+
 } // namespace
 } // namespace brevis
 
@@ -275,5 +288,7 @@ PYBIND11_MODULE(_brevis, m) {
         py::arg("threads"), py::arg("overwrite"));
   m.def("decompress_file", &decompressFile, py::arg("source"), py::arg("target"), py::arg("threads"),
         py::arg("overwrite"));
+  m.def("explain_json", &explainJson, py::arg("path"), py::arg("tensor"), py::arg("level"), py::arg("candidates"),
+        py::arg("threads"));
   m.attr("archive_format_version") = kArchiveVersion;
 }

@@ -13,7 +13,8 @@ Every tensor is checked against its archive's digest as it is decoded; a damaged
 BrevisError with the library's message. docs/python.md has the whole API.
 """
 from ._brevis import BrevisError, archive_format_version
-from ._archive import compress, decompress, safe_open, save_file
+from ._archive import compress, decompress, explain, safe_open, save_file
 from . import numpy  # noqa: F401  (brevis.numpy.load_file, as safetensors.numpy)
 
-__all__ = ["BrevisError", "archive_format_version", "compress", "decompress", "safe_open", "save_file", "numpy"]
+__all__ = ["BrevisError", "archive_format_version", "compress", "decompress", "explain", "safe_open", "save_file",
+           "numpy"]

@@ -1,4 +1,4 @@
-"""The package's API over brevis._brevis: safe_open, compress, decompress, save_file."""
+"""The package's API over brevis._brevis: safe_open, compress, decompress, save_file, explain."""
 import json
 import os
 
@@ -217,3 +217,11 @@ def save_file(tensors, filename, metadata=None, level=5, threads=0, overwrite=Tr
     name = base[: -len(".brv")] if base.endswith(".brv") and len(base) > 4 else base
     blob = _safetensors_bytes(tensors, metadata, dtypes)
     return _brevis.compress_bytes(blob, name, filename, int(level), int(threads), bool(overwrite))
+
+
+def explain(path, tensor=None, level=5, candidates=5, threads=0):
+    """Why each tensor of an archive (or a safetensors checkpoint) got its program, as
+    `brevisc explain --json` reports it: a list of dicts, one per tensor, with its program,
+    payload bytes and bits per weight, each literal's bytes, order-0 entropies, and the
+    `candidates` cheapest candidates the search scored at `level`."""
+    return json.loads(_brevis.explain_json(_check_file(path), tensor or "", int(level), int(candidates), int(threads)))

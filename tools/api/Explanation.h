@@ -1,0 +1,40 @@
+#pragma once
+// Why each tensor of an archive or a checkpoint got its program (synth/Explain.h's report for
+// every tensor, or one): what brevisc explain prints and brevis.explain returns.
+#include "lang/Result.h"
+#include "runtime/containers/FileIO.h"
+#include "synth/Explain.h"
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace brevis {
+
+struct ExplainedTensor {
+  RegionReport report;
+  std::string file;     ///< the member file, in a directory archive; empty otherwise
+  std::string repeatOf; ///< the tensor whose bytes (program and payload) this one repeats
+};
+
+struct ExplainSettings {
+  std::string tensor; ///< only tensors of this name (every file's, in a directory archive); all if empty
+  int level = kDefaultLevel;
+  unsigned threads = 1;
+};
+
+/// The report of every tensor of `file` (`name` in messages): an archive's stored programs, or
+/// a safetensors checkpoint searched now. Archive tensors are decoded (and checked) to search
+/// them again for the candidates.
+Result<std::vector<ExplainedTensor>> explainTensors(std::shared_ptr<const MappedFile> file, const std::string &name,
+                                                    const ExplainSettings &settings);
+
+/// One report as JSON (docs/cli.md, explain), with at most `candidates` candidates.
+nlohmann::json explanationJson(const ExplainedTensor &t, size_t candidates);
+
+/// Bits per word of `bytes` holding `words` words (0 for none).
+double bitsPerWord(uint64_t bytes, uint64_t words);
+
+} // namespace brevis
