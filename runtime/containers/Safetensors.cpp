@@ -78,6 +78,7 @@ Result<SafetensorsLayout> parseSafetensorsHeader(ByteSpan file, uint64_t fileSiz
   std::vector<TensorEntry> all; // every tensor, for the tiling check
   for (const auto &[name, entry] : json.items()) {
     if (name == "__metadata__") {
+      if (entry.is_null()) continue; // the safetensors library reads null as no metadata
       if (!entry.is_object()) return Error{"__metadata__ is not an object"};
       for (const auto &[key, value] : entry.items())
         if (!value.is_string()) return Error{fmt::format("__metadata__ value {} is not a string", quoteString(key))};

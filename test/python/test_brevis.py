@@ -4,6 +4,7 @@ ctest with PYTHONPATH set to the build's tools/python, BREVISC to the build's br
 BREVIS_TEST_DATA to test/data."""
 import json
 import os
+import pathlib
 import struct
 import subprocess
 
@@ -58,7 +59,7 @@ def test_decompress_rebuilds_the_file(archived, tmp_path):
     assert open(out, "rb").read() == open(source, "rb").read()
     # By default, the recorded name beside the archive; an existing file needs overwrite.
     assert brevis.decompress(archive, overwrite=True) == source
-    with pytest.raises(brevis.BrevisError, match="exists"):
+    with pytest.raises(FileExistsError, match="overwrite=True"):
         brevis.decompress(archive)
 
 
@@ -132,28 +133,116 @@ def test_every_dtype_through_save_file(tmp_path):
     for name, a in tensors.items():
         assert loaded[name].shape == a.shape, name
         assert loaded[name].tobytes() == a.tobytes(), name
-    # Decompressed, it is a safetensors file: header padded to 8 bytes, tensors contiguous in
-    # name order, each with its dtype.
+    # Decompressed, it is a safetensors file laid out as the safetensors library lays one out:
+    # header padded to 8 bytes, tensors contiguous, largest element size first and then by name,
+    # so that each is aligned to its element size.
     out = brevis.decompress(archive)
     assert os.path.basename(out) == "every.safetensors"
     metadata, read = read_safetensors(out)
     n = struct.unpack("<Q", open(out, "rb").read(8))[0]
     assert n % 8 == 0
     assert metadata == {"format": "pt", "note": "every dtype"}
-    assert list(read) == sorted(tensors)
+    assert list(read) == sorted(tensors, key=lambda k: (-tensors[k].dtype.itemsize, k))
+    data = open(out, "rb").read()
+    header = json.loads(data[8:8 + n])
+    for name, t in header.items():
+        if name != "__metadata__":
+            assert t["data_offsets"][0] % tensors[name].dtype.itemsize == 0, name
     for name, (dtype, shape, raw) in read.items():
         assert raw == tensors[name].tobytes() and shape == tensors[name].shape
         assert dtype == (dtypes.get(name) or {"scalar": "F32", "empty": "F32"}.get(name) or name[2:].upper())
 
 
 def test_save_file_refuses_what_safetensors_cannot_hold(tmp_path):
+    a = np.zeros(2, dtype=np.float32)
+    out = str(tmp_path / "x.brv")
     with pytest.raises(ValueError, match="complex"):
-        brevis.save_file({"c": np.zeros(2, dtype=np.complex64)}, str(tmp_path / "c.brv"))
+        brevis.save_file({"c": np.zeros(2, dtype=np.complex64)}, out)
     with pytest.raises(ValueError, match="metadata"):
-        brevis.save_file({"a": np.zeros(2)}, str(tmp_path / "m.brv"), metadata={"n": 1})
+        brevis.save_file({"a": a}, out, metadata={"n": 1})
     with pytest.raises(ValueError, match="cannot hold"):
-        brevis.save_file({"a": np.zeros(2, dtype=np.float32)}, str(tmp_path / "d.brv"), dtypes={"a": "BF16"})
-    assert not os.path.exists(tmp_path / "c.brv")
+        brevis.save_file({"a": a}, out, dtypes={"a": "BF16"})
+    with pytest.raises(ValueError, match="cannot hold"):
+        brevis.save_file({"h": np.ones(2, np.float16)}, out, dtypes={"h": "BF16"})
+    with pytest.raises(ValueError, match="only BF16"):
+        brevis.save_file({"i": np.ones(2, np.int32)}, out, dtypes={"i": "F32"})
+    with pytest.raises(ValueError, match="not given"):
+        brevis.save_file({"a": a}, out, dtypes={"b": "BF16"})
+    with pytest.raises(ValueError, match="__metadata__"):
+        brevis.save_file({"__metadata__": a, "b": a}, out)
+    with pytest.raises(TypeError, match="names must be str"):
+        brevis.save_file({1: a}, out)
+    with pytest.raises(TypeError, match="dict"):
+        brevis.save_file([("a", a)], out)
+    with pytest.raises(TypeError, match="masked"):
+        brevis.save_file({"m": np.ma.masked_array(a, [True, False])}, out)
+    assert not os.path.exists(out)
+    # Any layout and byte order is stored as safetensors holds it: C order, little-endian.
+    tensors = {"f": np.asfortranarray(np.arange(6, dtype=np.float32).reshape(2, 3)),
+               "s": np.arange(10, dtype=np.int16)[::3], "b": np.arange(4, dtype=">f8"), "é": np.ones(1, np.uint8)}
+    brevis.save_file(tensors, out)
+    loaded = brevis.numpy.load_file(out)
+    for k, v in tensors.items():
+        assert loaded[k].tobytes() == np.ascontiguousarray(v).astype(v.dtype.newbyteorder("<")).tobytes(), k
+
+
+def test_arguments_are_checked_where_they_are_given(tmp_path):
+    source = os.path.join(DATA, "stories260K.bf16.safetensors")
+    archive = tmp_path / "m.brv"
+    assert brevis.compress(pathlib.Path(source), archive, level=1) == archive.stat().st_size
+    for bad, error in ((dict(level=5.9), TypeError), (dict(level=True), TypeError), (dict(level=0), ValueError),
+                       (dict(threads=-1), ValueError), (dict(overwrite="False"), TypeError)):
+        with pytest.raises(error):
+            brevis.compress(source, str(tmp_path / "y.brv"), **bad)
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        brevis.compress(source, archive)
+    with pytest.raises(FileNotFoundError, match="directory"):
+        brevis.compress(source, tmp_path / "no" / "such.brv")
+    with pytest.raises(IsADirectoryError):
+        brevis.compress(tmp_path)
+    with pytest.raises(ValueError, match="archive itself"):
+        brevis.decompress(archive, archive, overwrite=True)
+    with pytest.raises(ValueError, match="threads"):
+        brevis.numpy.load_file(archive, threads=-1)
+    with pytest.raises(TypeError, match="path"):
+        brevis.numpy.load_file(12)
+    # Paths as str, bytes or os.PathLike alike.
+    assert set(brevis.numpy.load_file(os.fsencode(str(archive)))) == set(brevis.numpy.load_file(archive))
+    assert brevis.decompress(os.fsencode(str(archive)), tmp_path / "b.safetensors") == str(tmp_path / "b.safetensors")
+    with pytest.raises(TypeError, match="tensor"):
+        brevis.explain(archive, tensor=0)
+    f = brevis.safe_open(archive)
+    f.close()
+    with pytest.raises(brevis.BrevisError, match="closed"):
+        f.keys()
+    with pytest.raises(ValueError, match="bf16"):
+        brevis.safe_open(archive, bf16="nope")
+
+
+def test_a_zero_dimensional_bf16_tensor_widens_to_an_array(tmp_path):
+    out = str(tmp_path / "s.brv")
+    brevis.save_file({"s": np.array(0x3F80, np.uint16)}, out, dtypes={"s": "BF16"})
+    x = brevis.numpy.load_file(out, bf16="float32")["s"]
+    assert isinstance(x, np.ndarray) and x.shape == () and x == 1.0
+
+
+def test_an_archive_of_a_file_that_was_not_safetensors_does_not_load_as_empty(tmp_path):
+    blob = tmp_path / "notes.txt"
+    blob.write_bytes(b"not a checkpoint\n" * 100)
+    brevis.compress(blob)
+    with pytest.raises(brevis.BrevisError, match="no tensors to load"):
+        brevis.numpy.load_file(str(blob) + ".brv")
+    assert open(brevis.decompress(str(blob) + ".brv", tmp_path / "back.txt"), "rb").read() == blob.read_bytes()
+
+
+def test_metadata_of_a_header_padded_with_nuls(tmp_path):
+    h = json.dumps({"__metadata__": {"k": "v"}, "a": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}}).encode()
+    h += b"\0" * (-len(h) % 8 or 8)
+    source = tmp_path / "p.safetensors"
+    source.write_bytes(len(h).to_bytes(8, "little") + h + b"\x01\x02")
+    brevis.compress(source)
+    with brevis.safe_open(str(source) + ".brv") as f:
+        assert f.keys() == ["a"] and f.metadata() == {"k": "v"}
 
 
 def test_errors_are_exceptions_with_the_librarys_message(tmp_path):
@@ -182,9 +271,9 @@ def test_errors_are_exceptions_with_the_librarys_message(tmp_path):
     with pytest.raises(brevis.BrevisError):
         brevis.decompress(str(damaged), str(tmp_path / "never.safetensors"))
     assert not os.path.exists(tmp_path / "never.safetensors")
-    with pytest.raises(brevis.BrevisError, match="level"):
+    with pytest.raises(ValueError, match="level"):
         brevis.compress(source, str(tmp_path / "x.brv"), level=10)
-    with pytest.raises(brevis.BrevisError, match="exists"):
+    with pytest.raises(FileExistsError):
         brevis.compress(source, str(archive))
     with pytest.raises(ValueError, match="framework"):
         brevis.safe_open(str(archive), framework="jax")

@@ -57,6 +57,12 @@ TEST(Safetensors, AcceptsWhatTheFormatAllows) {
   ASSERT_TRUE(padded) << padded.error().message;
   // No tensors at all, and a scalar (shape []) of one element.
   EXPECT_TRUE(parseSafetensors(safetensors("{}", 0)));
+  // Null metadata, which the safetensors library reads as none.
+  auto nullMetadata = parseSafetensors(safetensors(R"({"__metadata__":null,"a":{"dtype":"U8","shape":[1],)"
+                                                   R"("data_offsets":[0,1]}})",
+                                                   1));
+  ASSERT_TRUE(nullMetadata) << nullMetadata.error().message;
+  EXPECT_EQ(nullMetadata->tensors.size(), 1u);
   EXPECT_TRUE(parseSafetensors(safetensors(R"({"s":{"dtype":"I64","shape":[],"data_offsets":[0,8]}})", 8)));
   // Dtypes the format defines without DSL words are valid; their bytes are kept apart.
   auto opaque = parseSafetensors(safetensors(R"({"f4":{"dtype":"F4","shape":[2,3],"data_offsets":[0,3]},)"

@@ -104,6 +104,12 @@ public:
   std::string path() const { return reader_->path(); }
   size_t memberCount() const { return reader_->memberCount(); }
   bool isDirectory() const { return reader_->isDirectory(); }
+  /// Whether member `m` was a safetensors file when compressed (its program has a header
+  /// region), rather than bytes kept as they were.
+  bool memberIsSafetensors(size_t m) const {
+    const auto &regions = reader_->checkpoint(checkedMember(m)).regions;
+    return std::any_of(regions.begin(), regions.end(), [](const Region &r) { return r.kind == RegionKind::Header; });
+  }
   std::string memberPath(size_t m) const { return reader_->member(checkedMember(m)).path; }
   uint64_t originalSize() const { return reader_->originalSize(); }
 
@@ -279,6 +285,7 @@ PYBIND11_MODULE(_brevis, m) {
       .def_property_readonly("is_directory", &PyArchive::isDirectory)
       .def_property_readonly("original_size", &PyArchive::originalSize)
       .def("member_path", &PyArchive::memberPath, py::arg("member"))
+      .def("member_is_safetensors", &PyArchive::memberIsSafetensors, py::arg("member"))
       .def("tensors", &PyArchive::tensors)
       .def("header", &PyArchive::header, py::arg("member") = 0)
       .def("read_into", &PyArchive::readInto, py::arg("indices"), py::arg("buffers"), py::arg("threads") = 0);

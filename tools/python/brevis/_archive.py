@@ -1,5 +1,6 @@
 """The package's API over brevis._brevis: safe_open, compress, decompress, save_file, explain."""
 import json
+import operator
 import os
 
 import numpy as _np
@@ -20,17 +21,78 @@ _FRAMEWORKS = {"np": "np", "numpy": "np", "pt": "pt", "torch": "pt"}
 _BF16_CHOICES = ("bits", "float32")
 
 
-def _check_file(path):
-    path = os.fspath(path)
+# --- arguments: checked where they are given, with Python's own exception types -------------
+
+def _path(path, what="path"):
+    """A path argument (str, bytes or os.PathLike) as str."""
+    try:
+        return os.fsdecode(os.fspath(path))
+    except TypeError:
+        raise TypeError(f"{what} must be a str, bytes or os.PathLike, not {type(path).__name__}") from None
+
+
+def _existing_file(path):
+    path = _path(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"No such file: {path!r}")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"Is a directory: {path!r}")
     return path
 
 
-def _widen_bf16(bits):
-    """BF16 bits (uint16) as float32: the same values, exactly."""
-    return _np.left_shift(bits.astype(_np.uint32), _np.uint32(16)).view(_np.float32)
+def _output(path, overwrite):
+    """An output path: its directory must exist, and it must not unless overwrite."""
+    if path == "":
+        raise ValueError("the output path is empty")
+    parent = os.path.dirname(path) or "."
+    if not os.path.isdir(parent):
+        raise FileNotFoundError(f"No such directory: {parent!r}")
+    if not overwrite and os.path.lexists(path):
+        raise FileExistsError(f"{path!r} exists; pass overwrite=True to replace it")
+    return path
 
+
+def _integer(value, name, low, high=None):
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not bool")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}") from None
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{name} must be {'from %d to %d' % (low, high) if high is not None else 'at least %d' % low}, "
+                         f"not {value}")
+    return value
+
+
+def _flag(value, name):
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, not {value!r}")
+    return value
+
+
+def _threads(value):
+    return _integer(value, "threads", 0, 1024)
+
+
+def _level(value):
+    return _integer(value, "level", 1, 9)
+
+
+def _bf16(value):
+    if value not in _BF16_CHOICES:
+        raise ValueError(f"bf16 must be one of {_BF16_CHOICES}, not {value!r}")
+    return value
+
+
+def _widen_bf16(bits):
+    """BF16 bits (uint16) as float32: the same values, exactly (a 0-d array stays an array)."""
+    words = bits.astype(_np.uint32)
+    words <<= _np.uint32(16)
+    return words.view(_np.float32)
+
+
+# --- reading -------------------------------------------------------------------------------
 
 class _Tensor:
     __slots__ = ("index", "name", "dtype", "shape", "nbytes", "member")
@@ -43,7 +105,14 @@ class _Archive:
     """An open archive and its tensors by name."""
 
     def __init__(self, path):
-        self.archive = _brevis.Archive(_check_file(path))
+        path = _existing_file(path)
+        self.archive = _brevis.Archive(path)
+        members = range(self.archive.member_count)
+        self.safetensors = [m for m in members if self.archive.member_is_safetensors(m)]
+        if not self.safetensors:
+            what = "a file that was not safetensors" if not self.archive.is_directory else "no safetensors file"
+            raise BrevisError(f"{path} holds {what} when it was compressed (its bytes were kept as they are): "
+                              "there are no tensors to load; brevis.decompress gives the file back")
         self.tensors = {}
         for index, (name, dtype, shape, nbytes, member) in enumerate(self.archive.tensors()):
             if name in self.tensors:
@@ -59,8 +128,7 @@ class _Archive:
 
     def read(self, names, threads=0, bf16="bits"):
         """numpy arrays of the tensors `names`, decoded straight into them, all at once."""
-        if bf16 not in _BF16_CHOICES:
-            raise ValueError(f"bf16 must be one of {_BF16_CHOICES}, not {bf16!r}")
+        threads, bf16 = _threads(threads), _bf16(bf16)
         tensors = [self.tensor(n) for n in names]
         # Each tensor is decoded into a byte buffer that the array is then a view of: no copy.
         buffers = [_np.empty(t.nbytes, dtype=_np.uint8) for t in tensors]
@@ -74,7 +142,10 @@ class _Archive:
         raw = self.archive.header(member)
         if len(raw) < 8:
             return None
-        return json.loads(raw[8:].decode("utf-8"))
+        # The JSON object, without the padding after it (spaces, or NULs some writers use).
+        text = raw[8:].decode("utf-8", errors="strict")
+        value, _ = json.JSONDecoder().raw_decode(text.lstrip())
+        return value
 
 
 class _Slice:
@@ -82,7 +153,7 @@ class _Slice:
     indexing decodes the tensor and returns that part of it."""
 
     def __init__(self, owner, name):
-        self._owner, self._tensor = owner, owner._archive.tensor(name)
+        self._owner, self._tensor = owner, owner._open().tensor(name)
 
     def get_shape(self):
         return list(self._tensor.shape)
@@ -111,55 +182,67 @@ class safe_open:
         if self._framework == "pt":
             from . import torch as _torch  # raises ImportError without torch
             self._to_torch = _torch._from_numpy
-        self._device, self._bf16, self._threads = device, bf16, threads
+        self._device, self._bf16, self._threads = device, _bf16(bf16), _threads(threads)
         self._archive = _Archive(filename)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        self._archive = None
+        self.close()
         return False
+
+    def close(self):
+        """Releases the archive; the object can be used no more."""
+        self._archive = None
+
+    def _open(self):
+        if self._archive is None:
+            raise BrevisError("the archive is closed")
+        return self._archive
 
     def keys(self):
         """The tensors' names, in file order."""
-        return list(self._archive.tensors)
+        return list(self._open().tensors)
 
     def metadata(self):
         """The header's "__metadata__" (a dict of strings), or None. In an archive of a
         directory, that of its one safetensors file, or None when there are several."""
-        members = {t.member for t in self._archive.tensors.values()}
-        if len(members) != 1:
+        archive = self._open()
+        if len(archive.safetensors) != 1:
             return None
-        header = self._archive.header(members.pop())
-        return None if header is None else header.get("__metadata__")
+        header = archive.header(archive.safetensors[0])
+        return header.get("__metadata__") if isinstance(header, dict) else None
 
     def get_tensor(self, name):
         """The tensor `name`, decoding only its own bytes."""
-        t = self._archive.tensor(name)
+        archive = self._open()
+        t = archive.tensor(name)
         if self._framework == "pt":
-            array = self._archive.read([name], self._threads)[name]
-            return self._to_torch(array, t.dtype, self._device)
-        return self._archive.read([name], self._threads, self._bf16)[name]
+            return self._to_torch(archive.read([name], self._threads)[name], t.dtype, self._device)
+        return archive.read([name], self._threads, self._bf16)[name]
 
     def get_slice(self, name):
         return _Slice(self, name)
 
 
+# --- compressing and decompressing files ---------------------------------------------------
+
 def compress(src, dst=None, level=5, threads=0, overwrite=False):
     """Compresses the safetensors file `src` (or any file) into the archive `dst` (default
     src + ".brv"), verified before it is written. Returns the archive's size in bytes."""
-    src = _check_file(src)
-    if os.path.isdir(src):
-        raise BrevisError(f"{src} is a directory; brevisc compress archives directories")
-    dst = os.fspath(dst) if dst is not None else src + ".brv"
-    return _brevis.compress_file(src, dst, int(level), int(threads), bool(overwrite))
+    src = _existing_file(src)
+    dst = _output(_path(dst, "dst") if dst is not None else src + ".brv", _flag(overwrite, "overwrite"))
+    if os.path.exists(dst) and os.path.samefile(src, dst):
+        raise ValueError(f"{dst!r} is the file to compress")
+    return _brevis.compress_file(src, dst, _level(level), _threads(threads), overwrite)
 
 
 def decompress(src, dst=None, threads=0, overwrite=False):
     """Rebuilds the archive `src` bit for bit at `dst`: by default the file name the archive
     recorded, beside it (a directory archive: src without ".brv"). Returns the path written."""
-    src = _check_file(src)
+    src = _existing_file(src)
+    threads, overwrite = _threads(threads), _flag(overwrite, "overwrite")
     if dst is None:
         archive = _brevis.Archive(src)
         if not archive.is_directory:
@@ -167,61 +250,108 @@ def decompress(src, dst=None, threads=0, overwrite=False):
         elif src.endswith(".brv") and len(os.path.basename(src)) > 4:
             dst = src[: -len(".brv")]
         else:
-            raise BrevisError(f"cannot derive a directory name from {src} (it does not end in .brv); give dst")
-    dst = os.fspath(dst)
-    _brevis.decompress_file(src, dst, int(threads), bool(overwrite))
+            raise ValueError(f"cannot derive a directory name from {src!r} (it does not end in .brv); give dst")
+    dst = _path(dst, "dst")
+    if os.path.exists(dst) and os.path.samefile(src, dst):
+        raise ValueError(f"{dst!r} is the archive itself; give another dst")
+    if os.path.isdir(dst) and not _brevis.Archive(src).is_directory:
+        raise IsADirectoryError(f"Is a directory: {dst!r}")
+    if not os.path.isdir(dst):
+        _output(dst, overwrite)
+    _brevis.decompress_file(src, dst, threads, overwrite)
     return dst
 
+
+# --- writing archives from arrays ----------------------------------------------------------
 
 # numpy dtype -> safetensors dtype, for save_file.
 _SAFETENSORS_DTYPES = {
     "bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "uint16": "U16", "float16": "F16",
     "int32": "I32", "uint32": "U32", "float32": "F32", "int64": "I64", "uint64": "U64", "float64": "F64",
 }
+# The dtypes numpy cannot hold, stored from the bits of an array of this type (dtypes=).
+_BITS_OF = {"BF16": ("uint16", "int16"), "F8_E4M3": ("uint8",), "F8_E5M2": ("uint8",)}
 
 
-def _safetensors_bytes(tensors, metadata, dtypes):
-    """A safetensors file of `tensors` (name -> numpy array) in name order, with the header
-    padded with spaces to a multiple of 8 bytes, as the safetensors library writes it."""
-    header, offset, blobs = {}, 0, []
+def _safetensors_image(tensors, metadata, dtypes):
+    """A safetensors file of `tensors` (name -> array), as the safetensors library lays it out:
+    tensors ordered by element size, largest first, then by name (so that each is aligned to
+    its element size), contiguous; compact JSON header, __metadata__ first, padded with spaces to
+    a multiple of 8 bytes. Built in one buffer, each array copied into it once."""
+    if not isinstance(tensors, dict):
+        raise TypeError(f"tensors must be a dict of name -> array, not {type(tensors).__name__}")
+    dtypes = dict(dtypes or {})
+    header = {}
     if metadata is not None:
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
-            raise ValueError("metadata must map str to str")
+        if not isinstance(metadata, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
+            raise ValueError("metadata must be a dict of str to str")
         header["__metadata__"] = dict(metadata)
-    for name in sorted(tensors):
-        array = _np.asarray(tensors[name])  # (ascontiguousarray would make a 0-d array 1-d)
-        dtype = dtypes.get(name) if dtypes else None
+    unknown = set(dtypes) - set(tensors)
+    if unknown:
+        raise ValueError(f"dtypes names tensors that are not given: {sorted(unknown)}")
+    entries = []
+    for name, value in tensors.items():
+        if not isinstance(name, str):
+            raise TypeError(f"tensor names must be str, not {type(name).__name__} ({name!r})")
+        if name == "__metadata__":
+            raise ValueError('"__metadata__" is not a tensor name: it holds the metadata in a safetensors header')
+        if isinstance(value, _np.ma.MaskedArray):
+            raise TypeError(f"tensor {name!r} is a masked array, which safetensors cannot hold")
+        array = _np.asarray(value)  # (ascontiguousarray would make a 0-d array 1-d)
+        natural = _SAFETENSORS_DTYPES.get(array.dtype.name)
+        dtype = dtypes.get(name, natural)
         if dtype is None:
-            dtype = _SAFETENSORS_DTYPES.get(array.dtype.name)
-            if dtype is None:
-                raise ValueError(f"tensor {name!r} has dtype {array.dtype}, which safetensors does not hold")
-        elif _np.dtype(_NUMPY_DTYPES[dtype]).itemsize != array.dtype.itemsize:
-            raise ValueError(f"tensor {name!r} of {array.dtype} cannot hold {dtype}")
-        data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes(order="C")
-        header[name] = {"dtype": dtype, "shape": list(array.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+            raise ValueError(f"tensor {name!r} has dtype {array.dtype}, which safetensors does not hold")
+        if dtype != natural:
+            if dtype not in _BITS_OF:
+                raise ValueError(f"dtypes[{name!r}] = {dtype!r}: only BF16 (from uint16 bits) and F8_E4M3 or F8_E5M2 "
+                                 f"(from uint8 bits) can be given")
+            if array.dtype.name not in _BITS_OF[dtype]:
+                raise ValueError(f"tensor {name!r} of {array.dtype} cannot hold the bits of {dtype} "
+                                 f"(give a {' or '.join(_BITS_OF[dtype])} array)")
+        entries.append((name, dtype, array))
+    entries.sort(key=lambda e: (-e[2].dtype.itemsize, e[0]))
+    offset = 0
+    for name, dtype, array in entries:
+        header[name] = {"dtype": dtype, "shape": list(array.shape), "data_offsets": [offset, offset + array.nbytes]}
+        offset += array.nbytes
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     text += b" " * (-len(text) % 8)
-    return len(text).to_bytes(8, "little") + text + b"".join(blobs)
+    image = _np.empty(8 + len(text) + offset, dtype=_np.uint8)
+    image[:8] = _np.frombuffer(len(text).to_bytes(8, "little"), dtype=_np.uint8)
+    image[8:8 + len(text)] = _np.frombuffer(text, dtype=_np.uint8)
+    at = 8 + len(text)
+    for name, dtype, array in entries:
+        little = array.dtype.newbyteorder("<") if array.dtype.byteorder not in ("|", "=", "<") else array.dtype
+        view = image[at:at + array.nbytes].view(little).reshape(array.shape) if array.nbytes else None
+        if view is not None:
+            view[...] = array  # C order, little-endian, whatever the array's layout
+        at += array.nbytes
+    return image
 
 
 def save_file(tensors, filename, metadata=None, level=5, threads=0, overwrite=True, dtypes=None):
-    """Writes `tensors` (name -> numpy array) as an archive at `filename`, straight from the
-    arrays. Decompressing it gives a valid safetensors file named as `filename` without ".brv":
-    tensors contiguous in name order, the header padded to 8 bytes. `dtypes` (name ->
-    safetensors dtype) stores the bits of a uint16 array as BF16, of a uint8 one as F8_E4M3 or
-    F8_E5M2. Returns the archive's size in bytes."""
-    filename = os.fspath(filename)
+    """Writes `tensors` (name -> numpy array) as an archive at `filename` (replacing it, as
+    safetensors' save_file does, unless overwrite=False). Decompressing it gives a safetensors
+    file named as `filename` without ".brv", laid out as the safetensors library lays one out.
+    `dtypes` (name -> safetensors dtype) stores the bits of a uint16 array as BF16, of a uint8
+    one as F8_E4M3 or F8_E5M2. Returns the archive's size in bytes."""
+    filename = _output(_path(filename, "filename"), _flag(overwrite, "overwrite"))
+    level, threads = _level(level), _threads(threads)
     base = os.path.basename(filename)
     name = base[: -len(".brv")] if base.endswith(".brv") and len(base) > 4 else base
-    blob = _safetensors_bytes(tensors, metadata, dtypes)
-    return _brevis.compress_bytes(blob, name, filename, int(level), int(threads), bool(overwrite))
+    if not name or "\0" in name:
+        raise ValueError(f"{filename!r} does not name a file")
+    image = _safetensors_image(tensors, metadata, dtypes)
+    return _brevis.compress_bytes(image, name, filename, level, threads, overwrite)
 
 
 def explain(path, tensor=None, level=5, candidates=5, threads=0):
-    """Why each tensor of an archive (or a safetensors checkpoint) got its program, as
-    `brevisc explain --json` reports it: a list of dicts, one per tensor, with its program,
-    payload bytes and bits per weight, each literal's bytes, order-0 entropies, and the
-    `candidates` cheapest candidates the search scored at `level`."""
-    return json.loads(_brevis.explain_json(_check_file(path), tensor or "", int(level), int(candidates), int(threads)))
+    """Why each tensor of an archive (or a safetensors checkpoint) got its program: the
+    "tensors" list of `brevisc explain --json`, one dict per tensor, with its program, payload
+    bytes and bits per weight, each literal's bytes, order-0 entropies, and the `candidates`
+    cheapest candidates the search scored at `level`."""
+    if tensor is not None and not isinstance(tensor, str):
+        raise TypeError(f"tensor must be a str or None, not {type(tensor).__name__}")
+    return json.loads(_brevis.explain_json(_existing_file(path), tensor or "", _level(level),
+                                           _integer(candidates, "candidates", 0, 1000), _threads(threads)))

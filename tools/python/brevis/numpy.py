@@ -11,6 +11,7 @@ def load_file(filename, bf16="bits", threads=0):
     return archive.read(list(archive.tensors), threads, bf16)
 
 
-def save_file(tensors, filename, metadata=None, level=5, threads=0):
+def save_file(tensors, filename, metadata=None, level=5, threads=0, overwrite=True, dtypes=None):
     """brevis.save_file: an archive of numpy arrays."""
-    return _save_file(tensors, filename, metadata=metadata, level=level, threads=threads)
+    return _save_file(tensors, filename, metadata=metadata, level=level, threads=threads, overwrite=overwrite,
+                      dtypes=dtypes)

@@ -39,8 +39,12 @@ for _name, _dtype in _TORCH_VIEWS.items():
         _SAVE_VIEWS[_dtype] = (_torch.uint8, _name)
 
 
-def save_file(tensors, filename, metadata=None, level=5, threads=0):
-    """An archive of torch tensors (moved to the CPU)."""
+def save_file(tensors, filename, metadata=None, level=5, threads=0, overwrite=True):
+    """An archive of torch tensors (moved to the CPU). Tensors that share storage are stored
+    each whole. torch before 2.3 has no uint16, uint32 or uint64: tensors loaded from those
+    (held as int16, int32, int64) are saved as I16, I32, I64."""
+    if not isinstance(tensors, dict):
+        raise TypeError(f"tensors must be a dict of name -> tensor, not {type(tensors).__name__}")
     arrays, dtypes = {}, {}
     for name, t in tensors.items():
         t = t.detach().cpu().contiguous()
@@ -48,4 +52,5 @@ def save_file(tensors, filename, metadata=None, level=5, threads=0):
             view, dtypes[name] = _SAVE_VIEWS[t.dtype]
             t = t.view(view)
         arrays[name] = t.numpy()
-    return _save_file(arrays, filename, metadata=metadata, level=level, threads=threads, dtypes=dtypes)
+    return _save_file(arrays, filename, metadata=metadata, level=level, threads=threads, overwrite=overwrite,
+                      dtypes=dtypes)
