@@ -46,6 +46,10 @@ public:
   virtual ~PositionalSink() = default;
   /// Called concurrently from several threads, for disjoint ranges.
   virtual Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) = 0;
+  /// Where bytes [offset, offset + size) are kept, if the sink keeps them in memory it owns
+  /// (a buffer sized in advance): decoders then write them there in place, without a copy.
+  /// Null (the default) where they must go through writeAt().
+  virtual uint8_t *memoryAt(uint64_t /*offset*/, size_t /*size*/) { return nullptr; }
 };
 
 /// A buffer taking positional writes: it grows on demand (one thread); sized in advance, it
@@ -57,6 +61,10 @@ public:
     if (out_.size() < offset + size) out_.resize(offset + size);
     std::copy(data, data + size, out_.begin() + static_cast<std::ptrdiff_t>(offset));
     return {};
+  }
+  /// Within the size it was given in advance (growing it would move the bytes).
+  uint8_t *memoryAt(uint64_t offset, size_t size) override {
+    return offset + size <= out_.size() ? out_.data() + offset : nullptr;
   }
 
 private:

@@ -113,8 +113,13 @@ public:
   static constexpr size_t kWriteBytes = size_t{1} << 20;
   OutputBuffer(PositionalSink &out, uint64_t offset, uint64_t size, std::atomic<uint64_t> *progress, WriteQueue *queue)
       : out_(out), offset_(offset), bufferBytes_(static_cast<size_t>(std::min<uint64_t>(size, kWriteBytes))),
-        progress_(progress), queue_(queue) {}
+        progress_(progress), queue_(queue), direct_(out.memoryAt(offset, static_cast<size_t>(size))), size_(size) {}
   Result<void> write(const uint8_t *data, size_t size) override {
+    if (direct_) {
+      if (written_ + size > size_) return Error{"a region piece produced more bytes than it holds"};
+      std::memcpy(direct_ + written_, data, size);
+      return advance(size);
+    }
     while (size) {
       if (!queue_ && used_ == 0 && size >= bufferBytes_) return emit(data, size); // large writes go straight through
       size_t take = std::min(size, bufferBytes_ - used_);
@@ -128,16 +133,22 @@ public:
   /// Room in the buffer; a request larger than the buffer gets a scratch buffer passed on by
   /// write().
   uint8_t *reserve(size_t size) override {
-    scratchReserved_ = size > bufferBytes_;
+    // In place in the sink's memory when the room fits there; else in the buffer, or scratch.
+    directReserved_ = direct_ && written_ + size <= size_;
+    if (directReserved_) return direct_ + written_;
+    // Room past the task's end (a decoder may ask for more than it commits): scratch, which
+    // commit() passes to write(), which copies what fits.
+    scratchReserved_ = direct_ || size > bufferBytes_;
     return scratchReserved_ ? ByteSink::reserve(size) : room(size);
   }
   Result<void> commit(size_t size) override {
+    if (directReserved_) return advance(size);
     return scratchReserved_ ? ByteSink::commit(size) : commitRoom(size);
   }
   /// Whether a write failed (its error names no region: the bytes may be any piece's).
   bool writeFailed() const { return writeFailed_; }
   Result<void> flush() {
-    if (used_ == 0) return {};
+    if (direct_ || used_ == 0) return {};
     const size_t size = used_;
     used_ = 0;
     if (queue_) {
@@ -167,6 +178,12 @@ private:
     if (used_ == bufferBytes_) return flush();
     return {};
   }
+  /// `size` bytes are in place in the sink's memory.
+  Result<void> advance(size_t size) {
+    written_ += size;
+    if (progress_) progress_->fetch_add(size, std::memory_order_relaxed);
+    return {};
+  }
   Result<void> emit(const uint8_t *data, size_t size) {
     auto wrote = out_.writeAt(offset_ + written_, data, size);
     if (!wrote) {
@@ -188,6 +205,9 @@ private:
   uint64_t written_ = 0;
   bool writeFailed_ = false;
   bool scratchReserved_ = false;
+  uint8_t *direct_; ///< the task's bytes in the sink's memory (PositionalSink::memoryAt), or null
+  uint64_t size_;   ///< the task's bytes
+  bool directReserved_ = false;
 };
 
 } // namespace

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Loading archives from Python against `brevisc decompress -o /dev/null`, in one run.
 
-For each checkpoint: compresses it (level 1 unless --level), then times, best of --runs,
-`brevisc decompress -T N ARCHIVE -o /dev/null` and `brevis.numpy.load_file(ARCHIVE, threads=N)`
-for each N of --threads, and `safe_open(...).get_tensor(name)` for the largest, a middle and the
+For each checkpoint: compresses it (level 1 unless --level), then times, best of --runs run
+alternately, `brevisc decompress -T N ARCHIVE -o /dev/null` and
+`brevis.numpy.load_file(ARCHIVE, threads=N)` for each N of --threads (and the median ratio of
+the pairs), and `safe_open(...).get_tensor(name)` for the largest, a middle and the
 smallest tensor (each against its size: random access decodes that tensor alone).
 
 Usage: python_load.py [--brevisc PATH] [--threads 1,2] [--runs 5] [--level 1] CHECKPOINT...
@@ -29,6 +30,17 @@ def best(runs, f):
     return min(times)
 
 
+def paired(runs, a, b):
+    """Best times of `a` and `b` run alternately (a shared machine's load then falls on both),
+    and the median of the runs' ratios b/a."""
+    ta, tb, ratios = [], [], []
+    for _ in range(runs):
+        ta.append(best(1, a))
+        tb.append(best(1, b))
+        ratios.append(tb[-1] / ta[-1])
+    return min(ta), min(tb), sorted(ratios)[len(ratios) // 2]
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -47,11 +59,14 @@ def main():
             brevis.compress(path, archive, level=a.level, overwrite=True)
             size = os.path.getsize(path)
             for n in [int(t) for t in a.threads.split(",")]:
-                cli = best(a.runs, lambda: subprocess.run(
-                    [a.brevisc, "decompress", "-q", "-f", "-T", str(n), archive, "-o", "/dev/null"], check=True))
-                py = best(a.runs, lambda: brevis.numpy.load_file(archive, threads=n))
+                cli, py, ratio = paired(
+                    a.runs,
+                    lambda: subprocess.run([a.brevisc, "decompress", "-q", "-f", "-T", str(n), archive, "-o", "/dev/null"],
+                                           check=True),
+                    lambda: brevis.numpy.load_file(archive, threads=n))
                 print(f"| {os.path.basename(path)} ({size / 2**20:.0f} MiB) | {n} | {cli * 1000:.0f} ms "
-                      f"({size / cli / 1e9:.2f} GB/s) | {py * 1000:.0f} ms ({size / py / 1e9:.2f} GB/s) | {py / cli:.2f} |")
+                      f"({size / cli / 1e9:.2f} GB/s) | {py * 1000:.0f} ms ({size / py / 1e9:.2f} GB/s) | "
+                      f"{py / cli:.2f} (median of pairs {ratio:.2f}) |")
             with brevis.safe_open(archive) as f:
                 infos = f._archive.tensors
                 by_bytes = sorted(f.keys(), key=lambda k: infos[k].nbytes)

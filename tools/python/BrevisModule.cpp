@@ -87,6 +87,15 @@ public:
     return {};
   }
 
+  /// A range inside one tensor's buffer: decoded there in place.
+  uint8_t *memoryAt(uint64_t offset, size_t size) override {
+    auto t = std::upper_bound(targets_.begin(), targets_.end(), offset,
+                              [](uint64_t at, const Target &target) { return at < target.begin; });
+    if (t == targets_.begin()) return nullptr;
+    --t;
+    return offset + size <= t->begin + t->size ? t->data + (offset - t->begin) : nullptr;
+  }
+
 private:
   std::vector<Target> targets_;
 };
