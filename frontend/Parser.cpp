@@ -121,8 +121,12 @@ public:
   void syntaxError(antlr4::Recognizer *, Token *, size_t line, size_t charPositionInLine, const std::string &msg,
                    std::exception_ptr) override {
     if (error_) return;
+    // ANTLR names tokens by their rule; a single-quoted text reads better so in a message.
+    std::string message = msg;
+    for (size_t at; (at = message.find("TEXT_STRING")) != std::string::npos;)
+      message.replace(at, 11, "'…' (text in single quotes)");
     error_ = Diagnostic{Severity::Error, {static_cast<uint32_t>(line), static_cast<uint32_t>(charPositionInLine + 1)},
-                        msg};
+                        std::move(message)};
   }
 
   const std::optional<Diagnostic> &error() const { return error_; }
