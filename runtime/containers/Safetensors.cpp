@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <unordered_set>
 
 namespace brevis {
@@ -24,12 +25,15 @@ std::optional<unsigned> opaqueDtypeBits(const std::string &name) {
   return std::nullopt;
 }
 
-/// SAX events of a JSON text: the first name repeated in its top-level object.
+/// SAX events of a JSON text: the first name repeated in its top-level object, and where the
+/// text stops being JSON.
 struct TopLevelKeys {
   using json = nlohmann::json;
   int depth = 0;
   std::unordered_set<std::string> seen;
   std::string repeated;
+  std::optional<size_t> errorAt; ///< the byte the parser stopped at
+  std::string error;             ///< what it expected there
   bool null() { return true; }
   bool boolean(bool) { return true; }
   bool number_integer(json::number_integer_t) { return true; }
@@ -45,7 +49,15 @@ struct TopLevelKeys {
     if (depth == 1 && !seen.insert(k).second && repeated.empty()) repeated = k;
     return true;
   }
-  bool parse_error(std::size_t, const std::string &, const nlohmann::detail::exception &) { return false; }
+  bool parse_error(std::size_t position, const std::string &, const nlohmann::detail::exception &e) {
+    errorAt = position;
+    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 1, column 5:
+    // syntax error while parsing ... - invalid literal; last read: '…'"; the part after the
+    // location says what went wrong.
+    error = e.what();
+    if (size_t colon = error.find(": "); colon != std::string::npos) error = error.substr(colon + 2);
+    return false;
+  }
 };
 
 } // namespace
@@ -64,7 +76,14 @@ Result<SafetensorsLayout> parseSafetensorsHeader(ByteSpan file, uint64_t fileSiz
   if (n == 0 || text[0] != '{') return Error{"header does not start with '{'"};
   if (!isUtf8(ByteSpan(file.data() + 8, n))) return Error{"header is not UTF-8"};
   auto json = nlohmann::json::parse(text, text + n, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !json.is_object()) return Error{"header is not a JSON object"};
+  if (json.is_discarded()) {
+    TopLevelKeys where;
+    nlohmann::json::sax_parse(text, text + n, &where);
+    if (where.errorAt) // 1-based position in the JSON text; the file's byte is 8 past it, 0-based
+      return Error{fmt::format("header is not JSON at byte {}: {}", 8 + *where.errorAt - 1, where.error)};
+    return Error{"header is not a JSON object"};
+  }
+  if (!json.is_object()) return Error{"header is not a JSON object"};
   // A JSON object keeps only the last of repeated names; a second pass over the events finds
   // them. (A parse callback would do it in one pass, but nlohmann's callback parser scans each
   // finished object's parent again: quadratic in the number of tensors.)

@@ -92,6 +92,9 @@ TEST(Safetensors, RefusesWhatTheFormatForbids) {
             "header names \"a\" twice");
   EXPECT_EQ(reason(safetensors(R"({"__metadata__":{"n":1}})", 0)), "__metadata__ value \"n\" is not a string");
   EXPECT_EQ(reason(safetensors(R"({"__metadata__":[]})", 0)), "__metadata__ is not an object");
+  // Where a header stops being JSON, as a byte of the file.
+  EXPECT_EQ(reason(safetensors(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}x})", 1)).substr(0, 30),
+            "header is not JSON at byte 60:");
   EXPECT_EQ(reason(safetensors(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})", 2)),
             "1 bytes before tensor a belong to no tensor");
   EXPECT_EQ(reason(safetensors(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})", 2)),

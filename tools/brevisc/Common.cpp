@@ -55,7 +55,11 @@ Result<std::string> programText(const MappedFile &file) {
                              "in strings and text as \\xNN)",
                              name, line, bad - lineStart + 1, b[bad])};
   }
-  return std::string(b.begin(), b.end());
+  // A byte-order mark some editors write first: not part of the program (columns count without it).
+  constexpr std::string_view kByteOrderMark = "\xef\xbb\xbf";
+  std::string text(b.begin(), b.end());
+  if (text.starts_with(kByteOrderMark)) text.erase(0, kByteOrderMark.size());
+  return text;
 }
 
 Result<std::string> readProgramText(const std::string &path) {
