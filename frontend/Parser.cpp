@@ -739,8 +739,8 @@ private:
     }
     case G::CONST: {
       StreamType type = streamType();
-      Radix radix = peek() == G::NUMBER ? radixOf(textOf(tokens_[at_])) : Radix::Auto;
-      auto c = Const::make(type, number());
+      Radix radix = Radix::Auto;
+      auto c = Const::make(type, number(&radix));
       c->radix = radix;
       e = std::move(c);
       break;
@@ -760,8 +760,8 @@ private:
       break;
     }
     case G::REPEAT: {
-      Radix radix = peek() == G::NUMBER ? radixOf(textOf(tokens_[at_])) : Radix::Auto;
-      uint64_t count = number();
+      Radix radix = Radix::Auto;
+      uint64_t count = number(&radix);
       auto r = Repeat::make(count, body());
       r->radix = radix;
       e = std::move(r);
@@ -771,8 +771,8 @@ private:
       const ScannedToken *name = expect(G::IDENT);
       auto fn = name ? mapFnFromName(textOf(*name)) : std::nullopt;
       if (!fn || mapFnTakesParameter(*fn) != (peek() == G::NUMBER)) return fail(), nullptr;
-      Radix radix = peek() == G::NUMBER ? radixOf(textOf(tokens_[at_])) : Radix::Auto;
-      uint64_t param = peek() == G::NUMBER ? number() : 0;
+      Radix radix = Radix::Auto;
+      uint64_t param = peek() == G::NUMBER ? number(&radix) : 0;
       auto m = Map::make(*fn, param, body());
       m->radix = radix;
       e = std::move(m);
@@ -782,8 +782,8 @@ private:
       const ScannedToken *name = expect(G::IDENT);
       auto op = name ? scanOpFromName(textOf(*name)) : std::nullopt;
       if (!op) return fail(), nullptr;
-      Radix radix = peek() == G::NUMBER ? radixOf(textOf(tokens_[at_])) : Radix::Auto;
-      uint64_t init = number();
+      Radix radix = Radix::Auto;
+      uint64_t init = number(&radix);
       auto sc = Scan::make(*op, init, body());
       sc->radix = radix;
       e = std::move(sc);
@@ -858,8 +858,9 @@ private:
     std::vector<uint64_t> out;
     if (peek() != G::NUMBER) return out;
     auto one = [&] {
-      if (radixes && peek() == G::NUMBER) radixes->push_back(radixOf(textOf(tokens_[at_])));
-      out.push_back(number());
+      Radix radix = Radix::Auto;
+      out.push_back(number(&radix));
+      if (radixes) radixes->push_back(radix);
     };
     one();
     while (!failed_ && peek() == G::COMMA) {
@@ -869,11 +870,12 @@ private:
     return out;
   }
 
-  /// NUMBER, decimal or 0x-prefixed hex, at most 64 bits
-  uint64_t number() {
+  /// NUMBER, decimal or 0x-prefixed hex, at most 64 bits; its radix into `radix` if given
+  uint64_t number(Radix *radix = nullptr) {
     const ScannedToken *t = expect(G::NUMBER);
     if (!t) return 0;
     std::string_view text = textOf(*t);
+    if (radix) *radix = radixOf(text);
     bool hex = text.size() >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
     unsigned base = hex ? 16 : 10;
     std::string_view digits = text.substr(hex ? 2 : 0);

@@ -51,6 +51,23 @@ size_t visibleUtf8Length(std::string_view s, size_t i) {
   return invisible ? 0 : n;
 }
 
+/// Appends the character at s[i] as quoted strings and text show one that needs no escape of
+/// their own: printable ASCII and visible UTF-8 as themselves, anything else (control bytes,
+/// invalid UTF-8, invisible characters) as \xNN. Returns the index of its last byte.
+size_t appendShown(std::string_view s, size_t i, std::string &out) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (c >= 0x20 && c < 0x7f) {
+    out += static_cast<char>(c);
+    return i;
+  }
+  if (size_t n = c >= 0x80 ? visibleUtf8Length(s, i) : 0) {
+    out.append(s.substr(i, n));
+    return i + n - 1;
+  }
+  out += fmt::format("\\x{:02x}", c);
+  return i;
+}
+
 std::string rangeText(ByteRange r) { return fmt::format("@{}+{}", r.offset, r.size); }
 
 std::string annotationText(const Expr &e) {
@@ -232,13 +249,8 @@ std::string quoteString(std::string_view s) {
     if (c == '"' || c == '\\') {
       out += '\\';
       out += static_cast<char>(c);
-    } else if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else if (size_t n = c >= 0x80 ? visibleUtf8Length(s, i) : 0) {
-      out.append(s.substr(i, n));
-      i += n - 1;
     } else {
-      out += fmt::format("\\x{:02x}", c); // control bytes, invalid UTF-8, invisible characters
+      i = appendShown(s, i, out);
     }
   }
   return out + "\"";
@@ -263,13 +275,8 @@ std::string quoteText(std::string_view s) {
       out += "\\t";
     } else if (c == '\r') {
       out += "\\r";
-    } else if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else if (size_t n = c >= 0x80 ? visibleUtf8Length(s, i) : 0) {
-      out.append(s.substr(i, n));
-      i += n - 1;
     } else {
-      out += fmt::format("\\x{:02x}", c);
+      i = appendShown(s, i, out);
     }
   }
   return out + "'";

@@ -203,36 +203,35 @@ private:
   std::vector<TensorInfo> tensors_;
 };
 
-/// Compresses the file `source` (whose base name the archive records) into `target`.
-uint64_t compressFile(const std::string &source, const std::string &target, int level, unsigned threads, bool overwrite) {
+/// Compresses `bytes`, the file `name`, into the archive `target`; the GIL is released. With
+/// `source`, the file they were mapped from, the archive is written only if it did not change.
+uint64_t compressInto(ByteSpan bytes, const std::string &name, const std::string &target, int level,
+                      unsigned threads, bool overwrite, const MappedFile *source = nullptr) {
   if (level < 1 || level > 9) throw BrevisError(fmt::format("level {} is not one of 1 to 9", level));
-  auto file = valueOr(MappedFile::open(source));
-  const std::string name = source.substr(source.rfind('/') == std::string::npos ? 0 : source.rfind('/') + 1);
-  py::gil_scoped_release release;
-  auto builder = valueOr(ArchiveBuilder::create(target, overwrite));
-  CompressSettings settings;
-  settings.strategy = strategyOptionsForLevel(level);
-  settings.threads = threadsFor(threads);
-  auto added = addCompressed(*builder, name, file->bytes(), settings);
-  if (!added) throw BrevisError(source + ": " + added.error().message);
-  check(file->checkIntact());
-  return valueOr(builder->finish(/*directory=*/false));
-}
-
-/// Compresses bytes in memory as the file `name` into `target` (save_file).
-uint64_t compressBytes(const py::buffer &data, const std::string &name, const std::string &target, int level,
-                       unsigned threads, bool overwrite) {
-  if (level < 1 || level > 9) throw BrevisError(fmt::format("level {} is not one of 1 to 9", level));
-  py::buffer_info info = data.request();
-  const ByteSpan bytes(static_cast<const uint8_t *>(info.ptr), static_cast<size_t>(info.size * info.itemsize));
   py::gil_scoped_release release;
   auto builder = valueOr(ArchiveBuilder::create(target, overwrite));
   CompressSettings settings;
   settings.strategy = strategyOptionsForLevel(level);
   settings.threads = threadsFor(threads);
   auto added = addCompressed(*builder, name, bytes, settings);
-  if (!added) throw BrevisError(name + ": " + added.error().message);
+  if (source) check(source->checkIntact());
+  if (!added) throw BrevisError((source ? source->path() : name) + ": " + added.error().message);
   return valueOr(builder->finish(/*directory=*/false));
+}
+
+/// Compresses the file `source` (whose base name the archive records) into `target`.
+uint64_t compressFile(const std::string &source, const std::string &target, int level, unsigned threads, bool overwrite) {
+  auto file = valueOr(MappedFile::open(source));
+  const std::string name = source.substr(source.rfind('/') == std::string::npos ? 0 : source.rfind('/') + 1);
+  return compressInto(file->bytes(), name, target, level, threads, overwrite, file.get());
+}
+
+/// Compresses bytes in memory as the file `name` into `target` (save_file).
+uint64_t compressBytes(const py::buffer &data, const std::string &name, const std::string &target, int level,
+                       unsigned threads, bool overwrite) {
+  py::buffer_info info = data.request();
+  const ByteSpan bytes(static_cast<const uint8_t *>(info.ptr), static_cast<size_t>(info.size * info.itemsize));
+  return compressInto(bytes, name, target, level, threads, overwrite);
 }
 
 /// Rebuilds the archive `source` at `target` (a file, or a directory for a directory archive),
