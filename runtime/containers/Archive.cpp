@@ -129,11 +129,11 @@ Result<uint64_t> ArchiveWriter::finish(const std::vector<ArchiveMember> &members
     putU64(table, texts.size());
     putU64(table, m.programText.size());
     putU64(table, entries);
-    putU64(table, m.digests.size());
+    putU64(table, m.digests.size() + m.pieceHashes.size());
     putU64(table, m.payloadRange.offset);
     putU64(table, m.payloadRange.size);
     texts += m.programText;
-    entries += m.digests.size();
+    entries += m.digests.size() + m.pieceHashes.size();
   }
   Bytes program(ZSTD_compressBound(texts.size()));
   size_t packed = ZSTD_compress(program.data(), program.size(), texts.data(), texts.size(),
@@ -142,8 +142,10 @@ Result<uint64_t> ArchiveWriter::finish(const std::vector<ArchiveMember> &members
   program.resize(packed);
 
   Bytes index;
-  for (const ArchiveMember &m : members)
+  for (const ArchiveMember &m : members) {
     for (uint64_t digest : m.digests) putU64(index, digest);
+    for (uint64_t hash : m.pieceHashes) putU64(index, hash);
+  }
 
   Bytes header(kMagic, kMagic + sizeof kMagic);
   putU32(header, kArchiveVersion);
@@ -263,6 +265,7 @@ Result<Archive> readArchive(std::shared_ptr<const MappedFile> file, const std::s
     for (uint64_t e = 0; e < entries; ++e) {
       m.digests.push_back(getU64(index + (firstEntry + e) * kArchiveIndexEntrySize));
     }
+    m.indexHasPieceHashes = version >= kPieceHashesArchiveVersion;
     m.payloadRange = ByteRange{payloadOffset, payloadLength};
     m.payload = Payload::view(ByteSpan(payload + payloadOffset, payloadLength), payloadOwner);
     textAt += textLength;
@@ -282,17 +285,30 @@ Result<Archive> readArchive(std::shared_ptr<const MappedFile> file, const std::s
   return out;
 }
 
-Result<void> checkMemberProgram(const Checkpoint &c, const ArchiveMember &m, const std::string &name) {
+Result<void> checkMemberProgram(const Checkpoint &c, ArchiveMember &m, const std::string &name) {
   auto corrupt = [&](const std::string &what) {
     return Error{fmt::format("{} is corrupt: member {}: {}", name, m.path, what)};
   };
   if (c.source.size != m.sourceSize || c.source.xxh64 != m.sourceXxh64)
     return corrupt("its program and the member table describe different source files");
   if (c.payloadSize != m.payload.size()) return corrupt("its program declares a different payload size");
-  if (c.regions.size() != m.digests.size())
-    return corrupt(fmt::format("its index has {} region checksums for {} regions", m.digests.size(), c.regions.size()));
   for (const Region &r : c.regions)
     if (r.digest) return corrupt("its program carries region digests, which an archive keeps in its index");
+  uint64_t pieces = 0;
+  if (m.indexHasPieceHashes)
+    for (const Region &r : c.regions) pieces += indexedPieces(r.bytes.size);
+  if (m.digests.size() < c.regions.size() || m.digests.size() - c.regions.size() != pieces)
+    return corrupt(fmt::format("its index has {} checksums for {} regions{}", m.digests.size(), c.regions.size(),
+                               pieces ? fmt::format(" and {} pieces of them", pieces) : ""));
+  m.pieceHashes.assign(m.digests.begin() + static_cast<std::ptrdiff_t>(c.regions.size()), m.digests.end());
+  m.digests.resize(c.regions.size());
+  size_t at = 0;
+  for (size_t i = 0; i < c.regions.size() && m.indexHasPieceHashes; ++i) {
+    const uint64_t n = indexedPieces(c.regions[i].bytes.size);
+    if (n && combinePieceHashes(std::span<const uint64_t>(m.pieceHashes).subspan(at, n)) != m.digests[i])
+      return corrupt(fmt::format("its index's piece checksums of region {} do not make its checksum", i + 1));
+    at += n;
+  }
   return {};
 }
 

@@ -1,7 +1,7 @@
 #pragma once
-// The `.brv` archive, version 3 (docs/format/archive.md): member files, each with its program
-// text, one index entry per region (where its bytes and its payload lie, and a digest), and the
-// literal payloads; a checksum of the front part (everything but the payload) and one of the
+// The `.brv` archive, version 6 (docs/format/archive.md): member files, each with its program
+// text, its index (a digest per region, and the hashes of the pieces of each large region), and
+// the literal payloads; a checksum of the front part (everything but the payload) and one of the
 // whole file.
 #include "lang/Ast.h"
 #include "lang/Result.h"
@@ -18,12 +18,14 @@
 
 namespace brevis {
 
-inline constexpr uint32_t kArchiveVersion = 5;
-/// The oldest version this reader reads: versions 3 and 4 differ only in lacking encodings and
-/// text literals.
+inline constexpr uint32_t kArchiveVersion = 6;
+/// The oldest version this reader reads: versions 3 to 5 differ only in lacking encodings, text
+/// literals and piece hashes.
 inline constexpr uint32_t kOldestReadableArchiveVersion = 3;
 inline constexpr size_t kArchiveHeaderSize = 72;
-inline constexpr size_t kArchiveIndexEntrySize = 8; ///< one region digest
+inline constexpr size_t kArchiveIndexEntrySize = 8; ///< one region digest or piece hash
+/// The first version whose index holds piece hashes.
+inline constexpr uint32_t kPieceHashesArchiveVersion = 6;
 /// Program text larger than this is refused on reading: the parsed program costs several times
 /// the memory of its text, so a small archive must not be able to declare more. A program of
 /// 200,000 tensors in the synthesizer's usual form is about 50 MB.
@@ -37,6 +39,12 @@ struct ArchiveMember {
   uint64_t sourceXxh64 = 0;
   std::string programText;
   std::vector<uint64_t> digests; ///< the index: regionDigest() of each region's original bytes
+  /// The index, version 6: the hashes of the pieces (kDigestPieceBytes) of each region of more
+  /// than one piece, in region order, so that a part of a large tensor can be decoded and
+  /// checked alone. Empty in older versions. On reading, `digests` holds every index entry of
+  /// the member until checkMemberProgram() splits them.
+  std::vector<uint64_t> pieceHashes;
+  bool indexHasPieceHashes = true; ///< read: the archive's version has them
   ByteRange payloadRange; ///< within the payload section
   Payload payload;        ///< read: a view into the archive (unused by the writer)
 };
@@ -82,8 +90,9 @@ Result<Archive> readArchive(std::shared_ptr<const MappedFile> file, const std::s
 Result<void> checkArchiveChecksum(ByteSpan a, const std::string &name);
 
 /// Step 6 of docs/format/archive.md: the parsed program of `m` agrees with its member entry and
-/// index. `name` is used in messages.
-Result<void> checkMemberProgram(const Checkpoint &c, const ArchiveMember &m, const std::string &name);
+/// index, whose entries it splits into `digests` and `pieceHashes` (each large region's piece
+/// hashes checked against its digest). `name` is used in messages.
+Result<void> checkMemberProgram(const Checkpoint &c, ArchiveMember &m, const std::string &name);
 
 /// Whether a member path is acceptable: relative, '/'-separated, no empty, "." or ".." parts.
 bool isValidMemberPath(const std::string &path);

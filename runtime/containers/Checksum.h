@@ -19,6 +19,11 @@ inline constexpr uint64_t kDigestPieceBytes = uint64_t{1} << 24;
 uint64_t combinePieceHashes(std::span<const uint64_t> pieceHashes);
 /// The digest of a whole region's bytes.
 uint64_t regionDigest(ByteSpan bytes);
+/// The pieces of a region of `bytes` bytes (none when it is empty).
+inline uint64_t digestPieces(uint64_t bytes) { return (bytes + kDigestPieceBytes - 1) / kDigestPieceBytes; }
+/// The number of piece hashes an archive's index holds for a region of `bytes` bytes: its
+/// pieces when it has more than one, else none (its digest alone checks it).
+inline uint64_t indexedPieces(uint64_t bytes) { return digestPieces(bytes) > 1 ? digestPieces(bytes) : 0; }
 
 class Xxh3Stream {
 public:

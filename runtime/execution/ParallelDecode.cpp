@@ -210,7 +210,23 @@ private:
   bool directReserved_ = false;
 };
 
+/// Where the index's hashes of region `region`'s pieces start in job.pieceHashes.
+size_t firstPieceHash(const DecodeJob &job, size_t region) {
+  uint64_t at = 0;
+  for (size_t k = 0; k < region; ++k) at += indexedPieces(job.checkpoint->regions[k].bytes.size);
+  return static_cast<size_t>(at);
+}
+
 } // namespace
+
+std::pair<uint64_t, uint64_t> piecesToDecode(const DecodeJob &job, const Region &r) {
+  const uint64_t all = digestPieces(r.bytes.size);
+  if (!job.onlyBytes || job.onlyRegions.size() != 1 || job.pieceHashes.empty() || all <= 1) return {0, all};
+  const uint64_t begin = std::min(job.onlyBytes->offset, r.bytes.size);
+  const uint64_t end = begin + std::min(job.onlyBytes->size, r.bytes.size - begin);
+  if (begin == end) return {0, 0};
+  return {begin / kDigestPieceBytes, (end + kDigestPieceBytes - 1) / kDigestPieceBytes};
+}
 
 Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder, const DecodeOptions &options) {
   struct RegionRef {
@@ -225,6 +241,9 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
     if (jobs[j].digests.size() != c.regions.size())
       return Error{fmt::format("{}: {} region checksums for {} regions", jobs[j].label, jobs[j].digests.size(),
                                c.regions.size())};
+    if (!jobs[j].pieceHashes.empty() && jobs[j].pieceHashes.size() != firstPieceHash(jobs[j], c.regions.size()))
+      return Error{fmt::format("{}: {} piece checksums for {} pieces", jobs[j].label, jobs[j].pieceHashes.size(),
+                               firstPieceHash(jobs[j], c.regions.size()))};
     if (jobs[j].onlyRegions.empty())
       for (size_t r = 0; r < c.regions.size(); ++r) regions.push_back({j, r});
     else
@@ -249,12 +268,16 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
   // 3. Pieces, in file order.
   std::vector<Piece> pieces;
   std::vector<size_t> firstSlot(regions.size());
+  std::vector<std::pair<uint64_t, uint64_t>> decodedPieces(regions.size()); // of each region
   for (size_t i = 0; i < regions.size(); ++i) {
     const Region &r = jobs[regions[i].job].checkpoint->regions[regions[i].region];
     firstSlot[i] = pieces.size();
-    for (uint64_t at = 0; at < r.bytes.size; at += kDigestPieceBytes)
+    decodedPieces[i] = piecesToDecode(jobs[regions[i].job], r);
+    for (uint64_t piece = decodedPieces[i].first; piece < decodedPieces[i].second; ++piece) {
+      const uint64_t at = piece * kDigestPieceBytes;
       pieces.push_back(Piece{regions[i].job, regions[i].region, at, std::min(kDigestPieceBytes, r.bytes.size - at),
                              pieces.size()});
+    }
   }
   // Tasks: a large piece alone, or a run of small consecutive ones (many small tensors) that
   // one thread decodes into one buffer, so that they make one write, not one each.
@@ -308,13 +331,30 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
   }
   BREVIS_TRY(decoded);
 
-  // 4. Digests.
+  // 4. Digests: of each whole region, or of each piece of a part of one.
   for (size_t i = 0; i < regions.size(); ++i) {
-    const Region &r = jobs[regions[i].job].checkpoint->regions[regions[i].region];
-    size_t count = (r.bytes.size + kDigestPieceBytes - 1) / kDigestPieceBytes;
-    uint64_t digest = combinePieceHashes(std::span<const uint64_t>(hashes).subspan(firstSlot[i], count));
-    if (digest != jobs[regions[i].job].digests[regions[i].region])
+    const DecodeJob &job = jobs[regions[i].job];
+    const Region &r = job.checkpoint->regions[regions[i].region];
+    const auto [first, end] = decodedPieces[i];
+    const auto decoded = std::span<const uint64_t>(hashes).subspan(firstSlot[i], static_cast<size_t>(end - first));
+    const bool whole = first == 0 && end == digestPieces(r.bytes.size);
+    if (whole && combinePieceHashes(decoded) != job.digests[regions[i].region])
       return Error{fmt::format("{}: the decoded bytes do not match their checksum", describe(regions[i]))};
+    if (whole) continue;
+    const size_t indexed = firstPieceHash(job, regions[i].region) + static_cast<size_t>(first);
+    for (size_t k = 0; k < decoded.size(); ++k)
+      if (decoded[k] != job.pieceHashes[indexed + k])
+        return Error{fmt::format("{}: the decoded bytes {} to {} do not match their checksum", describe(regions[i]),
+                                 (first + k) * kDigestPieceBytes,
+                                 std::min(r.bytes.size, (first + k + 1) * kDigestPieceBytes))};
+  }
+  for (size_t i = 0; i < regions.size(); ++i) {
+    const DecodeJob &job = jobs[regions[i].job];
+    const Region &r = job.checkpoint->regions[regions[i].region];
+    const size_t count = static_cast<size_t>(indexedPieces(r.bytes.size));
+    if (job.pieceHashesOut && count)
+      job.pieceHashesOut->insert(job.pieceHashesOut->end(), hashes.begin() + static_cast<std::ptrdiff_t>(firstSlot[i]),
+                                 hashes.begin() + static_cast<std::ptrdiff_t>(firstSlot[i] + count));
   }
   return {};
 }

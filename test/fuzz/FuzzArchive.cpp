@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   auto archive = readArchive(MappedFile::fromBytes(std::move(bytes)), "fuzz.brv");
   if (!archive) return 0;
-  for (const ArchiveMember &m : archive->members) {
+  for (ArchiveMember &m : archive->members) {
     Diagnostics diags("fuzz.bdsl", m.programText);
     auto module = parseModule(diags);
     if (!module || !module->isCheckpoint()) continue;
@@ -41,6 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!checkMemberProgram(module->checkpoint(), m, "fuzz.brv")) continue;
     DiscardPositionalSink sink;
     DecodeJob job{&module->checkpoint(), &m.payload, m.digests, &sink, m.path, {}};
+    job.pieceHashes = m.pieceHashes;
     Interpreter interpreter;
     (void)decodeJobs(std::span(&job, 1), interpreter, DecodeOptions{.threads = 1});
   }

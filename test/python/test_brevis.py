@@ -87,6 +87,45 @@ def test_slices_are_the_parts_of_the_tensor(archived):
         np.testing.assert_array_equal(s[..., ::2], whole[..., ::2])
 
 
+def test_a_slice_of_a_large_tensor_decodes_only_the_pieces_holding_its_rows(tmp_path):
+    # 3000 x 4096 float32 is 49 MB: three 16 MiB pieces, each checked by the archive on its own.
+    rng = np.random.default_rng(7)
+    large = (rng.standard_normal((3000, 4096)) * 0.02).astype(np.float32)
+    bits = rng.integers(0, 1 << 16, (3000, 2800), dtype=np.uint16)
+    path = str(tmp_path / "large.brv")
+    brevis.save_file({"large": large, "bits": bits}, path, level=1, dtypes={"bits": "BF16"})
+    keys = [5, -1, 2999, slice(0, 10), slice(1500, 1700), slice(None, None, -7), slice(2999, 0, -3),
+            slice(-10, None), slice(5, 5), slice(4000, 5000), (slice(10, 20), slice(3, 9)), (7, 5), (-3, -2),
+            [1, 2, 2999], np.array([3, 0]), Ellipsis, (Ellipsis, 4), (), (None, 3)]
+    with brevis.safe_open(path) as f:
+        archive = f._archive.archive
+        index = f._archive.tensors["large"].index
+        row = 4096 * 4
+        assert archive.part_to_decode(index, 2000 * row, 10 * row) == (1 << 24, 1 << 24)  # one piece
+        assert archive.part_to_decode(index, 0, 3000 * row) == (0, 3000 * row)
+        for key in keys:
+            got, want = f.get_slice("large")[key], large[key]
+            assert np.asarray(got).dtype == want.dtype and np.array_equal(got, want), key
+            assert np.array_equal(f.get_slice("bits")[key], bits[key]), key
+        with pytest.raises(IndexError):
+            f.get_slice("large")[3000]
+        with pytest.raises(IndexError):
+            f.get_slice("large")[-3001]
+    with brevis.safe_open(path, bf16="float32") as f:
+        widened = (bits.astype(np.uint32) << 16).view(np.float32)
+        for key in (slice(1000, 1004), 2500, (3, slice(None, 4))):
+            np.testing.assert_array_equal(f.get_slice("bits")[key], widened[key])
+    try:
+        import torch
+    except ImportError:
+        return
+    with brevis.safe_open(path, framework="pt") as f:
+        part = f.get_slice("bits")[2990:]
+        assert part.dtype == torch.bfloat16 and tuple(part.shape) == (10, 2800)
+        assert part.view(torch.int16).numpy().tobytes() == bits[2990:].tobytes()
+        assert torch.equal(f.get_slice("large")[7, 5], torch.tensor(large[7, 5]))
+
+
 def test_bf16_widens_exactly_to_float32(tmp_path):
     source = os.path.join(DATA, "stories260K.bf16.safetensors")
     archive = str(tmp_path / "m.brv")

@@ -9,9 +9,13 @@
 #include "tools/api/ArchiveBuilder.h"
 #include "tools/api/ArchiveReader.h"
 #include "tools/api/Decoding.h"
+#include "tools/gen/SyntheticCheckpoint.h"
+
+#include <fmt/format.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -119,8 +123,8 @@ TEST(ArchiveReader, RefusesForeignFilesAndBrokenPrograms) {
 }
 
 namespace {
-MemberSource memberOf(const std::string &path, const Bytes &bytes) {
-  auto strategy = makeStrategy(kDefaultStrategy);
+MemberSource memberOf(const std::string &path, const Bytes &bytes, int level = kDefaultLevel) {
+  auto strategy = makeStrategy(kDefaultStrategy, strategyOptionsForLevel(level));
   EXPECT_TRUE(strategy);
   SynthOutput synth = synthesizeCheckpoint(bytes, path, path + ".bin", **strategy);
   MemberSource m{path, std::move(synth.checkpoint), Payload(std::move(synth.payload)), {}};
@@ -180,4 +184,97 @@ TEST(ArchiveBuilder, DigestsByDecodingEqualDigestsOfTheOriginal) {
   EXPECT_EQ(*decoded, m.digests);
   m.checkpoint.source.xxh64 ^= 1; // a program whose source line disagrees is refused
   EXPECT_FALSE(regionDigestsByDecoding(m.checkpoint, m.payload));
+}
+
+TEST(ArchiveReader, DecodesAPartOfALargeTensorFromItsPiecesAlone) {
+  // An embedding of 5000 x 2048 BF16 words (20 MB) spans two 16 MiB pieces. The archive's index
+  // holds both pieces' hashes, so a part inside one piece decodes that piece alone, checked.
+  std::string source = ::testing::TempDir() + "/api-large.safetensors";
+  gen::SyntheticOptions options;
+  options.targetBytes = 24u << 20;
+  options.vocab = 5000;
+  ASSERT_TRUE(gen::writeSyntheticCheckpoint(source, options, /*overwrite=*/true));
+  auto file = readFile(source);
+  ASSERT_TRUE(file);
+  std::remove(source.c_str());
+  std::string path = ::testing::TempDir() + "/api-large.brv";
+  {
+    auto builder = ArchiveBuilder::create(path, /*overwrite=*/true);
+    ASSERT_TRUE(builder);
+    ASSERT_TRUE((*builder)->add(memberOf("large.safetensors", *file, /*level=*/1), DecodeOptions{.threads = 2}));
+    ASSERT_TRUE((*builder)->finish(/*directory=*/false));
+  }
+  auto archive = ArchiveReader::open(path);
+  ASSERT_TRUE(archive) << archive.error().message;
+  uint64_t largeRegions = 0, pieces = 0;
+  for (const Region &r : archive->checkpoint(0).regions) {
+    largeRegions += r.bytes.size > kDigestPieceBytes;
+    pieces += indexedPieces(r.bytes.size);
+  }
+  ASSERT_GE(largeRegions, 1u);
+  EXPECT_EQ(archive->member(0).pieceHashes.size(), pieces);
+
+  auto tensors = archive->tensors();
+  auto embed = std::max_element(tensors.begin(), tensors.end(),
+                                [](const TensorInfo &a, const TensorInfo &b) { return a.bytes < b.bytes; });
+  ASSERT_GT(embed->bytes, kDigestPieceBytes);
+  const Region &region = archive->checkpoint(0).regions[embed->region];
+  auto original = [&](ByteRange r) {
+    auto at = file->begin() + static_cast<long>(region.bytes.offset + r.offset);
+    return Bytes(at, at + static_cast<long>(r.size));
+  };
+  struct Case {
+    ByteRange part, decoded;
+  };
+  const uint64_t P = kDigestPieceBytes, n = embed->bytes;
+  for (const Case &c : {Case{{100, 4096}, {0, P}}, Case{{P + 5, 10}, {P, n - P}}, Case{{P - 2, 4}, {0, n}},
+                        Case{{0, n}, {0, n}}, Case{{7, 0}, {0, 0}}})
+    for (unsigned threads : {1u, 2u}) {
+      const ByteRange decoded = archive->tensorPartToDecode(*embed, c.part);
+      EXPECT_EQ(decoded, c.decoded) << c.part.offset << "+" << c.part.size;
+      Bytes out(decoded.size);
+      VectorPositionalSink sink(out);
+      auto read = archive->readTensorPart(*embed, c.part, sink, DecodeOptions{.threads = threads});
+      ASSERT_TRUE(read) << read.error().message;
+      EXPECT_TRUE(out == original(decoded)) << c.part.offset << "+" << c.part.size;
+    }
+
+  // A piece whose bytes do not match its hash is reported by its byte range.
+  std::vector<uint64_t> damaged = archive->member(0).pieceHashes;
+  size_t firstOfEmbed = 0;
+  for (size_t k = 0; k < embed->region; ++k) firstOfEmbed += indexedPieces(archive->checkpoint(0).regions[k].bytes.size);
+  damaged[firstOfEmbed + 1] ^= 1;
+  DiscardPositionalSink discard;
+  DecodeJob job = archive->decodeJob(0, discard);
+  job.pieceHashes = damaged;
+  job.onlyRegions = {embed->region};
+  job.onlyBytes = ByteRange{P, 1};
+  auto wrong = decodeJobs(std::span(&job, 1), DecodeOptions{});
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().message.find(fmt::format("the decoded bytes {} to {} do not match their checksum", P, n)),
+            std::string::npos)
+      << wrong.error().message;
+  job.onlyBytes = ByteRange{0, 1}; // the undamaged piece still decodes
+  EXPECT_TRUE(decodeJobs(std::span(&job, 1), DecodeOptions{}));
+
+  // An index whose piece hashes do not make their region's digest is refused on opening.
+  auto raw = readArchive(*MappedFile::open(path), path);
+  ASSERT_TRUE(raw);
+  ArchiveMember member = raw->members[0];
+  member.digests[member.digests.size() - 1] ^= 1; // the last entry: a piece hash
+  auto refused = checkMemberProgram(archive->checkpoint(0), member, path);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("piece checksums of region"), std::string::npos) << refused.error().message;
+  std::remove(path.c_str());
+}
+
+TEST(ArchiveReader, APartOfATensorInAnArchiveWithoutPieceHashesIsTheWholeTensor) {
+  // Version 3 (committed): its index holds region digests only, so only the whole can be checked.
+  auto archive = ArchiveReader::open(std::string(BREVIS_TEST_DATA) + "/zeros-2g.u8.safetensors.brv");
+  ASSERT_TRUE(archive) << archive.error().message;
+  auto big = archive->findTensor("big");
+  ASSERT_TRUE(big);
+  ASSERT_GT(big->bytes, 2 * kDigestPieceBytes);
+  EXPECT_TRUE(archive->member(0).pieceHashes.empty());
+  EXPECT_EQ(archive->tensorPartToDecode(*big, ByteRange{kDigestPieceBytes, 10}), (ByteRange{0, big->bytes}));
 }

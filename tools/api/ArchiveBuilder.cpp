@@ -51,6 +51,7 @@ Result<void> ArchiveBuilder::add(const MemberSource &m, const DecodeOptions &opt
   if (!module) return Error{fmt::format("internal error: the program for {} does not check:\n{}", m.path, diagnostics)};
   DiscardPositionalSink sink;
   DecodeJob job{&module->checkpoint(), &m.payload, m.digests, &sink, m.path, {}};
+  job.pieceHashesOut = &entry.pieceHashes; // of the bytes that matched the digests
   if (auto ok = decodeJobs(std::span(&job, 1), options); !ok)
     return Error{"internal error: the synthesized program does not reproduce the input: " + ok.error().message};
   auto range = writer_.appendPayload(ByteSpan(m.payload.data(), m.payload.size()));

@@ -22,7 +22,7 @@ Result<ArchiveReader> ArchiveReader::open(std::shared_ptr<const MappedFile> file
   if (!archive) return archive.error();
   ArchiveReader reader;
   reader.path_ = path;
-  for (const ArchiveMember &m : archive->members) {
+  for (ArchiveMember &m : archive->members) {
     std::string name = archive->directory ? path + ":" + m.path : path + ":program";
     std::string diags;
     auto module = parseProgram(name, m.programText, /*requireRunnable=*/true, diags);
@@ -80,6 +80,7 @@ public:
   Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) override {
     return out_.writeAt(offset - base_, data, size);
   }
+  uint8_t *memoryAt(uint64_t offset, size_t size) override { return out_.memoryAt(offset - base_, size); }
 
 private:
   PositionalSink &out_;
@@ -87,10 +88,39 @@ private:
 };
 } // namespace
 
+DecodeJob ArchiveReader::decodeJob(size_t i, PositionalSink &output) const {
+  DecodeJob job{&checkpoint(i), &payload(i), digests(i), &output,
+                archive_.directory ? path_ + ":" + member(i).path : path_, {}};
+  job.pieceHashes = member(i).pieceHashes;
+  return job;
+}
+
 Result<void> ArchiveReader::readTensor(const TensorInfo &t, PositionalSink &sink, const DecodeOptions &options) const {
   ShiftedSink shifted(sink, checkpoint(t.member).regions[t.region].bytes.offset);
-  DecodeJob job{&checkpoint(t.member), &payload(t.member), digests(t.member), &shifted,
-                archive_.directory ? path_ + ":" + t.file : path_, {t.region}};
+  DecodeJob job = decodeJob(t.member, shifted);
+  job.onlyRegions = {t.region};
+  return decodeJobs(std::span(&job, 1), options);
+}
+
+ByteRange ArchiveReader::tensorPartToDecode(const TensorInfo &t, ByteRange part) const {
+  DiscardPositionalSink none;
+  DecodeJob job = decodeJob(t.member, none);
+  job.onlyRegions = {t.region};
+  job.onlyBytes = part;
+  const Region &r = checkpoint(t.member).regions[t.region];
+  const auto [first, end] = piecesToDecode(job, r);
+  const uint64_t begin = first * kDigestPieceBytes;
+  return ByteRange{begin, std::min(r.bytes.size, end * kDigestPieceBytes) - std::min(begin, r.bytes.size)};
+}
+
+Result<void> ArchiveReader::readTensorPart(const TensorInfo &t, ByteRange part, PositionalSink &sink,
+                                           const DecodeOptions &options) const {
+  const ByteRange decoded = tensorPartToDecode(t, part);
+  if (decoded.size == 0) return {};
+  ShiftedSink shifted(sink, checkpoint(t.member).regions[t.region].bytes.offset + decoded.offset);
+  DecodeJob job = decodeJob(t.member, shifted);
+  job.onlyRegions = {t.region};
+  job.onlyBytes = part;
   return decodeJobs(std::span(&job, 1), options);
 }
 

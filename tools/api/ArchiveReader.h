@@ -14,6 +14,7 @@
 #include "runtime/containers/Archive.h"
 #include "runtime/execution/ByteSink.h"
 #include "runtime/execution/DecodeOptions.h"
+#include "runtime/execution/ParallelDecode.h"
 
 #include <memory>
 #include <string>
@@ -50,6 +51,8 @@ public:
   Checkpoint &checkpoint(size_t i) { return modules_[i].checkpoint(); }
   const Payload &payload(size_t i) const { return archive_.members[i].payload; }
   const std::vector<uint64_t> &digests(size_t i) const { return archive_.members[i].digests; }
+  /// A DecodeJob for member `i` (all its regions) writing to `output`, with its digests.
+  DecodeJob decodeJob(size_t i, PositionalSink &output) const;
   uint64_t originalSize() const;
   uint64_t payloadSize() const;
 
@@ -61,6 +64,13 @@ public:
   /// 0, checked against its digest.
   Result<void> readTensor(const TensorInfo &tensor, PositionalSink &sink, const DecodeOptions &options = {}) const;
   Result<Bytes> readTensor(const std::string &name, const DecodeOptions &options = {}) const;
+  /// The bytes of a tensor readTensorPart() decodes for its bytes `part`: the pieces (of
+  /// kDigestPieceBytes) that hold them, which the index checks one by one. The whole tensor in
+  /// archives before version 6 and for a tensor of one piece; nothing for an empty part.
+  ByteRange tensorPartToDecode(const TensorInfo &tensor, ByteRange part) const;
+  /// Decodes tensorPartToDecode(tensor, part) to `sink`, at offsets from its start, checked.
+  Result<void> readTensorPart(const TensorInfo &tensor, ByteRange part, PositionalSink &sink,
+                              const DecodeOptions &options = {}) const;
 
 private:
   std::string path_;

@@ -156,8 +156,7 @@ public:
     std::vector<std::vector<ScatterSink::Target>> targets(reader_->memberCount());
     std::vector<std::vector<size_t>> regions(reader_->memberCount());
     for (size_t i = 0; i < indices.size(); ++i) {
-      if (indices[i] >= tensors_.size()) throw BrevisError(fmt::format("no tensor number {}", indices[i]));
-      const TensorInfo &t = tensors_[indices[i]];
+      const TensorInfo &t = checkedTensor(indices[i]);
       const Region &r = reader_->checkpoint(t.member).regions[t.region];
       targets[t.member].push_back({r.bytes.offset, r.bytes.size, writableBuffer(buffers[i], t.bytes, quoteString(t.name))});
       regions[t.member].push_back(t.region);
@@ -189,7 +188,34 @@ public:
     check(done);
   }
 
+  /// The bytes of tensor `index` that read_part_into decodes for its bytes [begin, begin + size):
+  /// (offset, size), the pieces the index checks one by one (the whole tensor in older archives).
+  std::pair<uint64_t, uint64_t> partToDecode(size_t index, uint64_t begin, uint64_t size) const {
+    const ByteRange r = reader_->tensorPartToDecode(checkedTensor(index), ByteRange{begin, size});
+    return {r.offset, r.size};
+  }
+
+  /// Decodes part_to_decode(index, begin, size) of tensor `index` into `buffer`.
+  void readPartInto(size_t index, uint64_t begin, uint64_t size, const py::buffer &buffer, unsigned threads) const {
+    const TensorInfo &t = checkedTensor(index);
+    const ByteRange part{begin, size};
+    const ByteRange decoded = reader_->tensorPartToDecode(t, part);
+    ScatterSink sink({{0, decoded.size, writableBuffer(buffer, decoded.size, quoteString(t.name))}});
+    DecodeOptions options;
+    options.threads = threadsFor(threads);
+    Result<void> done;
+    {
+      py::gil_scoped_release release;
+      done = reader_->readTensorPart(t, part, sink, options);
+    }
+    check(done);
+  }
+
 private:
+  const TensorInfo &checkedTensor(size_t index) const {
+    if (index >= tensors_.size()) throw BrevisError(fmt::format("no tensor number {}", index));
+    return tensors_[index];
+  }
   size_t checkedMember(size_t m) const {
     if (m >= reader_->memberCount()) throw BrevisError(fmt::format("no member number {}", m));
     return m;
@@ -296,7 +322,10 @@ PYBIND11_MODULE(_brevis, m) {
       .def("member_is_safetensors", &PyArchive::memberIsSafetensors, py::arg("member"))
       .def("tensors", &PyArchive::tensors)
       .def("header", &PyArchive::header, py::arg("member") = 0)
-      .def("read_into", &PyArchive::readInto, py::arg("indices"), py::arg("buffers"), py::arg("threads") = 0);
+      .def("read_into", &PyArchive::readInto, py::arg("indices"), py::arg("buffers"), py::arg("threads") = 0)
+      .def("part_to_decode", &PyArchive::partToDecode, py::arg("index"), py::arg("begin"), py::arg("size"))
+      .def("read_part_into", &PyArchive::readPartInto, py::arg("index"), py::arg("begin"), py::arg("size"),
+           py::arg("buffer"), py::arg("threads") = 0);
   m.def("compress_file", &compressFile, py::arg("source"), py::arg("target"), py::arg("level"), py::arg("threads"),
         py::arg("overwrite"));
   m.def("compress_bytes", &compressBytes, py::arg("data"), py::arg("name"), py::arg("target"), py::arg("level"),

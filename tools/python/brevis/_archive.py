@@ -149,8 +149,10 @@ class _Archive:
 
 
 class _Slice:
-    """safe_open(...).get_slice(name): the tensor's shape and dtype without decoding it;
-    indexing decodes the tensor and returns that part of it."""
+    """safe_open(...).get_slice(name): the tensor's shape and dtype without decoding it.
+    Indexing decodes the part of the tensor that holds the rows the first index picks (an int
+    or a slice): the 16 MiB pieces of it that the archive checks one by one (docs/python.md),
+    or the whole tensor when the first index is anything else."""
 
     def __init__(self, owner, name):
         self._owner, self._tensor = owner, owner._open().tensor(name)
@@ -162,7 +164,30 @@ class _Slice:
         return self._tensor.dtype
 
     def __getitem__(self, key):
-        return self._owner.get_tensor(self._tensor.name)[key]
+        t = self._tensor
+        rest = key[1:] if isinstance(key, tuple) else ()
+        first = (key[0] if key else slice(None)) if isinstance(key, tuple) else key
+        if not t.shape or t.nbytes == 0 or first is Ellipsis or first is None:
+            return self._owner.get_tensor(t.name)[key]
+        rows = range(t.shape[0])
+        if isinstance(first, slice):
+            picked = rows[first]
+            if not picked:
+                lo = hi = 0
+            else:
+                lo, hi = min(picked[0], picked[-1]), max(picked[0], picked[-1]) + 1
+            stop = picked.stop - lo
+            first = slice(picked.start - lo, stop if stop >= 0 else None, picked.step)
+        else:
+            try:
+                index = operator.index(first)
+            except TypeError:  # a list, an array, a mask: any row may be needed
+                return self._owner.get_tensor(t.name)[key]
+            if isinstance(first, bool):
+                return self._owner.get_tensor(t.name)[key]
+            row = rows[index]  # IndexError as numpy's when out of range
+            lo, hi, first = row, row + 1, 0
+        return self._owner._convert(self._owner._rows(t, lo, hi)[(first,) + rest], t)
 
 
 class safe_open:
@@ -223,7 +248,33 @@ class safe_open:
         return archive.read([name], self._threads, self._bf16)[name]
 
     def get_slice(self, name):
+        """The tensor `name` for indexing (safetensors' PySafeSlice): get_shape(), get_dtype(),
+        and [rows, ...], which decodes only the part of the tensor that holds those rows."""
         return _Slice(self, name)
+
+    def _rows(self, t, lo, hi):
+        """Rows [lo, hi) of tensor `t` as a numpy array of its bits, decoding only the pieces
+        that hold them."""
+        archive = self._open().archive
+        shape = (hi - lo,) + t.shape[1:]
+        dtype = _np.dtype(_NUMPY_DTYPES[t.dtype])
+        row_bytes = t.nbytes // t.shape[0]
+        begin, size = lo * row_bytes, (hi - lo) * row_bytes
+        if size == 0:
+            return _np.empty(shape, dtype=dtype)
+        offset, decoded = archive.part_to_decode(t.index, begin, size)
+        buffer = _np.empty(decoded, dtype=_np.uint8)
+        archive.read_part_into(t.index, begin, size, buffer, self._threads)
+        rows = buffer[begin - offset:begin - offset + size].view(dtype).reshape(shape)
+        return rows.copy() if size < decoded else rows  # not a view keeping the other rows alive
+
+    def _convert(self, array, t):
+        """A part of tensor `t`, read as bits, as get_tensor gives it."""
+        if self._framework == "pt":
+            return self._to_torch(_np.ascontiguousarray(array), t.dtype, self._device)
+        if self._bf16 == "float32" and t.dtype == "BF16":
+            return _widen_bf16(_np.asarray(array))
+        return array  # as indexing the whole array gives it (a numpy scalar for one element)
 
 
 # --- compressing and decompressing files ---------------------------------------------------
