@@ -5,7 +5,8 @@ For each checkpoint: compresses it (level 1 unless --level), then times, best of
 alternately, `brevisc decompress -T N ARCHIVE -o /dev/null` and
 `brevis.numpy.load_file(ARCHIVE, threads=N)` for each N of --threads (and the median ratio of
 the pairs), and `safe_open(...).get_tensor(name)` for the largest, a middle and the
-smallest tensor (each against its size: random access decodes that tensor alone).
+smallest tensor (each against its size: random access decodes that tensor alone), and
+get_slice of ten rows of the largest (the pieces holding them alone).
 
 Usage: python_load.py [--brevisc PATH] [--threads 1,2] [--runs 5] [--level 1] CHECKPOINT...
 (run with the interpreter and PYTHONPATH the package was built for: /usr/bin/python3 and
@@ -73,6 +74,15 @@ def main():
                 for name in (by_bytes[-1], by_bytes[len(by_bytes) // 2], by_bytes[0]):
                     t = best(a.runs, lambda: f.get_tensor(name))
                     access.append((os.path.basename(path), name, infos[name].nbytes, t))
+                # Ten rows from the middle of the largest tensor: the pieces holding them alone.
+                large = by_bytes[-1]
+                rows = infos[large].shape[0] if infos[large].shape else 0
+                if rows >= 10:
+                    s = f.get_slice(large)
+                    t = best(a.runs, lambda: s[rows // 2:rows // 2 + 10])
+                    nbytes = infos[large].nbytes // rows * 10
+                    access.append((os.path.basename(path), f"{large}[{rows // 2}:{rows // 2 + 10}] (get_slice)",
+                                   nbytes, t))
     print()
     print("| checkpoint | tensor | bytes | get_tensor | µs per KiB |")
     print("|---|---|---|---|---|")

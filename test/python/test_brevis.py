@@ -107,6 +107,10 @@ def test_a_slice_of_a_large_tensor_decodes_only_the_pieces_holding_its_rows(tmp_
             got, want = f.get_slice("large")[key], large[key]
             assert np.asarray(got).dtype == want.dtype and np.array_equal(got, want), key
             assert np.array_equal(f.get_slice("bits")[key], bits[key]), key
+        whole = f.get_tensor("large")  # in memory of its own (huge pages): writable, freed with it
+        assert whole.flags.writeable and whole.flags.c_contiguous and np.array_equal(whole, large)
+        whole[0, 0] = 1.5
+        assert whole[0, 0] == 1.5 and f.get_tensor("large")[0, 0] == large[0, 0]
         with pytest.raises(IndexError):
             f.get_slice("large")[3000]
         with pytest.raises(IndexError):

@@ -1,5 +1,6 @@
 """The package's API over brevis._brevis: safe_open, compress, decompress, save_file, explain."""
 import json
+import mmap as _mmap
 import operator
 import os
 
@@ -94,6 +95,20 @@ def _widen_bf16(bits):
 
 # --- reading -------------------------------------------------------------------------------
 
+# Arrays of at least this many bytes are mapped memory that asks for transparent huge pages:
+# the kernel then clears and maps 2 MiB at a time, not 4 KiB (docs/python.md, "Speed").
+_HUGE_PAGE_BYTES = 8 << 20
+
+
+def _buffer(nbytes):
+    """A new writable uint8 array of `nbytes`, for a tensor to be decoded into."""
+    if nbytes >= _HUGE_PAGE_BYTES and hasattr(_mmap, "MADV_HUGEPAGE"):
+        memory = _mmap.mmap(-1, nbytes, flags=_mmap.MAP_PRIVATE | _mmap.MAP_ANONYMOUS)
+        memory.madvise(_mmap.MADV_HUGEPAGE)
+        return _np.frombuffer(memory, dtype=_np.uint8)  # unmapped when the last array using it goes
+    return _np.empty(nbytes, dtype=_np.uint8)
+
+
 class _Tensor:
     __slots__ = ("index", "name", "dtype", "shape", "nbytes", "member")
 
@@ -131,7 +146,7 @@ class _Archive:
         threads, bf16 = _threads(threads), _bf16(bf16)
         tensors = [self.tensor(n) for n in names]
         # Each tensor is decoded into a byte buffer that the array is then a view of: no copy.
-        buffers = [_np.empty(t.nbytes, dtype=_np.uint8) for t in tensors]
+        buffers = [_buffer(t.nbytes) for t in tensors]
         self.archive.read_into([t.index for t in tensors], buffers, threads)
         arrays = [b.view(_np.dtype(_NUMPY_DTYPES[t.dtype])).reshape(t.shape) for t, b in zip(tensors, buffers)]
         if bf16 == "float32":
@@ -263,7 +278,7 @@ class safe_open:
         if size == 0:
             return _np.empty(shape, dtype=dtype)
         offset, decoded = archive.part_to_decode(t.index, begin, size)
-        buffer = _np.empty(decoded, dtype=_np.uint8)
+        buffer = _buffer(decoded)
         archive.read_part_into(t.index, begin, size, buffer, self._threads)
         rows = buffer[begin - offset:begin - offset + size].view(dtype).reshape(shape)
         return rows.copy() if size < decoded else rows  # not a view keeping the other rows alive
