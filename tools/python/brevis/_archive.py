@@ -104,7 +104,10 @@ def _buffer(nbytes):
     """A new writable uint8 array of `nbytes`, for a tensor to be decoded into."""
     if nbytes >= _HUGE_PAGE_BYTES and hasattr(_mmap, "MADV_HUGEPAGE"):
         memory = _mmap.mmap(-1, nbytes, flags=_mmap.MAP_PRIVATE | _mmap.MAP_ANONYMOUS)
-        memory.madvise(_mmap.MADV_HUGEPAGE)
+        try:
+            memory.madvise(_mmap.MADV_HUGEPAGE)
+        except OSError:  # a kernel without transparent huge pages: small pages, as np.empty
+            pass
         return _np.frombuffer(memory, dtype=_np.uint8)  # unmapped when the last array using it goes
     return _np.empty(nbytes, dtype=_np.uint8)
 
@@ -182,8 +185,8 @@ class _Slice:
         t = self._tensor
         rest = key[1:] if isinstance(key, tuple) else ()
         first = (key[0] if key else slice(None)) if isinstance(key, tuple) else key
-        if not t.shape or t.nbytes == 0 or first is Ellipsis or first is None:
-            return self._owner.get_tensor(t.name)[key]
+        if not t.shape or t.nbytes == 0 or first is Ellipsis or first is None or isinstance(first, (bool, _np.bool_)):
+            return _own(self._owner.get_tensor(t.name)[key], t.nbytes)
         rows = range(t.shape[0])
         if isinstance(first, slice):
             picked = rows[first]
@@ -197,12 +200,22 @@ class _Slice:
             try:
                 index = operator.index(first)
             except TypeError:  # a list, an array, a mask: any row may be needed
-                return self._owner.get_tensor(t.name)[key]
-            if isinstance(first, bool):
-                return self._owner.get_tensor(t.name)[key]
-            row = rows[index]  # IndexError as numpy's when out of range
+                return _own(self._owner.get_tensor(t.name)[key], t.nbytes)
+            if not -len(rows) <= index < len(rows):
+                raise IndexError(f"index {index} is out of bounds for axis 0 with size {len(rows)}")
+            row = rows[index]
             lo, hi, first = row, row + 1, 0
-        return self._owner._convert(self._owner._rows(t, lo, hi)[(first,) + rest], t)
+        rows, decoded = self._owner._rows(t, lo, hi)
+        return self._owner._convert(_own(rows[(first,) + rest], decoded), t)
+
+
+def _own(part, decoded):
+    """`part` of an array decoded into `decoded` bytes, as an array of its own: a view of a few
+    rows of the buffer (a stepped slice, a whole tensor decoded for a part) would keep all of it
+    alive."""
+    if isinstance(part, _np.ndarray) and part.base is not None and part.nbytes < decoded:
+        return part.copy()
+    return part
 
 
 class safe_open:
@@ -269,26 +282,26 @@ class safe_open:
 
     def _rows(self, t, lo, hi):
         """Rows [lo, hi) of tensor `t` as a numpy array of its bits, decoding only the pieces
-        that hold them."""
+        that hold them, and the bytes decoded."""
         archive = self._open().archive
         shape = (hi - lo,) + t.shape[1:]
         dtype = _np.dtype(_NUMPY_DTYPES[t.dtype])
         row_bytes = t.nbytes // t.shape[0]
         begin, size = lo * row_bytes, (hi - lo) * row_bytes
         if size == 0:
-            return _np.empty(shape, dtype=dtype)
+            return _np.empty(shape, dtype=dtype), 0
         offset, decoded = archive.part_to_decode(t.index, begin, size)
         buffer = _buffer(decoded)
         archive.read_part_into(t.index, begin, size, buffer, self._threads)
-        rows = buffer[begin - offset:begin - offset + size].view(dtype).reshape(shape)
-        return rows.copy() if size < decoded else rows  # not a view keeping the other rows alive
+        return buffer[begin - offset:begin - offset + size].view(dtype).reshape(shape), decoded
 
     def _convert(self, array, t):
         """A part of tensor `t`, read as bits, as get_tensor gives it."""
         if self._framework == "pt":
             return self._to_torch(_np.ascontiguousarray(array), t.dtype, self._device)
         if self._bf16 == "float32" and t.dtype == "BF16":
-            return _widen_bf16(_np.asarray(array))
+            widened = _widen_bf16(_np.asarray(array))
+            return widened[()] if isinstance(array, _np.generic) else widened  # a scalar stays one
         return array  # as indexing the whole array gives it (a numpy scalar for one element)
 
 
