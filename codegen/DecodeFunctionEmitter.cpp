@@ -676,7 +676,7 @@ private:
       }
       return acc;
     }
-    case NodeKind::Map: return mapValue(as<Map>(e), value(*as<Map>(e).body, index, ty));
+    case NodeKind::Map: return mapValue(as<Map>(e), value(*as<Map>(e).body, index, ty), index);
     case NodeKind::Lit: return litValue(as<Lit>(e), index, ty);
     case NodeKind::Concat:
     case NodeKind::Repeat:
@@ -686,15 +686,28 @@ private:
     __builtin_trap(); // not fused: a leaf
   }
 
-  /// applyMap (runtime/common/WordOps.h) of a word x < 2^width held in a wider type.
-  llvm::Value *mapValue(const Map &m, llvm::Value *x) {
+  /// applyMap (runtime/common/WordOps.h) of word `index`, x < 2^width held in a wider type.
+  llvm::Value *mapValue(const Map &m, llvm::Value *x, llvm::Value *index) {
     const unsigned width = type(m).width;
     llvm::Type *ty = x->getType();
     const unsigned tyBits = ty->getIntegerBitWidth();
     auto constant = [&](uint64_t v) { return llvm::ConstantInt::get(ty, v); };
+    // The constant: the map's own, or entry index mod P of its list (a constant table).
+    auto parameter = [&]() -> llvm::Value * {
+      if (m.periodic.empty()) return constant(m.param);
+      const unsigned bytes = containerBytes(width);
+      llvm::Constant *init = wordTable(m.periodic, width, bytes);
+      auto *arrayTy = llvm::cast<llvm::ArrayType>(init->getType());
+      auto *table = new llvm::GlobalVariable(module_, arrayTy, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
+                                             init, "map_constants");
+      table->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+      llvm::Value *at = b_.CreateURem(index, i64c(m.periodic.size()));
+      llvm::Value *p = b_.CreateInBoundsGEP(arrayTy, table, {i64c(0), at});
+      return b_.CreateZExtOrTrunc(b_.CreateLoad(intTy(bytes), p), ty);
+    };
     switch (m.fn) {
-    case MapFn::Xor: return b_.CreateXor(x, constant(m.param));
-    case MapFn::Add: return mask(b_.CreateAdd(x, constant(m.param)), width);
+    case MapFn::Xor: return b_.CreateXor(x, parameter());
+    case MapFn::Add: return mask(b_.CreateAdd(x, parameter()), width);
     case MapFn::ZigZag: {
       llvm::Value *negative = b_.CreateAnd(b_.CreateLShr(x, width - 1), constant(1));
       llvm::Value *all = mask(b_.CreateSub(constant(0), negative), width); // the mask, or 0
@@ -713,12 +726,15 @@ private:
   }
 
   /// An inline literal's words, masked to its width, as a constant array of `bytes`-byte elements.
-  llvm::Constant *inlineTable(const Lit &l, unsigned bytes) {
-    const uint64_t keep = widthMask(l.type.width);
+  llvm::Constant *inlineTable(const Lit &l, unsigned bytes) { return wordTable(l.words(), l.type.width, bytes); }
+
+  /// Words masked to `width` bits as a constant array of `bytes`-byte elements.
+  llvm::Constant *wordTable(const std::vector<uint64_t> &source, unsigned width, unsigned bytes) {
+    const uint64_t keep = widthMask(width);
     auto table = [&]<typename T>(T) {
       std::vector<T> words;
-      words.reserve(l.words().size());
-      for (uint64_t w : l.words()) words.push_back(static_cast<T>(w & keep));
+      words.reserve(source.size());
+      for (uint64_t w : source) words.push_back(static_cast<T>(w & keep));
       return llvm::ConstantDataArray::get(module_.getContext(), llvm::ArrayRef<T>(words));
     };
     switch (bytes) {

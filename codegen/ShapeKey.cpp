@@ -92,6 +92,8 @@ Result<void> appendKey(const Expr &e, const Payload &payload, std::string &key) 
     key += 'A';
     appendU64(key, static_cast<uint64_t>(m.fn));
     appendU64(key, m.param);
+    appendU64(key, m.periodic.size()); // a list of constants is folded in, as the constant is
+    for (uint64_t c : m.periodic) appendU64(key, c);
     return appendKey(*m.body, payload, key);
   }
   case NodeKind::Scan: {

@@ -47,7 +47,7 @@ term
   | CONST streamType value=NUMBER                                  # constExpr
   | CONCAT '(' (expr (',' expr)*)? ')'                             # concatExpr
   | REPEAT count=NUMBER '(' expr ')'                               # repeatExpr
-  | MAP fn=IDENT param=NUMBER? '(' expr ')'                        # mapExpr
+  | MAP fn=IDENT (param=NUMBER | '[' numberList ']')? '(' expr ')'  # mapExpr
   | SCAN op=IDENT init=NUMBER '(' expr ')'                         # scanExpr
   | MERGE '(' (mergeField (',' mergeField)*)? ')'                  # mergeExpr
   | '?' streamType                                                 # holeExpr

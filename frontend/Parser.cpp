@@ -483,7 +483,7 @@ private:
     return Hole::make(streamType(h->streamType()));
   }
 
-  /// term alternative mapExpr : MAP IDENT NUMBER? '(' expr ')'
+  /// term alternative mapExpr : MAP IDENT (NUMBER | '[' numberList ']')? '(' expr ')'
   ExprPtr mapExpr(G::MapExprContext *ctx) {
     std::string name = ctx->fn->getText();
     auto fn = mapFnFromName(name);
@@ -494,14 +494,23 @@ private:
       };
       diags_.error(locOf(ctx->fn),
                    fmt::format("unknown map function '{}'; expected {}", excerpt(name), alternatives(known)));
-    } else if (mapFnTakesParameter(*fn) && !ctx->param) {
+    } else if (mapFnTakesParameter(*fn) && !ctx->param && !ctx->numberList()) {
       diags_.error(locOf(ctx->fn), fmt::format("map {} needs a parameter", name));
     } else if (!mapFnTakesParameter(*fn) && ctx->param) {
       diags_.error(locOf(ctx->param), fmt::format("map {} takes no parameter", name));
+    } else if (ctx->numberList() && *fn != MapFn::Add && *fn != MapFn::Xor) {
+      diags_.error(locOf(ctx->fn), fmt::format("map {} takes no list of constants (add and xor do)", name));
+    } else if (ctx->numberList() && ctx->numberList()->NUMBER().empty()) {
+      diags_.error(locOf(ctx->fn), fmt::format("map {}'s list of constants is empty", name));
     }
     uint64_t param = ctx->param ? number(ctx->param) : 0;
     auto e = Map::make(fn.value_or(MapFn::Xor), param, expr(ctx->expr()));
     if (ctx->param) e->radix = radixOf(ctx->param->getText());
+    if (ctx->numberList()) {
+      std::vector<Radix> radixes;
+      e->periodic = numbers(ctx->numberList(), &radixes);
+      e->radix = listRadix(radixes);
+    }
     return e;
   }
 
@@ -770,11 +779,24 @@ private:
     case G::MAP: {
       const ScannedToken *name = expect(G::IDENT);
       auto fn = name ? mapFnFromName(textOf(*name)) : std::nullopt;
-      if (!fn || mapFnTakesParameter(*fn) != (peek() == G::NUMBER)) return fail(), nullptr;
+      if (!fn) return fail(), nullptr;
       Radix radix = Radix::Auto;
+      std::vector<uint64_t> periodic;
+      if (peek() == G::LBRACKET) { // a list of constants: add and xor
+        if (*fn != MapFn::Add && *fn != MapFn::Xor) return fail(), nullptr;
+        expect(G::LBRACKET);
+        std::vector<Radix> radixes;
+        periodic = numberList(&radixes);
+        expect(G::RBRACKET);
+        if (periodic.empty()) return fail(), nullptr;
+        radix = listRadix(radixes);
+      } else if (mapFnTakesParameter(*fn) != (peek() == G::NUMBER)) {
+        return fail(), nullptr;
+      }
       uint64_t param = peek() == G::NUMBER ? number(&radix) : 0;
       auto m = Map::make(*fn, param, body());
       m->radix = radix;
+      m->periodic = std::move(periodic);
       e = std::move(m);
       break;
     }

@@ -154,6 +154,7 @@ ExprPtr cloneExpr(const Expr &e) {
     const Map &m = as<Map>(e);
     auto n = Map::make(m.fn, m.param, cloneExpr(*m.body));
     n->radix = m.radix;
+    n->periodic = m.periodic;
     copy = std::move(n);
     break;
   }
@@ -210,7 +211,9 @@ bool sameFields(const Expr &a, const Expr &b) {
   }
   case NodeKind::Concat: return as<Concat>(a).parts.size() == as<Concat>(b).parts.size();
   case NodeKind::Repeat: return as<Repeat>(a).count == as<Repeat>(b).count;
-  case NodeKind::Map: return as<Map>(a).fn == as<Map>(b).fn && as<Map>(a).param == as<Map>(b).param;
+  case NodeKind::Map:
+    return as<Map>(a).fn == as<Map>(b).fn && as<Map>(a).param == as<Map>(b).param &&
+           as<Map>(a).periodic == as<Map>(b).periodic;
   case NodeKind::Scan: return as<Scan>(a).op == as<Scan>(b).op && as<Scan>(a).init == as<Scan>(b).init;
   case NodeKind::Merge: {
     const auto &x = as<Merge>(a), &y = as<Merge>(b);

@@ -109,12 +109,17 @@ struct Repeat final : Expr {
   Repeat() : Expr(Kind) {}
 };
 
-/// `map xor 0x8000 (body)`: a bijection word by word.
+/// `map xor 0x8000 (body)`: a bijection word by word. `map add [c0, c1, …] (body)`: word i
+/// takes the constant c(i mod P), P the list's length (per-column offsets of a row-major
+/// tensor, whose channels differ in scale).
 struct Map final : Expr {
   static constexpr NodeKind Kind = NodeKind::Map;
   MapFn fn = MapFn::Xor;
   uint64_t param = 0; ///< constant for xor/add, rotation for rotl; 0 otherwise
-  Radix radix = Radix::Auto; ///< of the parameter
+  Radix radix = Radix::Auto; ///< of the parameter (or of the list)
+  /// xor/add with a list of constants, one per position modulo its length (then `param` is
+  /// unused); empty for one constant.
+  std::vector<uint64_t> periodic;
   ExprPtr body;
   static std::unique_ptr<Map> make(MapFn, uint64_t param, ExprPtr body);
   Map() : Expr(Kind) {}

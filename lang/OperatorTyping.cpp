@@ -120,6 +120,10 @@ Typing typeMap(const Map &m, StreamType body) {
     return body;
   case MapFn::Xor:
   case MapFn::Add:
+    for (size_t i = 0; i < m.periodic.size(); ++i)
+      if (!fits(m.periodic[i], body.width))
+        return nodeError(fmt::format("map {} constant {} (number {} of the list) does not fit in {} bits",
+                                     mapFnName(m.fn), m.periodic[i], i + 1, body.width));
     if (!fits(m.param, body.width)) {
       std::string param = m.fn == MapFn::Xor ? fmt::format("{:#x}", m.param) : std::to_string(m.param);
       return nodeError(fmt::format("map {} constant {} does not fit in {} bits", mapFnName(m.fn), param, body.width));

@@ -83,6 +83,11 @@ std::string openText(const Expr &e) {
   case NodeKind::Map: {
     const auto &m = as<Map>(e);
     if (!mapFnTakesParameter(m.fn)) return fmt::format("map {} (", mapFnName(m.fn));
+    if (!m.periodic.empty()) {
+      std::string out = fmt::format("map {} [", mapFnName(m.fn));
+      for (size_t i = 0; i < m.periodic.size(); ++i) out += (i ? ", " : "") + countLiteral(m.periodic[i], m.radix);
+      return out + "] (";
+    }
     std::string param = m.fn == MapFn::Xor ? wordLiteral(m.param, m.radix) : countLiteral(m.param, m.radix);
     return fmt::format("map {} {} (", mapFnName(m.fn), param);
   }
@@ -165,20 +170,26 @@ std::string flat(const Expr &e) {
 
 void printBroken(const Expr &e, unsigned indent, std::string &out);
 
-// A long inline word list: the words fill lines two spaces deeper, the bracket closes alone.
-void printBrokenInline(const Lit &l, unsigned indent, std::string &out) {
-  std::string pad(indent + 2, ' ');
-  out += fmt::format("lit {} [\n", toString(l.type));
+/// Words filling lines `pad` deep (at most kPrintWidth wide), comma-separated.
+void appendFilledWords(const std::vector<uint64_t> &words, Radix radix, const std::string &pad, std::string &out) {
   std::string line = pad;
-  for (size_t i = 0; i < l.words().size(); ++i) {
-    std::string word = countLiteral(l.words()[i], l.radix) + (i + 1 < l.words().size() ? "," : "");
+  for (size_t i = 0; i < words.size(); ++i) {
+    std::string word = countLiteral(words[i], radix) + (i + 1 < words.size() ? "," : "");
     if (line.size() > pad.size() && line.size() + 1 + word.size() > kPrintWidth) {
       out += line + "\n";
       line = pad;
     }
     line += (line.size() > pad.size() ? " " : "") + word;
   }
-  out += line + "\n" + std::string(indent, ' ') + "]" + annotationText(l);
+  out += line + "\n";
+}
+
+// A long inline word list: the words fill lines two spaces deeper, the bracket closes alone.
+void printBrokenInline(const Lit &l, unsigned indent, std::string &out) {
+  std::string pad(indent + 2, ' ');
+  out += fmt::format("lit {} [\n", toString(l.type));
+  appendFilledWords(l.words(), l.radix, pad, out);
+  out += std::string(indent, ' ') + "]" + annotationText(l);
 }
 
 // A long text: `text`, then its pieces one a line, two spaces deeper.
@@ -214,12 +225,20 @@ void printAt(const Expr &e, unsigned indent, unsigned firstLineUsed, std::string
   }
 }
 
-// Children one per line, two spaces deeper, the closing parenthesis on its own line.
+// Children one per line, two spaces deeper, the closing parenthesis on its own line. A map's
+// list of constants too long for its line fills lines of its own, as an inline literal's.
 void printBroken(const Expr &e, unsigned indent, std::string &out) {
   auto kids = children(e);
   auto prefixes = childPrefixes(e, kids.size());
   std::string pad(indent + 2, ' ');
-  out += openText(e);
+  const auto *map = dynAs<Map>(e);
+  if (map && !map->periodic.empty() && indent + openText(e).size() > kPrintWidth) {
+    out += fmt::format("map {} [\n", mapFnName(map->fn));
+    appendFilledWords(map->periodic, map->radix, pad, out);
+    out += std::string(indent, ' ') + "] (";
+  } else {
+    out += openText(e);
+  }
   out += '\n';
   for (size_t i = 0; i < kids.size(); ++i) {
     out += pad + prefixes[i];

@@ -159,9 +159,11 @@ private:
 
 class MapReader final : public Reader {
 public:
-  MapReader(StreamType t, const Map &m, ReaderPtr body) : Reader(t), fn_(m.fn), param_(m.param), body_(std::move(body)) {}
+  MapReader(StreamType t, const Map &m, ReaderPtr body)
+      : Reader(t), fn_(m.fn), param_(m.param), periodic_(m.periodic), body_(std::move(body)) {}
   void read(uint64_t *out, size_t n) override {
     body_->read(out, n);
+    if (!periodic_.empty()) return applyPeriodic(out, n, type.width);
     // One loop per function, so that each is a tight (vectorizable) loop.
     const unsigned width = type.width;
     switch (fn_) {
@@ -173,16 +175,38 @@ public:
     case MapFn::BitRev: return apply<MapFn::BitRev>(out, n, width);
     }
   }
-  void reset() override { body_->reset(); }
-  void skip(uint64_t n) override { body_->skip(n); }
+  void reset() override {
+    body_->reset();
+    at_ = 0;
+  }
+  void skip(uint64_t n) override {
+    body_->skip(n);
+    if (!periodic_.empty()) at_ = static_cast<size_t>((at_ + n) % periodic_.size());
+  }
 
 private:
   template <MapFn Fn> void apply(uint64_t *out, size_t n, unsigned width) const {
     for (size_t i = 0; i < n; ++i) out[i] = applyMap(Fn, param_, width, out[i]);
   }
+  /// xor or add of the list's constants in turn, from the one for the next word's position.
+  void applyPeriodic(uint64_t *out, size_t n, unsigned width) {
+    const size_t period = periodic_.size();
+    for (size_t i = 0; i < n;) {
+      const size_t run = std::min(n - i, period - at_);
+      const uint64_t *c = periodic_.data() + at_;
+      if (fn_ == MapFn::Xor)
+        for (size_t k = 0; k < run; ++k) out[i + k] ^= c[k];
+      else
+        for (size_t k = 0; k < run; ++k) out[i + k] = applyMap(MapFn::Add, c[k], width, out[i + k]);
+      i += run;
+      at_ = (at_ + run) % period;
+    }
+  }
 
   MapFn fn_;
   uint64_t param_;
+  std::vector<uint64_t> periodic_;
+  size_t at_ = 0; ///< the position modulo the list's length of the next word
   ReaderPtr body_;
 };
 

@@ -56,6 +56,101 @@ constexpr uint64_t kParallelFieldsMinWords = uint64_t{1} << 20;
 // repeat: the longest period looked for beyond the shape's trailing dimensions.
 constexpr uint64_t kMaxSmallPeriod = 64;
 
+// Column offsets of an exponent field (`map add [c0, …]`): the fewest rows, the most columns, the
+// rows whose words give each column's median (evenly spaced), and what each constant adds to
+// the program text after its compression.
+constexpr uint64_t kColumnOffsetsMinRows = 16;
+constexpr uint64_t kColumnOffsetsMaxColumns = uint64_t{1} << 16;
+constexpr uint64_t kColumnOffsetsSampleRows = 256;
+constexpr uint64_t kColumnOffsetsMaxCells = uint64_t{1} << 21;
+constexpr double kPeriodicWordBytes = 1.5;
+constexpr double kColumnOffsetsMinGain = 0.02;
+
+/// Each column's median exponent and the whole stream's, of a row-major tensor's words (on up
+/// to kColumnOffsetsSampleRows evenly spaced rows); empty medians where the shape does not allow.
+struct ColumnExponents {
+  std::vector<uint16_t> medians;
+  uint16_t overall = 0;
+  /// Order-0 entropy of the sampled exponents less that of them less their column's median
+  /// difference, in bits per word: what the constants can gain, at most about.
+  double gainBits = 0;
+};
+
+ColumnExponents columnExponents(WordsView words, const DTypeInfo &f, uint64_t columns) {
+  ColumnExponents out;
+  if (columns < 2 || columns > kColumnOffsetsMaxColumns || words.size() % columns ||
+      words.size() / columns < kColumnOffsetsMinRows)
+    return out;
+  const uint64_t rows = words.size() / columns;
+  const uint64_t taken = std::min({rows, kColumnOffsetsSampleRows, kColumnOffsetsMaxCells / columns});
+  if (taken < kColumnOffsetsMinRows) return out;
+  // Sampled rows, read in memory order into one column after another.
+  const uint64_t mask = widthMask(f.exponentBits);
+  std::vector<uint16_t> cells(columns * taken);
+  for (uint64_t k = 0; k < taken; ++k) {
+    const uint64_t row = k * rows / taken;
+    words.subspan(row * columns, columns).visit([&](auto w) {
+      for (uint64_t c = 0; c < columns; ++c) cells[c * taken + k] = static_cast<uint16_t>((w[c] >> f.mantissaBits) & mask);
+    });
+  }
+  // Medians by counting: exponents take few values, on which selection and sorting are slow.
+  std::vector<uint32_t> counts(mask + 1), all(mask + 1);
+  auto median = [](const std::vector<uint32_t> &histogram, uint64_t lo, uint64_t total) {
+    uint64_t v = lo, seen = histogram[lo];
+    while (seen * 2 <= total) seen += histogram[++v];
+    return static_cast<uint16_t>(v);
+  };
+  out.medians.resize(columns);
+  for (uint64_t c = 0; c < columns; ++c) {
+    const uint16_t *begin = &cells[c * taken], *end = begin + taken;
+    uint16_t lo = *begin;
+    for (const uint16_t *v = begin; v != end; ++v) {
+      ++counts[*v];
+      ++all[*v];
+      lo = std::min(lo, *v);
+    }
+    out.medians[c] = median(counts, lo, taken);
+    for (const uint16_t *v = begin; v != end; ++v) counts[*v] = 0;
+  }
+  out.overall = median(all, 0, cells.size());
+  std::vector<uint32_t> shifted(mask + 1);
+  for (uint64_t c = 0; c < columns; ++c)
+    for (uint64_t k = 0; k < taken; ++k) ++shifted[(cells[c * taken + k] - out.medians[c] + out.overall) & mask];
+  auto entropyBits = [&](const std::vector<uint32_t> &histogram) {
+    double bits = 0;
+    for (uint32_t n : histogram)
+      if (n) bits -= n * std::log2(static_cast<double>(n) / static_cast<double>(cells.size()));
+    return bits / static_cast<double>(cells.size());
+  };
+  out.gainBits = entropyBits(all) - entropyBits(shifted);
+  return out;
+}
+
+/// The constants of `map add` over a field whose bits [partShift, partShift + partBits) hold
+/// exponent bits [dropped, dropped + partBits): each column's median less the whole stream's,
+/// in those bits. Channels of a convolution or a linear layer differ in scale, so their
+/// exponents differ by a constant a column; subtracting it leaves exponents of one
+/// distribution. Empty if every column's is the same.
+std::vector<uint64_t> columnOffsets(const ColumnExponents &e, unsigned width, unsigned partShift, unsigned partBits,
+                                    unsigned dropped) {
+  std::vector<uint64_t> constants(e.medians.size());
+  bool any = false;
+  const uint64_t overall = e.overall >> dropped;
+  for (size_t c = 0; c < e.medians.size(); ++c) {
+    constants[c] = ((((e.medians[c] >> dropped) - overall) & widthMask(partBits)) << partShift) & widthMask(width);
+    any |= constants[c] != 0;
+  }
+  if (!any) constants.clear();
+  return constants;
+}
+
+/// The position in its stream of each word of sampleOf(a stream of `size` words).
+uint64_t samplePosition(size_t size, size_t i) {
+  if (size <= kSampleThreshold) return i;
+  const size_t stride = (size - kSampleRunWords) / (kSampleRuns - 1);
+  return (i / kSampleRunWords) * stride + i % kSampleRunWords;
+}
+
 bool isUniform(WordsView words) {
   return words.visit([](auto w) { return std::all_of(w.begin(), w.end(), [&](auto x) { return x == w[0]; }); });
 }
@@ -175,7 +270,8 @@ Plan constPlan() {
 }
 
 bool sameShape(const Plan &a, const Plan &b) {
-  if (a.op != b.op || a.count != b.count || a.mapFn != b.mapFn || a.mapParam != b.mapParam || a.scanOp != b.scanOp ||
+  if (a.op != b.op || a.count != b.count || a.mapFn != b.mapFn || a.mapParam != b.mapParam ||
+      a.mapPeriodic != b.mapPeriodic || a.scanOp != b.scanOp ||
       a.fieldWidths != b.fieldWidths || a.pieceLengths != b.pieceLengths || a.children.size() != b.children.size())
     return false;
   for (size_t i = 0; i < a.children.size(); ++i)
@@ -190,6 +286,7 @@ struct HoleSearch::Hole {
   unsigned width = 0;
   uint64_t constant = 0; ///< bits equal in every word
   Sample sample;
+  mutable std::optional<ColumnExponents> columns; ///< computed by the first field that asks
 
   Hole(WordsView w, unsigned bits)
       : words(w), width(bits), constant(constantBits(w, bits)), sample(sampleOf(w)) {}
@@ -267,6 +364,22 @@ Plan HoleSearch::mergePlan(const Hole &hole, const HoleContext &context, const s
         scoreLit(child, extractField(hole.sample.words, shifts[k], layout[k]), layout[k], hole.sample.scale);
         if (memo) memo->emplace_back(key, child);
       }
+      if (columnOffsets_ && scoring_ && context.floatType) {
+        const uint64_t periodicKey = key | uint64_t{1} << 32;
+        auto knownMap = memo ? std::find_if(memo->begin(), memo->end(),
+                                            [&](const auto &e) { return e.first == periodicKey; })
+                             : FieldCosts::iterator{};
+        Plan map;
+        if (memo && knownMap != memo->end()) {
+          map = knownMap->second;
+        } else {
+          map = columnOffsetsPlan(hole, context, shifts[k], layout[k]);
+          if (memo) memo->emplace_back(periodicKey, map);
+        }
+        // Kept only where it wins by more than the estimates err: scored on a sample of words
+        // at their columns, the constants' literal can look cheaper than it encodes.
+        if (map.op == PlanOp::Map && map.cost < child.cost * (1 - kColumnOffsetsMinGain)) child = std::move(map);
+      }
     }
     p.cost += child.cost + 1; // the field's name
     p.children.push_back(std::move(child));
@@ -274,10 +387,38 @@ Plan HoleSearch::mergePlan(const Hole &hole, const HoleContext &context, const s
   return p;
 }
 
+Plan HoleSearch::columnOffsetsPlan(const Hole &hole, const HoleContext &context, unsigned shift, unsigned width) const {
+  const DTypeInfo &f = *context.floatType;
+  // The exponent's bits within the field.
+  const unsigned lo = std::max(shift, f.mantissaBits), hi = std::min(shift + width, f.mantissaBits + f.exponentBits);
+  if (lo >= hi || context.shape.size() < 2) return {};
+  if (!hole.columns) hole.columns = columnExponents(hole.words, f, context.shape.back());
+  // Scored only where the exponents' entropy promises to pay for the constants twice over.
+  const double promised = hole.columns->gainBits * static_cast<double>(hole.words.size()) / 8;
+  if (promised < kPeriodicWordBytes * static_cast<double>(hole.columns->medians.size()) / 2) return {};
+  std::vector<uint64_t> constants = columnOffsets(*hole.columns, width, lo - shift, hi - lo, lo - f.mantissaBits);
+  if (constants.empty()) return {};
+  // The field's sample, less each word's column constant.
+  std::vector<uint64_t> sample = extractField(hole.sample.words, shift, width);
+  for (size_t i = 0; i < sample.size(); ++i)
+    sample[i] = inverseMap(MapFn::Add, constants[samplePosition(hole.words.size(), i) % constants.size()], width,
+                           sample[i]);
+  Plan lit;
+  lit.op = PlanOp::Lit;
+  lit.production = "lit";
+  scoreLit(lit, sample, width, hole.sample.scale);
+  Plan map = planOf(PlanOp::Map, "map:columns");
+  map.mapFn = MapFn::Add;
+  map.mapPeriodic = std::move(constants);
+  return over(std::move(map), std::move(lit), kNodeTextBytes + kPeriodicWordBytes * double(map.mapPeriodic.size()));
+}
+
 Plan HoleSearch::templatePlan(const Hole &hole, const HoleContext &context, FieldCosts *memo) const {
   if (context.floatType && !hole.words.empty()) {
     const DTypeInfo &f = *context.floatType;
+    const bool offsets = std::exchange(columnOffsets_, false); // the template is the plain IEEE split
     Plan p = mergePlan(hole, context, {f.signBits, f.exponentBits, f.mantissaBits}, memo);
+    columnOffsets_ = offsets;
     p.production = "merge:ieee";
     return p;
   }
@@ -488,10 +629,14 @@ ExprPtr HoleSearch::emit(const Plan &plan, WordsView words, unsigned width, Byte
   case PlanOp::Map: {
     if (plan.children.size() != 1) return literal();
     std::vector<uint64_t> body(n);
+    const std::vector<uint64_t> &periodic = plan.mapPeriodic;
     words.visit([&](auto w) {
-      for (uint64_t i = 0; i < n; ++i) body[i] = inverseMap(plan.mapFn, plan.mapParam, width, w[i]);
+      for (uint64_t i = 0; i < n; ++i)
+        body[i] = inverseMap(plan.mapFn, periodic.empty() ? plan.mapParam : periodic[i % periodic.size()], width, w[i]);
     });
-    return Map::make(plan.mapFn, plan.mapParam, emit(plan.children[0], body, width, payload));
+    auto map = Map::make(plan.mapFn, plan.mapParam, emit(plan.children[0], body, width, payload));
+    map->periodic = periodic;
+    return map;
   }
   case PlanOp::Scan: {
     if (n == 0 || plan.children.size() != 1) return literal();
@@ -545,6 +690,9 @@ std::string describePlan(const Plan &plan) {
   case PlanOp::Const: return "const";
   case PlanOp::Repeat: return "repeat " + std::to_string(plan.count) + " (" + child(0) + ")";
   case PlanOp::Map:
+    if (!plan.mapPeriodic.empty())
+      return "map " + std::string(mapFnName(plan.mapFn)) + " [" + std::to_string(plan.mapPeriodic.size()) +
+             " column constants] (" + child(0) + ")";
     return "map " + std::string(mapFnName(plan.mapFn)) + " " + std::to_string(plan.mapParam) + " (" + child(0) + ")";
   case PlanOp::Scan: return "scan " + std::string(scanOpName(plan.scanOp)) + " (" + child(0) + ")";
   case PlanOp::Concat: {
@@ -567,6 +715,7 @@ std::string describePlan(const Plan &plan) {
 
 double planTextBytes(const Plan &plan) {
   double bytes = plan.op == PlanOp::Lit ? kLitTextBytes : kNodeTextBytes;
+  bytes += kPeriodicWordBytes * static_cast<double>(plan.mapPeriodic.size());
   for (const Plan &child : plan.children) bytes += planTextBytes(child);
   return bytes;
 }

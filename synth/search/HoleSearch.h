@@ -88,6 +88,9 @@ private:
   Plan templatePlan(const Hole &hole, const HoleContext &context, FieldCosts *memo = nullptr) const;
   Plan mergePlan(const Hole &hole, const HoleContext &context, const std::vector<unsigned> &layout,
                  FieldCosts *memo = nullptr) const;
+  /// A field of a float tensor holding exponent bits as `map add [per-column constants]` over
+  /// a literal (columnOffsets); an empty plan (op Lit, no cost) where there is nothing to gain.
+  Plan columnOffsetsPlan(const Hole &hole, const HoleContext &context, unsigned shift, unsigned width) const;
   void tryStructural(const Hole &hole, const HoleContext &context, unsigned depth, Plan &best,
                      std::vector<Candidate> *trace, const std::string &priorKey, FieldCosts &memo);
   bool spend();
@@ -100,6 +103,7 @@ private:
   ProductionPrior *learner_ = nullptr;
   unsigned emitThreads_ = 1;
   bool scoring_ = true; ///< whether plans get estimated costs (solve: not where none is compared)
+  mutable bool columnOffsets_ = true; ///< whether mergePlan tries column offsets (not for the template)
   std::optional<Plan> solvedTemplate_;
 };
 

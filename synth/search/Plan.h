@@ -18,6 +18,7 @@ struct Plan {
   uint64_t count = 0;                  ///< Repeat: how many times the body repeats
   MapFn mapFn = MapFn::Xor;            ///< Map
   uint64_t mapParam = 0;               ///< Map
+  std::vector<uint64_t> mapPeriodic;   ///< Map: constants by position modulo their count, or none
   ScanOp scanOp = ScanOp::Add;         ///< Scan
   std::vector<unsigned> fieldWidths;   ///< Merge, most significant first
   std::vector<std::string> fieldNames; ///< Merge

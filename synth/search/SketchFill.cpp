@@ -63,7 +63,9 @@ struct Filler {
     case NodeKind::Map: {
       Map &m = as<Map>(*e);
       std::vector<uint64_t> body(words.size());
-      for (size_t i = 0; i < words.size(); ++i) body[i] = inverseMap(m.fn, m.param, type.width, words[i]);
+      for (size_t i = 0; i < words.size(); ++i)
+        body[i] = inverseMap(m.fn, m.periodic.empty() ? m.param : m.periodic[i % m.periodic.size()], type.width,
+                             words[i]);
       return fill(m.body, body, inner);
     }
     case NodeKind::Scan: {

@@ -99,7 +99,12 @@ private:
       const uint64_t param = fn == MapFn::Rotl         ? c_.below(width)
                              : mapFnTakesParameter(fn) ? rng_() & widthMask(width)
                                                        : 0;
-      return Map::make(fn, param, make(width, n, depth - 1));
+      auto map = Map::make(fn, param, make(width, n, depth - 1));
+      if ((fn == MapFn::Add || fn == MapFn::Xor) && c_.byte() % 2) { // constants by position modulo their count
+        map->param = 0;
+        for (unsigned k = 1 + c_.byte() % 9; k > 0; --k) map->periodic.push_back(rng_() & widthMask(width));
+      }
+      return map;
     }
     default:
       if (n == 0) return nullptr;

@@ -88,7 +88,12 @@ private:
     case 3: {
       auto fn = static_cast<MapFn>(pick(static_cast<uint64_t>(MapFn::BitRev) + 1));
       uint64_t param = fn == MapFn::Rotl ? pick(t.width) : mapFnTakesParameter(fn) ? word(t.width) : 0;
-      return Map::make(fn, param, make(t, depth - 1));
+      auto map = Map::make(fn, param, make(t, depth - 1));
+      if ((fn == MapFn::Add || fn == MapFn::Xor) && pick(2)) { // constants by position modulo their count
+        map->param = 0;
+        for (uint64_t k = 1 + pick(9); k > 0; --k) map->periodic.push_back(word(t.width));
+      }
+      return map;
     }
     case 4: {
       if (t.length == 0) return leaf(t);

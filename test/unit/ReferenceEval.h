@@ -41,7 +41,8 @@ inline std::vector<uint64_t> referenceEvaluate(const Expr &e, const Payload &p, 
   case NodeKind::Map: {
     const auto &m = as<Map>(e);
     auto w = referenceEvaluate(*m.body, p, types);
-    for (auto &x : w) x = applyMap(m.fn, m.param, width, x);
+    for (size_t i = 0; i < w.size(); ++i)
+      w[i] = applyMap(m.fn, m.periodic.empty() ? m.param : m.periodic[i % m.periodic.size()], width, w[i]);
     return w;
   }
   case NodeKind::Scan: {

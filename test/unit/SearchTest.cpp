@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 using namespace brevis;
 
@@ -124,6 +125,23 @@ TEST_F(Planted, HalvesOfDifferentScaleAreCutWhereTheStatisticsChange) {
   const Concat &concat = as<Concat>(*p.program);
   ASSERT_EQ(concat.parts.size(), 2u);
   EXPECT_EQ(streamTypeOf(*concat.parts[0]).length, 65536u);
+}
+
+TEST_F(Planted, OutputChannelsOfDifferentScalesGetColumnConstantsOnTheirExponents) {
+  RegionProgram p = synthesize(tensor("planted.channels"));
+  ASSERT_EQ(p.program->kind, NodeKind::Merge) << printExpr(*p.program);
+  const Map *columns = nullptr;
+  for (const MergeField &f : as<Merge>(*p.program).fields)
+    if (const Map *m = dynAs<Map>(*f.expr); m && !m->periodic.empty()) columns = m;
+  ASSERT_NE(columns, nullptr) << printExpr(*p.program);
+  EXPECT_EQ(columns->fn, MapFn::Add);
+  ASSERT_EQ(columns->periodic.size(), 64u);
+  // Columns of one scale mostly get one constant (a column's median exponent, of 512 samples,
+  // may fall one binade off); the eight scales at least eight different ones.
+  size_t same = 0;
+  for (size_t c = 8; c < 64; ++c) same += columns->periodic[c] == columns->periodic[c - 8];
+  EXPECT_GE(same, 42u) << printExpr(*p.program);
+  EXPECT_GE(std::set<uint64_t>(columns->periodic.begin(), columns->periodic.end()).size(), 8u);
 }
 
 TEST_F(Planted, EveryTensorIsWithinTwoPercentOfItsReferenceSize) {

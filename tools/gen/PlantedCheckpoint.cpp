@@ -127,6 +127,27 @@ std::vector<PlantedTensor> plantedTensors(uint64_t seed) {
                    "two halves of different scale (the second 1/1000 of the first)",
                    fieldEntropyBytes(first, {1, 8, 7}) + fieldEntropyBytes(second, {1, 8, 7})});
   }
+  { // An F32 kernel laid out [inputs, outputs] whose 64 output channels differ in scale by
+    // powers of two (a folded normalization): each column's exponents are its own. (The
+    // deviation puts the median magnitude mid-binade, so that a column's median exponent is
+    // its scale's.)
+    std::vector<uint64_t> words, signExponents;
+    for (uint64_t r = 0; r < 512; ++r)
+      for (uint64_t c = 0; c < 64; ++c) {
+        const float w = weight(rng, 1000);
+        const float scale = std::ldexp(1.0f, static_cast<int>(c % 8) - 4);
+        uint32_t bits, unit;
+        const float scaled = w * scale;
+        std::memcpy(&bits, &scaled, 4);
+        std::memcpy(&unit, &w, 4);
+        words.push_back(bits);
+        signExponents.push_back(unit >> 23);
+      }
+    // The unscaled values' sign and exponent, their mantissas as they are, a constant a column.
+    out.push_back({"planted.channels", DType::F32, {512, 64}, toBytes<uint32_t>(words),
+                   "64 output channels (columns) of scales 2^-4 to 2^3",
+                   fieldEntropyBytes(signExponents, {1, 8}) + 512.0 * 64 * 23 / 8 + 64});
+  }
   return out;
 }
 

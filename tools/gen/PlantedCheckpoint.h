@@ -1,8 +1,8 @@
 #pragma once
 // A checkpoint of tensors with planted structure, for testing that the synthesizer finds it:
 // a constant tensor, a tiled one, an index ramp, an F32 up-cast from BF16, F32 values of F16
-// origin, xor-masked integers, a few-valued tensor, zero rows inside a dense matrix, and two
-// halves of different scale in one tensor. Each
+// origin, xor-masked integers, a few-valued tensor, zero rows inside a dense matrix, two
+// halves of different scale in one tensor, and output channels of different scales. Each
 // tensor comes with its structure in words and a structure-aware reference size: the order-0
 // entropy of what is not implied by the structure (the tile, the BF16 or F16 source's IEEE
 // fields, the masked bytes, the value distribution, the dense rows). The same seed gives the
