@@ -185,8 +185,8 @@ bool worthEncoding(Encoding e, WordsView words, unsigned width, uint64_t bestSiz
     // in every coder, and trying all three took half of the compression time for nothing kept.
     // (There the estimates are within ~0.1%: tables and framing, which they model least well,
     // are a small part. Small literals are cheap to try and are always tried.)
-    return policy.gainFor(e) > 0 && bestSize >= kPromiseMinBytes &&
-           estimate >= static_cast<double>(bestSize) * (1 - policy.gainFor(e));
+    return policy.gainFor(e, width) > 0 && bestSize >= kPromiseMinBytes &&
+           estimate >= static_cast<double>(bestSize) * (1 - policy.gainFor(e, width));
   };
   const uint64_t n = words.size();
   if (e == Encoding::RansO1 && n >= kOrder1ProbeMinWords && width <= kRansMaxWidth) {
@@ -288,7 +288,7 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
     const bool encoded = e == Encoding::Huffman ? !words.empty() && encodeHuffman(words, width, candidate, byteCounts)
                                                 : encodeLit(e, words, width, candidate, policy.zstdLevel);
     if (!encoded ||
-        static_cast<double>(candidate.size()) >= static_cast<double>(bestSize) * (1 - policy.gainFor(e)) ||
+        static_cast<double>(candidate.size()) >= static_cast<double>(bestSize) * (1 - policy.gainFor(e, width)) ||
         candidate.size() >= bestSize)
       continue;
     best = e;

@@ -24,18 +24,20 @@ struct EncodePolicy {
   /// The gain `context` must bring over the best faster encoding: it decodes one range-coder
   /// step per bit, ten times slower than rans_o1 (0 keeps it wherever it is smallest).
   double contextMinGain = 0.0;
-  /// The gain encoding `e` must bring over the best faster one. rans decodes within a tenth of
-  /// huffman's speed (docs/benchmarks.md, "Literal codecs"): it is asked a quarter of the margin.
-  double gainFor(Encoding e) const {
-    return e == Encoding::Context ? contextMinGain : e == Encoding::Rans ? minGain / 4 : minGain;
+  /// The gain encoding `e` must bring over the best faster one on words of `width` bits. rans
+  /// on bytes decodes within a tenth of huffman's speed (docs/benchmarks.md, "Literal codecs"):
+  /// it is asked a quarter of the margin there (wider, its tables cost more to build).
+  double gainFor(Encoding e, unsigned width = 64) const {
+    if (e == Encoding::Context) return contextMinGain;
+    return e == Encoding::Rans && width <= 8 ? minGain / 4 : minGain;
   }
   /// Whether `e` is tried at all: a gain of 100% or more can never be had.
   bool tries(Encoding e) const { return gainFor(e) < 1; }
 };
 
 /// Compression levels (brevisc --level): 9 keeps the exact smallest encoding; lower levels ask
-/// slower encodings for a larger gain (level 5, the default: 1%; level 1: 5%; `rans` a quarter
-/// of that; `context` five
+/// slower encodings for a larger gain (level 5, the default: 1%; level 1: 5%; `rans` of bytes a
+/// quarter of that; `context` five
 /// times that, and 1% at least; level 1 does not try `context`) and code zstd literals at lower zstd levels (9: zstd 15; 5: zstd 9; 1: zstd 1).
 inline constexpr int kDefaultLevel = 5;
 EncodePolicy policyForLevel(int level);

@@ -20,7 +20,15 @@ struct Field {
   const Lit *lit = nullptr; ///< null: a constant
   uint64_t value = 0;
   std::unique_ptr<LitCursor> cursor;
+  const Map *columns = nullptr; ///< `map add|xor [c0, …]` over the literal, or null
 };
+
+/// `map add [c0, …] (lit …)` or `map xor [c0, …] (lit …)`: a literal whose words take
+/// constants by position (the synthesizer's column constants on an exponent field).
+bool isPeriodicMapOfLit(const Expr &e) {
+  const Map *m = dynAs<Map>(e);
+  return m && !m->periodic.empty() && (m->fn == MapFn::Add || m->fn == MapFn::Xor) && m->body->kind == NodeKind::Lit;
+}
 
 /// Most significant field first, as merge lists them; a lone literal is one field.
 bool collectFields(const Expr &e, std::vector<const Expr *> &out) {
@@ -30,9 +38,26 @@ bool collectFields(const Expr &e, std::vector<const Expr *> &out) {
   }
   if (e.kind != NodeKind::Merge) return false;
   for (const auto &f : as<Merge>(e).fields)
-    if (f.expr->kind != NodeKind::Lit && f.expr->kind != NodeKind::Const) return false;
+    if (f.expr->kind != NodeKind::Lit && f.expr->kind != NodeKind::Const && !isPeriodicMapOfLit(*f.expr)) return false;
     else out.push_back(f.expr.get());
   return true;
+}
+
+/// The field's column constants applied to its words w (of words [position, position + n)).
+template <typename T> void applyColumns(const Field &f, T *w, size_t n, uint64_t position) {
+  const std::vector<uint64_t> &c = f.columns->periodic;
+  const size_t period = c.size();
+  const uint64_t mask = widthMask(f.width);
+  size_t at = static_cast<size_t>(position % period);
+  for (size_t i = 0; i < n;) {
+    const size_t run = std::min(n - i, period - at);
+    if (f.columns->fn == MapFn::Xor)
+      for (size_t k = 0; k < run; ++k) w[i + k] = static_cast<T>(w[i + k] ^ c[at + k]);
+    else
+      for (size_t k = 0; k < run; ++k) w[i + k] = static_cast<T>((w[i + k] + c[at + k]) & mask);
+    i += run;
+    at = 0;
+  }
 }
 
 // Several copies of a loop, one per instruction set, chosen by the loader (BREVIS_MULTIVERSION
@@ -105,6 +130,7 @@ Result<void> runShiftOr(std::vector<Field> &fields, const Payload &payload, uint
       } else {
         decodeLitNarrow(*f.lit, payload, first + done, n, dst);
       }
+      if (f.columns) applyColumns(f, dst, n, first + done);
       if (k == 0) continue;
       if (!f.lit) shiftOrConst(acc, static_cast<T>(f.value), n, f.width);
       else shiftOr(acc, part.get(), n, f.width);
@@ -185,13 +211,16 @@ Result<void> runBytes(std::vector<Field> &fields, const Payload &payload, uint64
       p[k] = part;
       if (!lits[k]->cursor) {
         decodeLitNarrow(*lits[k]->lit, payload, first + done, n, part);
-        continue;
+      } else if (lits[k]->columns) { // changed below: not read in place
+        BREVIS_TRY(lits[k]->cursor->read8(part, n));
+      } else {
+        // Entropy-coded fields are read where their block was decoded, when it holds the chunk.
+        auto inPlace = lits[k]->cursor->readInPlace8(n);
+        if (!inPlace) return inPlace.error();
+        if (*inPlace) p[k] = *inPlace;
+        else BREVIS_TRY(lits[k]->cursor->read8(part, n));
       }
-      // Entropy-coded fields are read where their block was decoded, when it holds the chunk.
-      auto inPlace = lits[k]->cursor->readInPlace8(n);
-      if (!inPlace) return inPlace.error();
-      if (*inPlace) p[k] = *inPlace;
-      else BREVIS_TRY(lits[k]->cursor->read8(part, n));
+      if (lits[k]->columns) applyColumns(*lits[k], part, n, first + done);
     }
     OutputChunk<T> out(sink, local, n);
     const T *s = scale.data();
@@ -227,6 +256,10 @@ Result<void> decodeFused(const Expr &e, const Payload &payload, uint64_t first, 
   std::vector<Field> fields;
   for (const Expr *x : exprs) {
     Field f;
+    if (isPeriodicMapOfLit(*x)) {
+      f.columns = &as<Map>(*x);
+      x = f.columns->body.get();
+    }
     if (x->kind == NodeKind::Const) {
       f.width = as<Const>(*x).type.width;
       f.value = as<Const>(*x).value;

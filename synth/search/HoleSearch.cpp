@@ -309,7 +309,7 @@ double estimateLitCost(WordsView words, unsigned width, EncodePolicy policy, Enc
     auto estimate = estimateSize(e, words, width);
     if (!estimate) continue;
     const auto size = static_cast<double>(*estimate);
-    if (best < 0 || (size < best * (1 - policy.gainFor(e)) && size < best)) {
+    if (best < 0 || (size < best * (1 - policy.gainFor(e, width)) && size < best)) {
       best = size;
       if (chosen) *chosen = e;
     }
