@@ -144,6 +144,39 @@ TEST_F(Planted, OutputChannelsOfDifferentScalesGetColumnConstantsOnTheirExponent
   EXPECT_GE(std::set<uint64_t>(columns->periodic.begin(), columns->periodic.end()).size(), 8u);
 }
 
+TEST_F(Planted, ColumnConstantsDecodeFromAnyWordThroughTheFusedKernel) {
+  // The F32 tensor (its exponent field of more than 8 bits: the kernel's shift-or path) and its
+  // BF16 truncation (an 8-bit field: the kernel's byte path), each decoded from words that start
+  // inside a period and cross the kernel's 16384-word chunks.
+  gen::PlantedTensor f32 = tensor("planted.channels"), bf16 = f32;
+  bf16.dtype = DType::BF16;
+  bf16.bytes.clear();
+  for (size_t i = 0; i < f32.bytes.size(); i += 4) bf16.bytes.insert(bf16.bytes.end(), {f32.bytes[i + 2], f32.bytes[i + 3]});
+  for (const gen::PlantedTensor *t : {&f32, &bf16}) {
+    RegionProgram p = synthesize(*t);
+    ASSERT_NE(printExpr(*p.program).find("map add ["), std::string::npos) << t->name << ": " << printExpr(*p.program);
+    Region region;
+    region.kind = RegionKind::Tensor;
+    region.dtype = t->dtype;
+    region.shape = t->shape;
+    region.bytes = ByteRange{0, t->bytes.size()};
+    region.program = std::move(p.program);
+    const Payload payload = Payload::fromBytes(p.payload);
+    const unsigned wordBytes = dtypeInfo(t->dtype).wordBits / 8;
+    const uint64_t words = t->bytes.size() / wordBytes;
+    for (const auto &[first, count] : std::vector<std::pair<uint64_t, uint64_t>>{
+             {0, words}, {1, 100}, {63, 16384 + 130}, {20000, words - 20000}, {words - 1, 1}}) {
+      Bytes out;
+      VectorSink sink(out);
+      Interpreter interpreter;
+      ASSERT_TRUE(interpreter.decodeWords(region, payload, first, count, sink)) << first;
+      const auto from = t->bytes.begin() + static_cast<std::ptrdiff_t>(first * wordBytes);
+      EXPECT_TRUE(out == Bytes(from, from + static_cast<std::ptrdiff_t>(count * wordBytes)))
+          << t->name << " words " << first << "+" << count;
+    }
+  }
+}
+
 TEST_F(Planted, EveryTensorIsWithinTwoPercentOfItsReferenceSize) {
   for (const auto &t : *tensors_) {
     RegionProgram p = synthesize(t);
