@@ -27,12 +27,12 @@ struct EncodePolicy {
   /// The gain encoding `e` must bring over the best faster one on words of `width` bits. rans
   /// on bytes decodes within a tenth of huffman's speed (docs/benchmarks.md, "Literal codecs"):
   /// it is asked a quarter of the margin there (wider, its tables cost more to build).
-  double gainFor(Encoding e, unsigned width = 64) const {
+  double gainFor(Encoding e, unsigned width) const {
     if (e == Encoding::Context) return contextMinGain;
     return e == Encoding::Rans && width <= 8 ? minGain / 4 : minGain;
   }
   /// Whether `e` is tried at all: a gain of 100% or more can never be had.
-  bool tries(Encoding e) const { return gainFor(e) < 1; }
+  bool tries(Encoding e) const { return (e == Encoding::Context ? contextMinGain : minGain) < 1; }
 };
 
 /// Compression levels (brevisc --level): 9 keeps the exact smallest encoding; lower levels ask

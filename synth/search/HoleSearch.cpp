@@ -126,18 +126,20 @@ ColumnExponents columnExponents(WordsView words, const DTypeInfo &f, uint64_t co
   return out;
 }
 
-/// The constants of `map add` over a field whose bits [partShift, partShift + partBits) hold
-/// exponent bits [dropped, dropped + partBits): each column's median less the whole stream's,
-/// in those bits. Channels of a convolution or a linear layer differ in scale, so their
-/// exponents differ by a constant a column; subtracting it leaves exponents of one
-/// distribution. Empty if every column's is the same.
-std::vector<uint64_t> columnOffsets(const ColumnExponents &e, unsigned width, unsigned partShift, unsigned partBits,
-                                    unsigned dropped) {
+/// The constants of `map add` over a field whose bits from partShift up hold exponent bits
+/// from `dropped` up: each column's median less the whole stream's, placed at partShift and
+/// wrapped at the field's width (a negative difference borrows from the bits above the
+/// exponent, a sign bit among them, as subtraction does, so they come back unchanged). Channels
+/// of a convolution or a linear layer differ in scale, so their exponents differ by a constant
+/// a column; subtracting it leaves exponents of one distribution. Empty if every column's is
+/// the same.
+std::vector<uint64_t> columnOffsets(const ColumnExponents &e, unsigned width, unsigned partShift, unsigned dropped) {
   std::vector<uint64_t> constants(e.medians.size());
   bool any = false;
-  const uint64_t overall = e.overall >> dropped;
+  const auto overall = static_cast<int64_t>(e.overall >> dropped);
   for (size_t c = 0; c < e.medians.size(); ++c) {
-    constants[c] = ((((e.medians[c] >> dropped) - overall) & widthMask(partBits)) << partShift) & widthMask(width);
+    const int64_t difference = static_cast<int64_t>(e.medians[c] >> dropped) - overall;
+    constants[c] = (static_cast<uint64_t>(difference) << partShift) & widthMask(width);
     any |= constants[c] != 0;
   }
   if (!any) constants.clear();
@@ -396,7 +398,7 @@ Plan HoleSearch::columnOffsetsPlan(const Hole &hole, const HoleContext &context,
   // Scored only where the exponents' entropy promises to pay for the constants twice over.
   const double promised = hole.columns->gainBits * static_cast<double>(hole.words.size()) / 8;
   if (promised < kPeriodicWordBytes * static_cast<double>(hole.columns->medians.size()) / 2) return {};
-  std::vector<uint64_t> constants = columnOffsets(*hole.columns, width, lo - shift, hi - lo, lo - f.mantissaBits);
+  std::vector<uint64_t> constants = columnOffsets(*hole.columns, width, lo - shift, lo - f.mantissaBits);
   if (constants.empty()) return {};
   // The field's sample, less each word's column constant.
   std::vector<uint64_t> sample = extractField(hole.sample.words, shift, width);

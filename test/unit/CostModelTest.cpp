@@ -147,7 +147,7 @@ TEST(CostModel, LevelPoliciesOnLargeLiteralsChooseWhatTryingEveryEncodingWould) 
       for (Encoding e : kAllEncodings) {
         Bytes bytes;
         if (hasCheapExactSize(e) || !policy.tries(e) || !encodeLit(e, words, width, bytes, policy.zstdLevel)) continue;
-        if (static_cast<double>(bytes.size()) < static_cast<double>(bestSize) * (1 - policy.gainFor(e))) {
+        if (static_cast<double>(bytes.size()) < static_cast<double>(bestSize) * (1 - policy.gainFor(e, width))) {
           best = e;
           bestSize = bytes.size();
         }
