@@ -38,11 +38,13 @@ uint64_t newPayloadBytes(const Expr &e, std::set<std::pair<uint64_t, uint64_t>> 
   return bytes;
 }
 
-/// Program-text bytes of `e`'s inline words and text.
+/// Program-text bytes of `e`'s inline words and text, and of its maps' lists of constants.
 uint64_t inlineBytes(const Expr &e) {
   uint64_t bytes = 0;
   if (const Lit *l = dynAs<Lit>(e); l && l->isInline())
     bytes += (static_cast<uint64_t>(l->type.length) * l->type.width + 7) / 8;
+  if (const Map *m = dynAs<Map>(e); m && !m->periodic.empty())
+    bytes += (static_cast<uint64_t>(m->periodic.size()) * streamTypeOf(*m).width + 7) / 8;
   for (const Expr *c : children(e)) bytes += inlineBytes(*c);
   return bytes;
 }
