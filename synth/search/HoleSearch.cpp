@@ -409,10 +409,12 @@ Plan HoleSearch::columnOffsetsPlan(const Hole &hole, const HoleContext &context,
   lit.op = PlanOp::Lit;
   lit.production = "lit";
   scoreLit(lit, sample, width, hole.sample.scale);
+  // The text's cost first: an argument moved from may be evaluated before the others.
+  const double text = kNodeTextBytes + kPeriodicWordBytes * static_cast<double>(constants.size());
   Plan map = planOf(PlanOp::Map, "map:columns");
   map.mapFn = MapFn::Add;
   map.mapPeriodic = std::move(constants);
-  return over(std::move(map), std::move(lit), kNodeTextBytes + kPeriodicWordBytes * double(map.mapPeriodic.size()));
+  return over(std::move(map), std::move(lit), text);
 }
 
 Plan HoleSearch::templatePlan(const Hole &hole, const HoleContext &context, FieldCosts *memo) const {
