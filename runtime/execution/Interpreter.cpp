@@ -4,6 +4,7 @@
 #include "lang/OperatorTyping.h"
 #include "runtime/codecs/LitDecode.h"
 #include "runtime/execution/MergeKernel.h"
+#include "runtime/common/MapConstants.h"
 #include "runtime/common/WordOps.h"
 
 #include <fmt/format.h>
@@ -190,17 +191,8 @@ private:
   }
   /// xor or add of the list's constants in turn, from the one for the next word's position.
   void applyPeriodic(uint64_t *out, size_t n, unsigned width) {
-    const size_t period = periodic_.size();
-    for (size_t i = 0; i < n;) {
-      const size_t run = std::min(n - i, period - at_);
-      const uint64_t *c = periodic_.data() + at_;
-      if (fn_ == MapFn::Xor)
-        for (size_t k = 0; k < run; ++k) out[i + k] ^= c[k];
-      else
-        for (size_t k = 0; k < run; ++k) out[i + k] = applyMap(MapFn::Add, c[k], width, out[i + k]);
-      i += run;
-      at_ = (at_ + run) % period;
-    }
+    applyMapConstants(fn_, periodic_, width, at_, out, n);
+    at_ = static_cast<size_t>((at_ + n) % periodic_.size());
   }
 
   MapFn fn_;

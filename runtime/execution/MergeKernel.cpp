@@ -2,6 +2,7 @@
 
 #include "lang/MergeLayout.h"
 #include "runtime/codecs/LitDecode.h"
+#include "runtime/common/MapConstants.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -45,19 +46,7 @@ bool collectFields(const Expr &e, std::vector<const Expr *> &out) {
 
 /// The field's column constants applied to its words w (of words [position, position + n)).
 template <typename T> void applyColumns(const Field &f, T *w, size_t n, uint64_t position) {
-  const std::vector<uint64_t> &c = f.columns->periodic;
-  const size_t period = c.size();
-  const uint64_t mask = widthMask(f.width);
-  size_t at = static_cast<size_t>(position % period);
-  for (size_t i = 0; i < n;) {
-    const size_t run = std::min(n - i, period - at);
-    if (f.columns->fn == MapFn::Xor)
-      for (size_t k = 0; k < run; ++k) w[i + k] = static_cast<T>(w[i + k] ^ c[at + k]);
-    else
-      for (size_t k = 0; k < run; ++k) w[i + k] = static_cast<T>((w[i + k] + c[at + k]) & mask);
-    i += run;
-    at = 0;
-  }
+  applyMapConstants(f.columns->fn, f.columns->periodic, f.width, position, w, n);
 }
 
 // Several copies of a loop, one per instruction set, chosen by the loader (BREVIS_MULTIVERSION

@@ -395,7 +395,7 @@ Plan HoleSearch::columnOffsetsPlan(const Hole &hole, const HoleContext &context,
   const unsigned lo = std::max(shift, f.mantissaBits), hi = std::min(shift + width, f.mantissaBits + f.exponentBits);
   if (lo >= hi || context.shape.size() < 2) return {};
   if (!hole.columns) hole.columns = columnExponents(hole.words, f, context.shape.back());
-  // Scored only where the exponents' entropy promises to pay for the constants twice over.
+  // Scored only where the exponents' order-0 entropy promises at least half the constants' text.
   const double promised = hole.columns->gainBits * static_cast<double>(hole.words.size()) / 8;
   if (promised < kPeriodicWordBytes * static_cast<double>(hole.columns->medians.size()) / 2) return {};
   std::vector<uint64_t> constants = columnOffsets(*hole.columns, width, lo - shift, lo - f.mantissaBits);

@@ -1,0 +1,34 @@
+#pragma once
+// `map add|xor [c0, …, cP−1]`: word i takes constant c(i mod P). Applied in runs of one period,
+// so that each run is a plain loop over the words and the constants (the interpreter's pull
+// path and its fused merge kernel both apply them this way).
+#include "lang/Ast.h"
+#include "runtime/common/WordOps.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+
+namespace brevis {
+
+/// Applies the constants to n words in w, of stream positions [position, position + n), each
+/// below 2^width; fn is Add or Xor.
+template <typename T>
+void applyMapConstants(MapFn fn, std::span<const uint64_t> constants, unsigned width, uint64_t position, T *w,
+                       size_t n) {
+  const size_t period = constants.size();
+  const uint64_t mask = widthMask(width);
+  size_t at = static_cast<size_t>(position % period);
+  for (size_t i = 0; i < n;) {
+    const size_t run = std::min(n - i, period - at);
+    const uint64_t *c = constants.data() + at;
+    if (fn == MapFn::Xor)
+      for (size_t k = 0; k < run; ++k) w[i + k] = static_cast<T>(w[i + k] ^ c[k]);
+    else
+      for (size_t k = 0; k < run; ++k) w[i + k] = static_cast<T>((w[i + k] + c[k]) & mask);
+    i += run;
+    at = 0;
+  }
+}
+
+} // namespace brevis
