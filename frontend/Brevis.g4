@@ -25,13 +25,24 @@ sourceDecl : SOURCE fileName=STRING SIZE size=NUMBER XXH64 hash=NUMBER ;
 
 payloadDecl : PAYLOAD fileName=STRING SIZE size=NUMBER ;
 
+// A range may leave its offset out (`@+SIZE`): it starts where the region before it ends. A
+// tensor region, and a header written as `safetensors(…)`, may leave the whole range out. (The
+// builder reports a header or bytes region written as an expression without a range.)
 region
-  : HEADER byteRange regionDigest? '=' expr                       # headerRegion
-  | BYTES byteRange regionDigest? '=' expr                        # bytesRegion
-  | TENSOR name=STRING dtype=IDENT '[' numberList ']' byteRange regionDigest? '=' expr # tensorRegion
+  : HEADER byteRange? regionDigest? '=' SAFETENSORS '(' indexPart (',' indexPart)* ')' # indexHeaderRegion
+  | HEADER byteRange? regionDigest? '=' expr                       # headerRegion
+  | BYTES byteRange? regionDigest? '=' expr                        # bytesRegion
+  | TENSOR name=STRING dtype=IDENT '[' numberList ']' byteRange? regionDigest? '=' expr # tensorRegion
   ;
 
-byteRange : '@' offset=NUMBER '+' size=NUMBER ;
+// `safetensors(metadata: '{"format":"pt"}', tensors)`: the header a safetensors writer makes of
+// the tensor regions after it, with the `__metadata__` member where it is listed (or none). The
+// builder checks the names: `tensors` once, `metadata` at most once, with its text.
+indexPart : name=IDENT (':' TEXT_STRING+)? ;
+
+// In a payload literal, a left-out offset is where the payload literal before it (in text
+// order) ends.
+byteRange : '@' offset=NUMBER? '+' size=NUMBER ;
 
 // The digest of the bytes the region must rebuild, so that a bad edit is reported at its region.
 regionDigest : DIGEST hash=NUMBER ;
@@ -64,7 +75,7 @@ mergeField : (fieldName ':')? expr ;
 
 fieldName
   : IDENT | BREVIS | SOURCE | SIZE | XXH64 | PAYLOAD | HEADER | BYTES | TENSOR | DIGEST
-  | LIT | TEXT | CONST | CONCAT | REPEAT | MAP | SCAN | MERGE
+  | LIT | TEXT | CONST | CONCAT | REPEAT | MAP | SCAN | MERGE | SAFETENSORS
   ;
 
 // `u8[1024]`: the name is checked to be u<W> by the builder.
@@ -91,6 +102,7 @@ REPEAT  : 'repeat' ;
 MAP     : 'map' ;
 SCAN    : 'scan' ;
 MERGE   : 'merge' ;
+SAFETENSORS : 'safetensors' ;
 
 // Punctuation is named (rather than implicit) so that the frontend can count nesting depth
 // before parsing, and so that "expecting {...}" lists keywords first.

@@ -26,7 +26,7 @@ constexpr std::array kKeywords = {
     Keyword{"bytes", L::BYTES},   Keyword{"tensor", L::TENSOR}, Keyword{"lit", L::LIT},
     Keyword{"const", L::CONST},   Keyword{"concat", L::CONCAT}, Keyword{"repeat", L::REPEAT},
     Keyword{"map", L::MAP},       Keyword{"scan", L::SCAN},     Keyword{"merge", L::MERGE},
-    Keyword{"digest", L::DIGEST}, Keyword{"text", L::TEXT},
+    Keyword{"digest", L::DIGEST}, Keyword{"text", L::TEXT},     Keyword{"safetensors", L::SAFETENSORS},
 };
 
 size_t punctuation(unsigned char c) {

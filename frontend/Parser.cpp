@@ -2,6 +2,7 @@
 
 #include "frontend/ByteStream.h"
 #include "frontend/Lexer.h"
+#include "lang/ImpliedParts.h"
 
 #include "BrevisLexer.h"
 #include "BrevisParser.h"
@@ -338,18 +339,23 @@ public:
     return Module{expr(ctx->expr())};
   }
 
-  /// region : HEADER byteRange '=' expr | BYTES ... | TENSOR STRING IDENT '[' numberList ']' ...
+  /// region : HEADER byteRange? '=' (SAFETENSORS '(' … ')' | expr) | BYTES ... | TENSOR STRING IDENT '[' numberList ']' ...
   Region region(G::RegionContext *ctx) {
     Region r;
     r.loc = locOf(ctx->getStart());
-    if (auto *h = dynamic_cast<G::HeaderRegionContext *>(ctx)) {
+    if (auto *x = dynamic_cast<G::IndexHeaderRegionContext *>(ctx)) {
       r.kind = RegionKind::Header;
-      r.bytes = byteRange(h->byteRange());
+      r.index = safetensorsIndex(x);
+      r.bytes = regionRange(x->byteRange(), r);
+      r.digest = digest(x->regionDigest());
+    } else if (auto *h = dynamic_cast<G::HeaderRegionContext *>(ctx)) {
+      r.kind = RegionKind::Header;
+      r.bytes = regionRange(h->byteRange(), r);
       r.digest = digest(h->regionDigest());
       r.program = expr(h->expr());
     } else if (auto *b = dynamic_cast<G::BytesRegionContext *>(ctx)) {
       r.kind = RegionKind::Bytes;
-      r.bytes = byteRange(b->byteRange());
+      r.bytes = regionRange(b->byteRange(), r);
       r.digest = digest(b->regionDigest());
       r.program = expr(b->expr());
     } else {
@@ -362,7 +368,7 @@ public:
       else
         diags_.error(locOf(t->dtype), fmt::format("unknown dtype '{}'", excerpt(dtype)));
       r.shape = numbers(t->numberList());
-      r.bytes = byteRange(t->byteRange());
+      r.bytes = regionRange(t->byteRange(), r);
       r.digest = digest(t->regionDigest());
       r.program = expr(t->expr());
     }
@@ -395,12 +401,56 @@ private:
     return number(ctx->hash);
   }
 
-  /// byteRange : '@' NUMBER '+' NUMBER
+  /// byteRange : '@' NUMBER? '+' NUMBER; a left-out offset is kImpliedOffset
   ByteRange byteRange(G::ByteRangeContext *ctx) {
     ByteRange r;
-    r.offset = number(ctx->offset);
+    r.offset = kImpliedOffset;
+    if (ctx->offset) {
+      r.offset = number(ctx->offset);
+      if (r.offset == kImpliedOffset) diags_.error(locOf(ctx->offset), "an offset must be below 2^64 - 1");
+    }
     r.size = number(ctx->size);
     return r;
+  }
+
+  /// A region's byteRange?: a tensor, or a header written as safetensors(…), may leave it out.
+  ByteRange regionRange(G::ByteRangeContext *ctx, const Region &r) {
+    if (ctx) return byteRange(ctx);
+    if (r.kind == RegionKind::Bytes)
+      diags_.error(r.loc, "a bytes region needs its byte range: @OFFSET+SIZE, or @+SIZE after the region before it");
+    else if (r.kind == RegionKind::Header && !r.index)
+      diags_.error(r.loc, "a header region written as an expression needs its byte range: @OFFSET+SIZE, or @+SIZE");
+    return ByteRange{kImpliedOffset, kImpliedSize};
+  }
+
+  /// SAFETENSORS '(' indexPart (',' indexPart)* ')': `tensors` once, `metadata: '…'` at most
+  /// once, before or after it.
+  SafetensorsIndex safetensorsIndex(G::IndexHeaderRegionContext *ctx) {
+    SafetensorsIndex index;
+    index.loc = locOf(ctx->SAFETENSORS()->getSymbol());
+    bool tensors = false, metadata = false;
+    for (G::IndexPartContext *part : ctx->indexPart()) {
+      const std::string name = part->name->getText();
+      const SourceLoc loc = locOf(part->name);
+      const bool hasText = !part->TEXT_STRING().empty();
+      if (name == "tensors") {
+        if (tensors) diags_.error(loc, "safetensors(…) lists tensors twice");
+        if (hasText) diags_.error(loc, "tensors takes no text; the metadata is written metadata: '{…}'");
+        tensors = true;
+      } else if (name == "metadata") {
+        if (metadata) diags_.error(loc, "safetensors(…) has metadata twice");
+        if (!hasText) diags_.error(loc, "metadata needs its JSON text: metadata: '{…}'");
+        metadata = true;
+        index.placement = tensors ? SafetensorsIndex::Metadata::Last : SafetensorsIndex::Metadata::First;
+        for (antlr4::tree::TerminalNode *piece : part->TEXT_STRING()) index.metadata += unquote(piece->getSymbol());
+      } else {
+        diags_.error(loc, fmt::format("unknown part '{}' of safetensors(…); expected tensors or metadata", excerpt(name)));
+      }
+    }
+    if (!tensors)
+      diags_.error(index.loc, "safetensors(…) must list tensors: safetensors(tensors), or with the metadata "
+                              "before or after them: safetensors(metadata: '{…}', tensors)");
+    return index;
   }
 
   /// expr : term (':' streamType)?
@@ -679,7 +729,12 @@ private:
       fail();
       return r;
     }
-    r.bytes = byteRange();
+    if (peek() == G::AT)
+      r.bytes = byteRange();
+    else if (r.kind == RegionKind::Tensor)
+      r.bytes = ByteRange{kImpliedOffset, kImpliedSize};
+    else
+      fail(); // AstBuilder reports it, or reads a safetensors(…) header
     if (peek() == G::DIGEST) {
       ++at_;
       r.digest = number();
@@ -692,7 +747,11 @@ private:
   ByteRange byteRange() {
     ByteRange r;
     expect(G::AT);
-    r.offset = number();
+    r.offset = kImpliedOffset;
+    if (peek() == G::NUMBER) {
+      r.offset = number();
+      if (r.offset == kImpliedOffset) fail();
+    }
     expect(G::PLUS);
     r.size = number();
     return r;
@@ -850,7 +909,7 @@ private:
     switch (type) {
     case G::IDENT: case G::BREVIS: case G::SOURCE: case G::SIZE: case G::XXH64: case G::PAYLOAD: case G::HEADER:
     case G::BYTES: case G::TENSOR: case G::DIGEST: case G::LIT: case G::TEXT: case G::CONST: case G::CONCAT: case G::REPEAT:
-    case G::MAP: case G::SCAN: case G::MERGE: return true;
+    case G::MAP: case G::SCAN: case G::MERGE: case G::SAFETENSORS: return true;
     default: return false;
     }
   }
@@ -1050,7 +1109,7 @@ std::optional<Module> parseModule(Diagnostics &diags) {
       for (G::RegionContext *r : tree->regionList()->region()) regions.push_back(builder.region(r));
     }
   }
-  if (diags.errorCount() != start.errors) return std::nullopt;
+  if (diags.errorCount() != start.errors || !resolveImpliedParts(*module, diags)) return std::nullopt;
   attachComments(text, *module);
   return module;
 }

@@ -36,6 +36,12 @@ std::string_view scanOpName(ScanOp);
 std::optional<ScanOp> scanOpFromName(std::string_view);
 
 /// A byte range [offset, offset + size) in the payload sidecar (or in the output file).
+/// Text may leave a range's offset out (`@+SIZE`), and a region's whole range where its
+/// declaration gives it; the parser marks them with these values and lang/ImpliedParts fills
+/// them in before anything else sees the program.
+inline constexpr uint64_t kImpliedOffset = UINT64_MAX;
+inline constexpr uint64_t kImpliedSize = UINT64_MAX;
+
 struct ByteRange {
   uint64_t offset = 0;
   uint64_t size = 0;
@@ -226,6 +232,18 @@ enum class RegionKind {
 
 std::string_view regionKindName(RegionKind); ///< the keyword: "header", "tensor", "bytes"
 
+/// A safetensors header written as the list of the program's tensors:
+/// `safetensors(metadata: '{…}', tensors)`. It stands for the header a safetensors writer makes
+/// of the tensor regions that follow it (lang/SafetensorsIndex.h has the exact bytes).
+struct SafetensorsIndex {
+  /// Where the `__metadata__` entry stands among the JSON object's members, if there is one.
+  enum class Metadata : uint8_t { None, First, Last };
+  Metadata placement = Metadata::None;
+  std::string metadata; ///< the `__metadata__` value's JSON text, as written in the file
+  SourceLoc loc;        ///< of the `safetensors` keyword
+  bool operator==(const SafetensorsIndex &o) const { return placement == o.placement && metadata == o.metadata; }
+};
+
 struct Region {
   RegionKind kind = RegionKind::Bytes;
   SourceLoc loc;
@@ -238,6 +256,9 @@ struct Region {
   /// that no longer rebuilds its bytes is reported where it is written; an archive keeps it in
   /// its index instead, and its program text has none.
   std::optional<uint64_t> digest;
+  /// A header region written as `safetensors(…)`; its program is then the text that it stands
+  /// for, made when the program is read (or built).
+  std::optional<SafetensorsIndex> index;
   ExprPtr program;
   /// `#` comments printed above the region: those written just before it, and those written
   /// inside it (which move up to its head).

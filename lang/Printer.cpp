@@ -1,6 +1,10 @@
 #include "Printer.h"
 
+#include "ImpliedParts.h"
+
 #include <fmt/format.h>
+
+#include <unordered_set>
 
 namespace brevis {
 
@@ -102,12 +106,21 @@ std::string openText(const Expr &e) {
   __builtin_trap(); // not a NodeKind
 }
 
-std::string leafText(const Expr &e) {
+/// How payload ranges are written: in full, or (an archive's text) without the offsets of the
+/// literals that start where the one before them ends.
+struct Style {
+  const std::unordered_set<const Lit *> *atCursor = nullptr;
+};
+
+std::string leafText(const Expr &e, const Style &style) {
   switch (e.kind) {
   case NodeKind::Lit: {
     const auto &l = as<Lit>(e);
-    if (!l.isInline())
-      return fmt::format("lit {} {} {}", encodingName(l.encoding), toString(l.type), rangeText(l.payload()));
+    if (!l.isInline()) {
+      const bool implied = style.atCursor && style.atCursor->contains(&l);
+      return fmt::format("lit {} {} {}", encodingName(l.encoding), toString(l.type),
+                         implied ? fmt::format("@+{}", l.payload().size) : rangeText(l.payload()));
+    }
     if (l.text) return "text " + quoteText(textBytes(l));
     std::string out = fmt::format("lit {} [", toString(l.type));
     for (size_t i = 0; i < l.words().size(); ++i) out += (i ? ", " : "") + countLiteral(l.words()[i], l.radix);
@@ -156,19 +169,19 @@ std::vector<std::string> childPrefixes(const Expr &e, size_t count) {
   return prefixes;
 }
 
-std::string flat(const Expr &e) {
-  if (isLeaf(e)) return leafText(e) + annotationText(e);
+std::string flat(const Expr &e, const Style &style) {
+  if (isLeaf(e)) return leafText(e, style) + annotationText(e);
   auto kids = children(e);
   auto prefixes = childPrefixes(e, kids.size());
   std::string out = openText(e);
   for (size_t i = 0; i < kids.size(); ++i) {
     if (i) out += ", ";
-    out += prefixes[i] + flat(*kids[i]);
+    out += prefixes[i] + flat(*kids[i], style);
   }
   return out + ")" + annotationText(e);
 }
 
-void printBroken(const Expr &e, unsigned indent, std::string &out);
+void printBroken(const Expr &e, unsigned indent, const Style &style, std::string &out);
 
 /// Words filling lines `pad` deep (at most kPrintWidth wide), comma-separated.
 void appendFilledWords(const std::vector<uint64_t> &words, Radix radix, const std::string &pad, std::string &out) {
@@ -205,8 +218,8 @@ void printBrokenText(const Lit &l, unsigned indent, std::string &out) {
   out += annotationText(l);
 }
 
-void printAt(const Expr &e, unsigned indent, unsigned firstLineUsed, std::string &out) {
-  std::string f = flat(e);
+void printAt(const Expr &e, unsigned indent, unsigned firstLineUsed, const Style &style, std::string &out) {
+  std::string f = flat(e, style);
   const auto *lit = dynAs<Lit>(e);
   if (lit && lit->isInline() && lit->text) {
     // Text stays text: broken into its pieces where it is too long and can be, else one line.
@@ -221,13 +234,13 @@ void printAt(const Expr &e, unsigned indent, unsigned firstLineUsed, std::string
   } else if (isLeaf(e)) {
     out += f;
   } else {
-    printBroken(e, indent, out);
+    printBroken(e, indent, style, out);
   }
 }
 
 // Children one per line, two spaces deeper, the closing parenthesis on its own line. A map's
 // list of constants too long for its line fills lines of its own, as an inline literal's.
-void printBroken(const Expr &e, unsigned indent, std::string &out) {
+void printBroken(const Expr &e, unsigned indent, const Style &style, std::string &out) {
   auto kids = children(e);
   auto prefixes = childPrefixes(e, kids.size());
   std::string pad(indent + 2, ' ');
@@ -242,21 +255,58 @@ void printBroken(const Expr &e, unsigned indent, std::string &out) {
   out += '\n';
   for (size_t i = 0; i < kids.size(); ++i) {
     out += pad + prefixes[i];
-    printAt(*kids[i], indent + 2, indent + 2 + prefixes[i].size(), out);
+    printAt(*kids[i], indent + 2, indent + 2 + prefixes[i].size(), style, out);
     out += i + 1 < kids.size() ? ",\n" : "\n";
   }
   out += std::string(indent, ' ') + ")" + annotationText(e);
 }
 
-std::string regionHead(const Region &r) {
+/// The range of region `r`, which starts at `cursor` when the regions tile the file: in full,
+/// or (the archive form) left out where the rest of the program gives it.
+std::string regionRange(const Region &r, CheckpointForm form, uint64_t cursor) {
+  if (form == CheckpointForm::Editable || r.bytes.offset != cursor) return " " + rangeText(r.bytes);
+  if (r.index || (r.kind == RegionKind::Tensor && tensorBytes(r.dtype, r.shape) == r.bytes.size)) return {};
+  return fmt::format(" @+{}", r.bytes.size);
+}
+
+std::string regionHead(const Region &r, CheckpointForm form, uint64_t cursor) {
   switch (r.kind) {
   case RegionKind::Header:
-  case RegionKind::Bytes: return fmt::format("{} {}", regionKindName(r.kind), rangeText(r.bytes));
+  case RegionKind::Bytes: return fmt::format("{}{}", regionKindName(r.kind), regionRange(r, form, cursor));
   case RegionKind::Tensor:
-    return fmt::format("{} {} {}[{}] {}", regionKindName(r.kind), quoteString(r.name), dtypeInfo(r.dtype).bdslName,
-                       fmt::join(r.shape, ", "), rangeText(r.bytes));
+    return fmt::format("{} {} {}[{}]{}", regionKindName(r.kind), quoteString(r.name), dtypeInfo(r.dtype).bdslName,
+                       fmt::join(r.shape, ", "), regionRange(r, form, cursor));
   }
   __builtin_trap(); // not a RegionKind
+}
+
+/// `safetensors(metadata: '…', tensors)` after `head` (which ends in " ="): on one line where it
+/// fits, else one part a line, the metadata's text broken as a text literal's is.
+std::string indexText(const SafetensorsIndex &index, const std::string &head) {
+  using Metadata = SafetensorsIndex::Metadata;
+  const std::string metadata = quoteText(index.metadata);
+  std::vector<std::string> parts;
+  if (index.placement == Metadata::First) parts.push_back("metadata: " + metadata);
+  parts.push_back("tensors");
+  if (index.placement == Metadata::Last) parts.push_back("metadata: " + metadata);
+  std::string line = fmt::format("{} safetensors({})", head, fmt::join(parts, ", "));
+  if (line.size() <= kPrintWidth) return line + "\n";
+  std::string out = head + "\n  safetensors(\n";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string comma = i + 1 < parts.size() ? "," : "";
+    if (parts[i] != "tensors" && 4 + parts[i].size() + comma.size() > kPrintWidth) {
+      out += "    metadata:";
+      size_t begin = 0;
+      for (size_t end : textPieceEnds(index.metadata)) {
+        out += "\n      " + quoteText(std::string_view(index.metadata).substr(begin, end - begin));
+        begin = end;
+      }
+      out += comma + "\n";
+    } else {
+      out += "    " + parts[i] + comma + "\n";
+    }
+  }
+  return out + "  )\n";
 }
 
 } // namespace
@@ -312,27 +362,36 @@ std::vector<size_t> textPieceEnds(std::string_view s) {
 
 std::string printExpr(const Expr &e, unsigned indent) {
   std::string out;
-  printAt(e, indent, indent, out);
+  printAt(e, indent, indent, Style{}, out);
   return out;
 }
 
-std::string printCheckpoint(const Checkpoint &c, bool withDigests) {
+std::string printCheckpoint(const Checkpoint &c, CheckpointForm form) {
   std::string out = fmt::format("brevis {}\n", c.version);
   out += fmt::format("source {} size {} xxh64 {:#018x}\n", quoteString(c.source.fileName), c.source.size,
                      c.source.xxh64);
   out += fmt::format("payload {} size {}\n", quoteString(c.payloadFile), c.payloadSize);
+  std::unordered_set<const Lit *> atCursor;
+  if (form == CheckpointForm::Archive) atCursor = literalsAtCursor(c);
+  const Style style{form == CheckpointForm::Archive ? &atCursor : nullptr};
+  uint64_t cursor = 0; // where the region printed next starts if the regions tile the file
   for (const auto &r : c.regions) {
     out += '\n';
     for (const std::string &comment : r.comments) out += comment + "\n";
-    std::string head = regionHead(r);
-    if (r.digest && withDigests) head += fmt::format(" digest {:#018x}", *r.digest);
+    std::string head = regionHead(r, form, cursor);
+    cursor = r.bytes.offset + r.bytes.size;
+    if (r.digest && form == CheckpointForm::Editable) head += fmt::format(" digest {:#018x}", *r.digest);
     head += " =";
-    std::string body = flat(*r.program);
+    if (r.index) {
+      out += indexText(*r.index, head);
+      continue;
+    }
+    std::string body = flat(*r.program, style);
     if (head.size() + 1 + body.size() <= kPrintWidth) {
       out += head + " " + body + "\n";
     } else {
       out += head + "\n  ";
-      printAt(*r.program, 2, 2, out);
+      printAt(*r.program, 2, 2, style, out);
       out += '\n';
     }
   }

@@ -14,9 +14,12 @@ inline constexpr unsigned kPrintWidth = 100;
 /// Prints an expression whose first line starts at column `indent` (0-based).
 std::string printExpr(const Expr &e, unsigned indent = 0);
 std::string printModule(const Module &m);
-/// With `withDigests` false, regions are printed without their digests (an archive's program
-/// text: its index holds them).
-std::string printCheckpoint(const Checkpoint &c, bool withDigests = true);
+/// How a checkpoint is written: for reading and editing, every range in full, with the regions'
+/// digests; or as an archive stores it, without digests (its index holds them) and without the
+/// ranges and offsets the rest of the program gives (lang/ImpliedParts.h), which are most of
+/// what compresses poorly in a program's text. Both forms read back to the same program.
+enum class CheckpointForm { Editable, Archive };
+std::string printCheckpoint(const Checkpoint &c, CheckpointForm form = CheckpointForm::Editable);
 
 /// A double-quoted string literal with `"`, `\` and control bytes escaped.
 std::string quoteString(std::string_view s);

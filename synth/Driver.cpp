@@ -1,5 +1,6 @@
 #include "synth/Driver.h"
 
+#include "lang/SafetensorsIndex.h"
 #include "runtime/containers/Checksum.h"
 #include "runtime/containers/Payload.h"
 #include "runtime/containers/Safetensors.h"
@@ -70,6 +71,20 @@ std::vector<size_t> firstWithSameBytes(const std::vector<Region> &regions, ByteS
   return first;
 }
 
+void writeHeaderAsIndex(Checkpoint &c, ByteSpan file) {
+  for (size_t i = 0; i < c.regions.size(); ++i) {
+    Region &r = c.regions[i];
+    if (r.kind != RegionKind::Header) continue;
+    const ByteSpan bytes = file.subspan(r.bytes.offset, r.bytes.size);
+    const std::string_view text(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+    if (auto index = matchSafetensorsIndex(c, i, text)) {
+      index->loc = r.loc;
+      r.index = std::move(*index);
+      r.program = Lit::makeText(text);
+    }
+  }
+}
+
 SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, const std::string &payloadName,
                                  Strategy &strategy, const SynthOptions &options) {
   SynthOutput out;
@@ -113,6 +128,7 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
     Bytes().swap(payloads[i]);
   }
   c.payloadSize = out.payload.size();
+  if (!options.headerText) writeHeaderAsIndex(c, file);
   return out;
 }
 

@@ -26,6 +26,7 @@ struct SynthOutput {
 struct SynthOptions {
   unsigned threads = 1; ///< regions are independent; the result does not depend on the count
   std::atomic<uint64_t> *progress = nullptr; ///< input bytes whose program is done, for progress bars
+  bool headerText = false; ///< keep the safetensors header as text (writeHeaderAsIndex not applied)
 };
 
 /// The regions of `file`, in file order, with no programs yet: the header, each tensor and
@@ -40,6 +41,11 @@ std::vector<Region> tileRegions(ByteSpan file, std::optional<std::string> &notSa
 /// where given (one pass over the file serves both).
 std::vector<size_t> firstWithSameBytes(const std::vector<Region> &regions, ByteSpan file,
                                        std::vector<uint64_t> *digests = nullptr);
+
+/// Writes `c`'s header region as the list of its tensors (`safetensors(…)`,
+/// lang/SafetensorsIndex.h) where that makes exactly the header's bytes in `file`; the header
+/// stays text otherwise. The list costs nothing to store: the tensor regions declare it all.
+void writeHeaderAsIndex(Checkpoint &c, ByteSpan file);
 
 /// The program of `file`, named `sourceName`, whose literals point into a payload file named
 /// `payloadName`; every region synthesized by `strategy`.

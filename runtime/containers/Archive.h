@@ -1,5 +1,5 @@
 #pragma once
-// The `.brv` archive, version 6 (docs/format/archive.md): member files, each with its program
+// The `.brv` archive, version 7 (docs/format/archive.md): member files, each with its program
 // text, its index (a digest per region, and the hashes of the pieces of each large region), and
 // the literal payloads; a checksum of the front part (everything but the payload) and one of the
 // whole file.
@@ -18,9 +18,9 @@
 
 namespace brevis {
 
-inline constexpr uint32_t kArchiveVersion = 6;
-/// The oldest version this reader reads: versions 3 to 5 differ only in lacking encodings, text
-/// literals and piece hashes.
+inline constexpr uint32_t kArchiveVersion = 7;
+/// The oldest version this reader reads: versions 3 to 6 differ only in lacking encodings, text
+/// literals, piece hashes and the program text's archive form (lang/Printer.h).
 inline constexpr uint32_t kOldestReadableArchiveVersion = 3;
 inline constexpr size_t kArchiveHeaderSize = 72;
 inline constexpr size_t kArchiveIndexEntrySize = 8; ///< one region digest or piece hash

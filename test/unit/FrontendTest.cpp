@@ -605,5 +605,123 @@ TEST(FrontendManyRegions, OneHugeRegionIsRefusedBeforeParsing) {
                         kMaxRegionTokens));
 }
 
+// --- ranges left out; a header as the list of the tensors -----------------------------------
+
+/// A program in the archive form: every range that the rest of the program gives is left out.
+const char *const kArchiveForm = R"(brevis 1
+source "m.safetensors" size 0 xxh64 0x0000000000000000
+payload "m.bin" size 14
+
+header = safetensors(metadata: '{"format":"pt"}', tensors)
+
+tensor "a" bf16[2, 2] = merge(hi: lit raw u8[4] @+4, lo: lit bitpack u8[4] @+2)
+
+bytes @+4 = lit raw u8[4] @+4
+
+tensor "b" u8[4] = lit raw u8[4] @0+4
+
+tensor "c" u8[2] = concat(lit raw u8[1] @+1, lit raw u8[1] @3+1)
+)";
+
+TEST(FrontendImpliedParts, RangesLeftOutAreFilledIn) {
+  Module m = parseOk(kArchiveForm);
+  const Checkpoint &c = m.checkpoint();
+  ASSERT_EQ(c.regions.size(), 5u);
+  std::string json = R"({"__metadata__":{"format":"pt"},"a":{"dtype":"BF16","shape":[2,2],"data_offsets":[0,8]},)"
+                     R"("b":{"dtype":"U8","shape":[4],"data_offsets":[12,16]},)"
+                     R"("c":{"dtype":"U8","shape":[2],"data_offsets":[16,18]}})";
+  json.append((8 - json.size() % 8) % 8, ' ');
+  const uint64_t h = 8 + json.size();
+  EXPECT_EQ(c.regions[0].bytes, (ByteRange{0, h}));
+  ASSERT_TRUE(c.regions[0].index);
+  EXPECT_EQ(c.regions[0].index->placement, SafetensorsIndex::Metadata::First);
+  EXPECT_EQ(c.regions[0].index->metadata, R"({"format":"pt"})");
+  const auto &header = as<Lit>(*c.regions[0].program);
+  ASSERT_EQ(header.words().size(), h);
+  std::string bytes;
+  for (uint64_t w : header.words()) bytes += static_cast<char>(w);
+  EXPECT_EQ(bytes.substr(8), json);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[0]), json.size());
+  EXPECT_EQ(header.loc.line, 5u);
+  EXPECT_EQ(header.loc.column, 10u);
+
+  EXPECT_EQ(c.regions[1].bytes, (ByteRange{h, 8}));
+  const auto &merge = as<Merge>(*c.regions[1].program);
+  EXPECT_EQ(as<Lit>(*merge.fields[0].expr).payload(), (ByteRange{0, 4}));
+  EXPECT_EQ(as<Lit>(*merge.fields[1].expr).payload(), (ByteRange{4, 2}));
+  EXPECT_EQ(c.regions[2].bytes, (ByteRange{h + 8, 4}));
+  EXPECT_EQ(as<Lit>(*c.regions[2].program).payload(), (ByteRange{6, 4}));
+  EXPECT_EQ(c.regions[3].bytes, (ByteRange{h + 12, 4}));
+  EXPECT_EQ(as<Lit>(*c.regions[3].program).payload(), (ByteRange{0, 4}));
+  EXPECT_EQ(c.regions[4].bytes, (ByteRange{h + 16, 2}));
+  const auto &parts = as<Concat>(*c.regions[4].program).parts;
+  EXPECT_EQ(as<Lit>(*parts[0]).payload(), (ByteRange{4, 1})); // after the literal before it: @0+4
+  EXPECT_EQ(as<Lit>(*parts[1]).payload(), (ByteRange{3, 1}));
+
+  // The archive form prints back as written; the editable form in full, and reads back the same.
+  EXPECT_EQ(printCheckpoint(c, CheckpointForm::Archive), kArchiveForm);
+  const std::string full = printCheckpoint(c);
+  EXPECT_NE(full.find(fmt::format("header @0+{} = safetensors(metadata: '{{\"format\":\"pt\"}}', tensors)", h)),
+            std::string::npos)
+      << full;
+  EXPECT_NE(full.find(fmt::format("tensor \"b\" u8[4] @{}+4 = lit raw u8[4] @0+4", h + 12)), std::string::npos) << full;
+  EXPECT_EQ(reprint(full), full);
+  EXPECT_EQ(printCheckpoint(parseOk(full).checkpoint(), CheckpointForm::Archive), kArchiveForm);
+  // A tensor's range written `@+SIZE` is the same range.
+  std::string sized = kArchiveForm;
+  sized.replace(sized.find("u8[2] ="), 7, "u8[2] @+2 =");
+  EXPECT_EQ(printCheckpoint(parseOk(sized).checkpoint(), CheckpointForm::Archive), kArchiveForm);
+}
+
+TEST(FrontendImpliedParts, MetadataAfterTheTensorsOrNone) {
+  const std::string head = "brevis 1\nsource \"a\" size 1 xxh64 0x0000000000000000\npayload \"b\" size 0\n\n";
+  for (const std::string index : {"safetensors(tensors, metadata: '{}')", "safetensors(tensors)"}) {
+    const std::string text = head + "header = " + index + "\n\ntensor \"t\" u8[1] = const u8[1] 0\n";
+    const Module m = parseOk(text);
+    EXPECT_EQ(printCheckpoint(m.checkpoint(), CheckpointForm::Archive), text);
+  }
+  // A long metadata text is broken as text is.
+  const std::string metadata = "{\"k\":\"" + std::string(120, 'v') + "\"}";
+  const std::string text = head + "header =\n  safetensors(\n    tensors,\n    metadata:\n      '" + metadata + "'\n  )\n";
+  EXPECT_EQ(printCheckpoint(parseOk(text).checkpoint(), CheckpointForm::Archive), text);
+  EXPECT_EQ(reprint(text), printModule(parseOk(text)));
+}
+
+TEST(FrontendImpliedParts, Errors) {
+  const std::string head = "brevis 1\nsource \"a\" size 1 xxh64 0x0\npayload \"b\" size 1\n";
+  EXPECT_EQ(firstError(head + "bytes = lit raw u8[1] @0+1\n"),
+            "t.bdsl:4:1: error: a bytes region needs its byte range: @OFFSET+SIZE, or @+SIZE after the region before it");
+  EXPECT_EQ(firstError(head + "header = lit raw u8[1] @0+1\n"),
+            "t.bdsl:4:1: error: a header region written as an expression needs its byte range: @OFFSET+SIZE, or @+SIZE");
+  EXPECT_EQ(firstError(head + "header = safetensors(metadata: '{}')\n"),
+            "t.bdsl:4:10: error: safetensors(…) must list tensors: safetensors(tensors), or with the metadata before or "
+            "after them: safetensors(metadata: '{…}', tensors)");
+  EXPECT_EQ(firstError(head + "header = safetensors(tensors, tensors)\n"), "t.bdsl:4:31: error: safetensors(…) lists tensors twice");
+  EXPECT_EQ(firstError(head + "header = safetensors(tensors: '{}')\n"),
+            "t.bdsl:4:22: error: tensors takes no text; the metadata is written metadata: '{…}'");
+  EXPECT_EQ(firstError(head + "header = safetensors(tensors, metadata)\n"),
+            "t.bdsl:4:31: error: metadata needs its JSON text: metadata: '{…}'");
+  EXPECT_EQ(firstError(head + "header = safetensors(metadata: '1', metadata: '2', tensors)\n"),
+            "t.bdsl:4:37: error: safetensors(…) has metadata twice");
+  EXPECT_EQ(firstError(head + "header = safetensors(tensors, names)\n"),
+            "t.bdsl:4:31: error: unknown part 'names' of safetensors(…); expected tensors or metadata");
+  EXPECT_EQ(firstError(head + "header = safetensors()\n"), "t.bdsl:4:22: error: missing IDENT at ')'");
+  EXPECT_EQ(firstError(head + "bytes @0+1 = safetensors(tensors)\n"),
+            "t.bdsl:4:14: error: mismatched input 'safetensors' expecting {'lit', 'text', 'const', 'concat', 'repeat', "
+            "'map', 'scan', 'merge', '?'}");
+  EXPECT_EQ(firstError(head + "tensor \"w\" u8[1] = const u8[1] 0\nheader = safetensors(tensors)\n"),
+            "t.bdsl:5:1: error: safetensors(…) lists the tensors after it, but tensor \"w\" comes before it");
+  EXPECT_EQ(firstError(head + "header = safetensors(tensors)\nheader = safetensors(tensors)\n"),
+            "t.bdsl:5:1: error: only one header region can be written as safetensors(…)");
+  EXPECT_EQ(firstError(head + "bytes @18446744073709551615+1 = const u8[1] 0\n"),
+            "t.bdsl:4:8: error: an offset must be below 2^64 - 1");
+  EXPECT_EQ(firstError("lit raw u8[1] @18446744073709551615+1"), "t.bdsl:1:16: error: an offset must be below 2^64 - 1");
+  // Implied offsets of a bare expression count from 0.
+  const Module e = parseOk("concat(lit raw u8[2] @+2, lit raw u8[1] @+1)");
+  EXPECT_EQ(as<Lit>(*as<Concat>(e.expr()).parts[1]).payload(), (ByteRange{2, 1}));
+  // A field may be named by the keyword.
+  EXPECT_EQ(reprint("merge(safetensors: ? u8[1])\n"), "merge(safetensors: ? u8[1])\n");
+}
+
 } // namespace
 } // namespace brevis

@@ -4,9 +4,12 @@
 #include "lang/MergeLayout.h"
 #include "lang/OperatorTyping.h"
 #include "lang/Printer.h"
+#include "lang/SafetensorsIndex.h"
 #include "lang/TypeChecker.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 using namespace brevis;
 
@@ -214,4 +217,119 @@ TEST(Diagnostics, RendersLocationSourceLineAndCaret) {
   diags.error(SourceLoc{2, 3}, "something is wrong");
   EXPECT_EQ(diags.render(), "f.bdsl:2:3: error: something is wrong\n  second line\n  ^\n");
   EXPECT_TRUE(diags.hasErrors());
+}
+
+// --- a safetensors header as the list of the tensors (lang/SafetensorsIndex.h) --------------
+
+namespace {
+
+Region tensorRegion(std::string name, DType dtype, std::vector<uint64_t> shape, uint64_t offset, uint64_t size) {
+  Region r;
+  r.kind = RegionKind::Tensor;
+  r.name = std::move(name);
+  r.dtype = dtype;
+  r.shape = std::move(shape);
+  r.bytes = ByteRange{offset, size};
+  return r;
+}
+
+/// A header region, two tensors and a gap of bytes between them, at `headerSize`.
+Checkpoint indexCheckpoint(uint64_t headerSize) {
+  Checkpoint c;
+  Region h;
+  h.kind = RegionKind::Header;
+  h.bytes = ByteRange{0, headerSize};
+  c.regions.push_back(std::move(h));
+  c.regions.push_back(tensorRegion("w\"\\\n\x01\xc3\xa9", DType::BF16, {2, 3}, headerSize, 12));
+  Region gap;
+  gap.kind = RegionKind::Bytes;
+  gap.bytes = ByteRange{headerSize + 12, 4};
+  c.regions.push_back(std::move(gap));
+  c.regions.push_back(tensorRegion("s", DType::F32, {}, headerSize + 16, 4));
+  return c;
+}
+
+/// What a writer makes of `json`: its length, itself, spaces up to a multiple of 8.
+std::string framedJson(std::string json) {
+  json.append((8 - json.size() % 8) % 8, ' ');
+  std::string out(8, '\0');
+  for (int b = 0; b < 8; ++b) out[b] = static_cast<char>(json.size() >> (8 * b));
+  return out + json;
+}
+
+} // namespace
+
+TEST(SafetensorsIndex, WritesTheHeaderAWriterMakes) {
+  const Checkpoint c = indexCheckpoint(0);
+  const std::string tensors = R"("w\"\\\n\u0001é":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,12]},)"
+                              R"("s":{"dtype":"F32","shape":[],"data_offsets":[16,20]})";
+  const std::string metadata = R"({"format":"pt"})";
+  using M = SafetensorsIndex::Metadata;
+  const std::pair<SafetensorsIndex, std::string> cases[] = {
+      {{M::None, "", {}}, "{" + tensors + "}"},
+      {{M::First, metadata, {}}, "{\"__metadata__\":" + metadata + "," + tensors + "}"},
+      {{M::Last, metadata, {}}, "{" + tensors + ",\"__metadata__\":" + metadata + "}"},
+  };
+  for (const auto &[index, json] : cases) {
+    auto bytes = safetensorsHeaderBytes(c, 0, index);
+    ASSERT_TRUE(bytes) << bytes.error().message;
+    EXPECT_EQ(*bytes, framedJson(json));
+    EXPECT_EQ(bytes->size() % 8, 0u);
+    // And the header is read back as the index that made it.
+    auto matched = matchSafetensorsIndex(c, 0, *bytes);
+    ASSERT_TRUE(matched);
+    EXPECT_EQ(*matched, index);
+  }
+  // No tensors: the metadata alone, or an empty object.
+  Checkpoint empty;
+  empty.regions.emplace_back();
+  empty.regions[0].kind = RegionKind::Header;
+  EXPECT_EQ(*safetensorsHeaderBytes(empty, 0, {M::First, metadata, {}}), framedJson("{\"__metadata__\":" + metadata + "}"));
+  EXPECT_EQ(*safetensorsHeaderBytes(empty, 0, {M::None, "", {}}), framedJson("{}"));
+  EXPECT_EQ(matchSafetensorsIndex(empty, 0, framedJson("{}")), (SafetensorsIndex{M::None, "", {}}));
+}
+
+TEST(SafetensorsIndex, OtherHeadersStayText) {
+  const Checkpoint c = indexCheckpoint(0);
+  const std::string tensors = R"("w\"\\\n\u0001é":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,12]},)"
+                              R"("s":{"dtype":"F32","shape":[],"data_offsets":[16,20]})";
+  EXPECT_TRUE(matchSafetensorsIndex(c, 0, framedJson("{" + tensors + "}")));
+  // Spaces after separators, another order, no padding, padding of another byte, an escape
+  // written otherwise, a different length: none is what the list of the tensors makes.
+  std::string spaced = "{" + tensors + "}";
+  spaced.replace(spaced.find("\"dtype\":"), 8, "\"dtype\": ");
+  EXPECT_FALSE(matchSafetensorsIndex(c, 0, framedJson(spaced)));
+  const std::string s = R"("s":{"dtype":"F32","shape":[],"data_offsets":[16,20]})";
+  const std::string w = R"("w\"\\\n\u0001é":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,12]})";
+  EXPECT_FALSE(matchSafetensorsIndex(c, 0, framedJson("{" + s + "," + w + "}")));
+  std::string unpadded = framedJson("{" + tensors + "}");
+  unpadded.erase(unpadded.find_last_not_of(' ') + 1);
+  unpadded[0] = static_cast<char>(unpadded.size() - 8);
+  EXPECT_FALSE(matchSafetensorsIndex(c, 0, unpadded));
+  std::string tabs = framedJson("{" + tensors + "}");
+  std::replace(tabs.begin() + 9, tabs.end(), ' ', '\t');
+  EXPECT_FALSE(matchSafetensorsIndex(c, 0, tabs));
+  std::string escaped = "{" + tensors + "}";
+  escaped.replace(escaped.find("\\n"), 2, "\\u000a");
+  EXPECT_FALSE(matchSafetensorsIndex(c, 0, framedJson(escaped)));
+  std::string longer = framedJson("{" + tensors + "}");
+  longer[0] = static_cast<char>(longer[0] + 8);
+  EXPECT_FALSE(matchSafetensorsIndex(c, 0, longer));
+  EXPECT_FALSE(matchSafetensorsIndex(c, 0, ""));
+  EXPECT_FALSE(matchSafetensorsIndex(c, 0, std::string(8, '\0')));
+}
+
+TEST(SafetensorsIndex, RefusesTensorsBeforeItAndASecondIndex) {
+  Checkpoint c = indexCheckpoint(0);
+  std::swap(c.regions[0], c.regions[1]);
+  c.regions[1].loc = SourceLoc{7, 1};
+  auto before = safetensorsHeaderBytes(c, 1, {});
+  ASSERT_FALSE(before);
+  EXPECT_EQ(before.error().message,
+            "safetensors(…) lists the tensors after it, but tensor \"w\\\"\\\\\\x0a\\x01é\" comes before it");
+  EXPECT_EQ(before.error().loc.line, 7u);
+  Checkpoint twice = indexCheckpoint(0);
+  twice.regions[2].kind = RegionKind::Header;
+  twice.regions[2].index = SafetensorsIndex{};
+  EXPECT_EQ(safetensorsHeaderBytes(twice, 0, {}).error().message, "only one header region can be written as safetensors(…)");
 }

@@ -43,7 +43,7 @@ Result<void> ArchiveBuilder::add(const MemberSource &m, const DecodeOptions &opt
   entry.path = m.path;
   entry.sourceSize = m.checkpoint.source.size;
   entry.sourceXxh64 = m.checkpoint.source.xxh64;
-  entry.programText = printCheckpoint(m.checkpoint, /*withDigests=*/false); // the index holds them
+  entry.programText = printCheckpoint(m.checkpoint, CheckpointForm::Archive);
   entry.digests = m.digests;
   // What is written is the printed text, parsed back and decoded as decompression will.
   std::string diagnostics;

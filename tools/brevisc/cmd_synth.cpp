@@ -30,6 +30,7 @@ struct SynthCommandOptions {
   std::string prior;
   bool force = false;
   bool json = false;
+  bool headerText = false;
 };
 
 bool isProgramText(const std::string &path) {
@@ -136,7 +137,7 @@ int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
     ProgressBar bar("synthesize " + baseName(o.input), (*file)->bytes().size(), done,
                     !v.quiet && !o.json && stderrIsTerminal());
     synth = synthesizeCheckpoint((*file)->bytes(), baseName(o.input), baseName(payloadPath), **strategy,
-                                 SynthOptions{resolveThreads(o.threads), &done});
+                                 SynthOptions{resolveThreads(o.threads), &done, o.headerText});
   }
   if (auto intact = (*file)->checkIntact(); !intact) return fail(intact.error().message + "; nothing was written");
   if (synth.notSafetensorsReason && !v.quiet)
@@ -185,6 +186,9 @@ void registerSynth(CLI::App &app, Context &ctx) {
   cmd->add_option("--prior", o->prior, kPriorHelp)->check([](const std::string &value) {
     return value.empty() ? std::string("--prior needs a prior file or \"uniform\"") : std::string();
   });
+  cmd->add_flag("--header-text", o->headerText,
+                "write the safetensors header as its JSON text, to edit apart from the tensors' declarations "
+                "(default: safetensors(tensors, …), made from the declarations, where that rebuilds it)");
   cmd->add_flag("-f,--force", o->force, "overwrite existing output files");
   cmd->add_flag("--json", o->json, "print the result as JSON on stdout (docs/cli.md)");
   cmd->callback([o, &ctx] { ctx.exitCode = runSynth(*o, ctx.verbosity); });

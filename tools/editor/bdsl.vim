@@ -26,7 +26,7 @@ syn match bdslMapFn "\<\%(add\|bitrev\|gray\|rotl\|xor\|zigzag\)\>"
 syn match bdslEncoding "\<\%(auto\|bitpack\|context\|huffman\|rans\|rans_o1\|raw\|zstd\)\>"
 syn match bdslScanOp "\%(\<scan\s\+\)\@<=\<\%(add\|xor\)\>"
 syn match bdslOperator "\<\%(concat\|const\|lit\|map\|merge\|repeat\|scan\|text\)\>"
-syn match bdslDeclaration "\<\%(brevis\|bytes\|digest\|header\|payload\|size\|source\|tensor\|xxh64\)\>"
+syn match bdslDeclaration "\<\%(brevis\|bytes\|digest\|header\|payload\|safetensors\|size\|source\|tensor\|xxh64\)\>"
 " Any name may label a merge field, keywords included.
 syn match bdslField "\<\h\w*\ze\s*:"
 

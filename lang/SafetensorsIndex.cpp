@@ -1,0 +1,130 @@
+#include "lang/SafetensorsIndex.h"
+
+#include "lang/Printer.h"
+
+#include <fmt/format.h>
+
+namespace brevis {
+
+namespace {
+
+constexpr size_t kLengthBytes = 8;
+constexpr std::string_view kMetadataKey = "\"__metadata__\":";
+
+/// `s` as a JSON string, escaped as serde_json and Python's json module write one.
+void appendJsonString(std::string_view s, std::string &out) {
+  out += '"';
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+    case '"': out += "\\\""; break;
+    case '\\': out += "\\\\"; break;
+    case '\b': out += "\\b"; break;
+    case '\f': out += "\\f"; break;
+    case '\n': out += "\\n"; break;
+    case '\r': out += "\\r"; break;
+    case '\t': out += "\\t"; break;
+    default:
+      if (c < 0x20) out += fmt::format("\\u{:04x}", c);
+      else out += ch;
+    }
+  }
+  out += '"';
+}
+
+/// The members for the tensor regions after `header`, joined by commas; an error names a tensor
+/// region before it, or a second header written as an index.
+Result<std::string> tensorMembers(const Checkpoint &c, size_t header) {
+  std::string out;
+  for (size_t i = 0; i < header; ++i) {
+    const Region &r = c.regions[i];
+    if (r.kind == RegionKind::Tensor)
+      return Error{fmt::format("safetensors(…) lists the tensors after it, but tensor {} comes before it",
+                               quoteString(r.name)),
+                   c.regions[header].loc};
+  }
+  uint64_t at = 0; // from the header's end
+  for (size_t i = header + 1; i < c.regions.size(); ++i) {
+    const Region &r = c.regions[i];
+    if (r.index) return Error{"only one header region can be written as safetensors(…)", r.loc};
+    uint64_t end;
+    if (r.bytes.size == kImpliedSize || __builtin_add_overflow(at, r.bytes.size, &end))
+      return Error{"the regions after the header end past 2^64 bytes", r.loc};
+    if (r.kind == RegionKind::Tensor) {
+      if (out.size() > kMaxSafetensorsHeaderBytes)
+        return Error{fmt::format("the header safetensors(…) stands for is over {} bytes, more than safetensors allows",
+                                 kMaxSafetensorsHeaderBytes),
+                     c.regions[header].loc};
+      if (!out.empty()) out += ',';
+      appendJsonString(r.name, out);
+      out += fmt::format(R"(:{{"dtype":"{}","shape":[{}],"data_offsets":[{},{}]}})",
+                         dtypeInfo(r.dtype).safetensorsName, fmt::join(r.shape, ","), at, end);
+    }
+    at = end;
+  }
+  return out;
+}
+
+/// Length prefix, `{members}`, padding.
+std::string framed(const std::string &members) {
+  std::string json = "{" + members + "}";
+  json.append((kLengthBytes - json.size() % kLengthBytes) % kLengthBytes, ' ');
+  std::string out(kLengthBytes, '\0');
+  for (size_t b = 0; b < kLengthBytes; ++b) out[b] = static_cast<char>(static_cast<uint64_t>(json.size()) >> (8 * b));
+  return out + json;
+}
+
+std::string withMetadata(const std::string &tensors, const SafetensorsIndex &index) {
+  const std::string metadata = std::string(kMetadataKey) + index.metadata;
+  switch (index.placement) {
+  case SafetensorsIndex::Metadata::None: return tensors;
+  case SafetensorsIndex::Metadata::First: return tensors.empty() ? metadata : metadata + "," + tensors;
+  case SafetensorsIndex::Metadata::Last: return tensors.empty() ? metadata : tensors + "," + metadata;
+  }
+  __builtin_trap(); // not a placement
+}
+
+} // namespace
+
+Result<std::string> safetensorsHeaderBytes(const Checkpoint &c, size_t header, const SafetensorsIndex &index) {
+  auto tensors = tensorMembers(c, header);
+  if (!tensors) return tensors.error();
+  if (tensors->size() + index.metadata.size() > kMaxSafetensorsHeaderBytes)
+    return Error{fmt::format("the header safetensors(…) stands for is over {} bytes, more than safetensors allows",
+                             kMaxSafetensorsHeaderBytes),
+                 c.regions[header].loc};
+  return framed(withMetadata(*tensors, index));
+}
+
+std::optional<SafetensorsIndex> matchSafetensorsIndex(const Checkpoint &c, size_t header, std::string_view bytes) {
+  auto tensors = tensorMembers(c, header);
+  if (!tensors || bytes.size() < kLengthBytes + 2) return std::nullopt;
+  // The JSON without its length and padding: `{…}`.
+  std::string_view json = bytes.substr(kLengthBytes);
+  while (json.size() > 1 && json.back() == ' ') json.remove_suffix(1);
+  if (json.front() != '{' || json.back() != '}') return std::nullopt;
+  std::string_view members = json.substr(1, json.size() - 2);
+
+  // Which placement could it be? The metadata's text is what the tensors' members leave.
+  SafetensorsIndex index;
+  const std::string_view t = *tensors;
+  if (members == t) {
+    index.placement = SafetensorsIndex::Metadata::None;
+  } else if (members.starts_with(kMetadataKey) &&
+             (t.empty() ? true : members.ends_with(std::string(",") + std::string(t)))) {
+    index.placement = SafetensorsIndex::Metadata::First;
+    const size_t end = members.size() - (t.empty() ? 0 : t.size() + 1);
+    if (end < kMetadataKey.size()) return std::nullopt;
+    index.metadata = std::string(members.substr(kMetadataKey.size(), end - kMetadataKey.size()));
+  } else if (!t.empty() && members.starts_with(std::string(t) + "," + std::string(kMetadataKey))) {
+    index.placement = SafetensorsIndex::Metadata::Last;
+    index.metadata = std::string(members.substr(t.size() + 1 + kMetadataKey.size()));
+  } else {
+    return std::nullopt;
+  }
+  // The padding and length must come out the same too.
+  if (framed(withMetadata(*tensors, index)) != bytes) return std::nullopt;
+  return index;
+}
+
+} // namespace brevis
