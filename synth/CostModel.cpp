@@ -214,6 +214,7 @@ EncodePolicy policyForLevel(int level) {
   // gains, 1 gains four fifths in a hundredth of its time, 9 over nine tenths in a twentieth,
   // 15 all but 0.2 KB in a third.
   static constexpr int kZstdLevel[] = {1, 1, 3, 6, 9, 12, 13, 14, 15};
+  static constexpr int kZstdSmallLevel[] = {1, 1, 3, 6, 15, 16, 17, 18, 19};
   const size_t row = static_cast<size_t>(std::clamp(level, 1, 9) - 1);
   // context decodes at a tenth of rans_o1's speed: it must save five times the level's
   // margin (5% at the default). Pooled over the corpus at level 5, archives came out
@@ -224,7 +225,9 @@ EncodePolicy policyForLevel(int level) {
   // Level 1 does not try context: its estimate (a simulation of the models) was two thirds of
   // level 1's time on a checkpoint of 1 MB tensors, for a gain of 25% that it never reached.
   const double contextGain = level <= 1 ? 1.0 : std::max(kMinGain[row] * kContextGainFactor, kContextMinGain);
-  return EncodePolicy{kMinGain[row], kZstdLevel[row], contextGain};
+  EncodePolicy policy{kMinGain[row], kZstdLevel[row], contextGain};
+  policy.zstdSmallLevel = kZstdSmallLevel[row];
+  return policy;
 }
 
 bool tableCodersCannotPay(WordsView words, unsigned width) {
@@ -286,7 +289,8 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
     candidate.clear();
     // Candidates come in decreasing decoding speed: a slower one must win by the policy's margin.
     const bool encoded = e == Encoding::Huffman ? !words.empty() && encodeHuffman(words, width, candidate, byteCounts)
-                                                : encodeLit(e, words, width, candidate, policy.zstdLevel);
+                                                : encodeLit(e, words, width, candidate,
+                                                            policy.zstdLevelFor(words.size()));
     if (!encoded ||
         static_cast<double>(candidate.size()) >= static_cast<double>(bestSize) * (1 - policy.gainFor(e, width)) ||
         candidate.size() >= bestSize)

@@ -146,7 +146,8 @@ TEST(CostModel, LevelPoliciesOnLargeLiteralsChooseWhatTryingEveryEncodingWould) 
       uint64_t bestSize = encodedSize(best, words, width);
       for (Encoding e : kAllEncodings) {
         Bytes bytes;
-        if (hasCheapExactSize(e) || !policy.tries(e) || !encodeLit(e, words, width, bytes, policy.zstdLevel)) continue;
+        if (hasCheapExactSize(e) || !policy.tries(e) || !encodeLit(e, words, width, bytes, policy.zstdLevelFor(words.size())))
+          continue;
         if (static_cast<double>(bytes.size()) < static_cast<double>(bestSize) * (1 - policy.gainFor(e, width))) {
           best = e;
           bestSize = bytes.size();
@@ -202,6 +203,18 @@ TEST(CostModel, LevelsAskZstdForMoreWorkAsTheyRise) {
     EXPECT_GE(policyForLevel(level).zstdLevel, policyForLevel(level - 1).zstdLevel) << level;
     EXPECT_LE(policyForLevel(level).minGain, policyForLevel(level - 1).minGain) << level;
   }
+  // Streams up to 1 MiB get a higher level from 5 on (zstd's time is small there); larger ones
+  // the level's own, and no policy that does not try zstd tries it on small ones.
+  constexpr uint64_t small = EncodePolicy::kZstdSmallStreamBytes, large = small + 1;
+  EXPECT_EQ(policyForLevel(1).zstdLevelFor(small), 1);
+  EXPECT_EQ(policyForLevel(kDefaultLevel).zstdLevelFor(small), 15);
+  EXPECT_EQ(policyForLevel(kDefaultLevel).zstdLevelFor(large), kDefaultZstdLevel);
+  EXPECT_EQ(policyForLevel(9).zstdLevelFor(small), 19);
+  for (int level = 1; level <= 9; ++level)
+    EXPECT_GE(policyForLevel(level).zstdLevelFor(small), policyForLevel(level).zstdLevelFor(large)) << level;
+  EncodePolicy noZstd = policyForLevel(9);
+  noZstd.zstdLevel = 0;
+  EXPECT_EQ(noZstd.zstdLevelFor(small), 0);
 }
 
 namespace {
