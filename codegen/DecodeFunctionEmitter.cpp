@@ -701,7 +701,8 @@ private:
       auto *table = new llvm::GlobalVariable(module_, arrayTy, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
                                              init, "map_constants");
       table->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
-      llvm::Value *at = b_.CreateURem(index, i64c(m.periodic.size()));
+      llvm::Value *run = m.per == 1 ? index : b_.CreateUDiv(index, i64c(m.per));
+      llvm::Value *at = b_.CreateURem(run, i64c(m.periodic.size()));
       llvm::Value *p = b_.CreateInBoundsGEP(arrayTy, table, {i64c(0), at});
       return b_.CreateZExtOrTrunc(b_.CreateLoad(intTy(bytes), p), ty);
     };

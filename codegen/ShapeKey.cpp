@@ -94,6 +94,7 @@ Result<void> appendKey(const Expr &e, const Payload &payload, std::string &key) 
     appendU64(key, m.param);
     appendU64(key, m.periodic.size()); // a list of constants is folded in, as the constant is
     for (uint64_t c : m.periodic) appendU64(key, c);
+    appendU64(key, m.per);
     return appendKey(*m.body, payload, key);
   }
   case NodeKind::Scan: {

@@ -58,7 +58,7 @@ term
   | CONST streamType value=NUMBER                                  # constExpr
   | CONCAT '(' (expr (',' expr)*)? ')'                             # concatExpr
   | REPEAT count=NUMBER '(' expr ')'                               # repeatExpr
-  | MAP fn=IDENT (param=NUMBER | '[' numberList ']')? '(' expr ')'  # mapExpr
+  | MAP fn=IDENT (param=NUMBER | '[' numberList ']' (per=IDENT run=NUMBER)?)? '(' expr ')' # mapExpr
   | SCAN op=IDENT init=NUMBER '(' expr ')'                         # scanExpr
   | MERGE '(' (mergeField (',' mergeField)*)? ')'                  # mergeExpr
   | '?' streamType                                                 # holeExpr
@@ -69,6 +69,9 @@ term
 
 // A payload literal without its range is a literal hole (`lit auto u8[16]`): a literal with
 // the words it must produce, which the tool codes. `auto` names no encoding: the smallest.
+
+// `map add [c0, c1] per 64 (e)`: each constant for 64 consecutive words. `per` is an IDENT,
+// checked by the builder, so that it stays free as a field name.
 
 // Field names may be keywords too: the printer writes any name it is given.
 mergeField : (fieldName ':')? expr ;

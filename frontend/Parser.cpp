@@ -410,6 +410,7 @@ private:
       if (r.offset == kImpliedOffset) diags_.error(locOf(ctx->offset), "an offset must be below 2^64 - 1");
     }
     r.size = number(ctx->size);
+    if (r.size == kImpliedSize) diags_.error(locOf(ctx->size), "a size must be below 2^64 - 1");
     return r;
   }
 
@@ -533,7 +534,7 @@ private:
     return Hole::make(streamType(h->streamType()));
   }
 
-  /// term alternative mapExpr : MAP IDENT (NUMBER | '[' numberList ']')? '(' expr ')'
+  /// term alternative mapExpr : MAP IDENT (NUMBER | '[' numberList ']' ('per' NUMBER)?)? '(' expr ')'
   ExprPtr mapExpr(G::MapExprContext *ctx) {
     std::string name = ctx->fn->getText();
     auto fn = mapFnFromName(name);
@@ -560,6 +561,12 @@ private:
       std::vector<Radix> radixes;
       e->periodic = numbers(ctx->numberList(), &radixes);
       e->radix = listRadix(radixes);
+    }
+    if (ctx->per) {
+      if (ctx->per->getText() != "per")
+        diags_.error(locOf(ctx->per), fmt::format("expected 'per' and a word count after the list of constants, found '{}'",
+                                                  excerpt(ctx->per->getText())));
+      e->per = number(ctx->run);
     }
     return e;
   }
@@ -754,6 +761,7 @@ private:
     }
     expect(G::PLUS);
     r.size = number();
+    if (r.size == kImpliedSize) fail();
     return r;
   }
 
@@ -841,6 +849,7 @@ private:
       if (!fn) return fail(), nullptr;
       Radix radix = Radix::Auto;
       std::vector<uint64_t> periodic;
+      uint64_t per = 1;
       if (peek() == G::LBRACKET) { // a list of constants: add and xor
         if (*fn != MapFn::Add && *fn != MapFn::Xor) return fail(), nullptr;
         expect(G::LBRACKET);
@@ -849,6 +858,11 @@ private:
         expect(G::RBRACKET);
         if (periodic.empty()) return fail(), nullptr;
         radix = listRadix(radixes);
+        if (peek() == G::IDENT) { // `per R`
+          if (textOf(tokens_[at_]) != "per") return fail(), nullptr;
+          ++at_;
+          per = number();
+        }
       } else if (mapFnTakesParameter(*fn) != (peek() == G::NUMBER)) {
         return fail(), nullptr;
       }
@@ -856,6 +870,7 @@ private:
       auto m = Map::make(*fn, param, body());
       m->radix = radix;
       m->periodic = std::move(periodic);
+      m->per = per;
       e = std::move(m);
       break;
     }

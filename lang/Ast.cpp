@@ -155,6 +155,7 @@ ExprPtr cloneExpr(const Expr &e) {
     auto n = Map::make(m.fn, m.param, cloneExpr(*m.body));
     n->radix = m.radix;
     n->periodic = m.periodic;
+    n->per = m.per;
     copy = std::move(n);
     break;
   }
@@ -213,7 +214,7 @@ bool sameFields(const Expr &a, const Expr &b) {
   case NodeKind::Repeat: return as<Repeat>(a).count == as<Repeat>(b).count;
   case NodeKind::Map:
     return as<Map>(a).fn == as<Map>(b).fn && as<Map>(a).param == as<Map>(b).param &&
-           as<Map>(a).periodic == as<Map>(b).periodic;
+           as<Map>(a).periodic == as<Map>(b).periodic && as<Map>(a).per == as<Map>(b).per;
   case NodeKind::Scan: return as<Scan>(a).op == as<Scan>(b).op && as<Scan>(a).init == as<Scan>(b).init;
   case NodeKind::Merge: {
     const auto &x = as<Merge>(a), &y = as<Merge>(b);

@@ -117,7 +117,9 @@ struct Repeat final : Expr {
 
 /// `map xor 0x8000 (body)`: a bijection word by word. `map add [c0, c1, …] (body)`: word i
 /// takes the constant c(i mod P), P the list's length (per-column offsets of a row-major
-/// tensor, whose channels differ in scale).
+/// tensor, whose channels differ in scale); `map add [c0, …] per R (body)`: word i takes
+/// c((i / R) mod P), each constant holding for R consecutive words (per-row offsets: a layout
+/// whose rows are the channels).
 struct Map final : Expr {
   static constexpr NodeKind Kind = NodeKind::Map;
   MapFn fn = MapFn::Xor;
@@ -126,7 +128,10 @@ struct Map final : Expr {
   /// xor/add with a list of constants, one per position modulo its length (then `param` is
   /// unused); empty for one constant.
   std::vector<uint64_t> periodic;
+  uint64_t per = 1; ///< words each constant of the list holds for (1 without a list)
   ExprPtr body;
+  /// The constant word i takes: the parameter, or its entry of the list.
+  uint64_t constantFor(uint64_t i) const { return periodic.empty() ? param : periodic[(i / per) % periodic.size()]; }
   static std::unique_ptr<Map> make(MapFn, uint64_t param, ExprPtr body);
   Map() : Expr(Kind) {}
 };

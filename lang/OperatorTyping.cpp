@@ -120,6 +120,7 @@ Typing typeMap(const Map &m, StreamType body) {
     return body;
   case MapFn::Xor:
   case MapFn::Add:
+    if (m.per == 0) return nodeError(fmt::format("map {}'s constants must each hold for at least one word (per 0)", mapFnName(m.fn)));
     for (size_t i = 0; i < m.periodic.size(); ++i)
       if (!fits(m.periodic[i], body.width))
         return nodeError(fmt::format("map {} constant {} (number {} of the list) does not fit in {} bits",

@@ -78,6 +78,9 @@ std::string annotationText(const Expr &e) {
   return e.annotation ? " : " + toString(*e.annotation) : std::string();
 }
 
+/// " per R" after a map's list of constants whose each holds for R words; "" for one word.
+std::string perText(const Map &m) { return m.per == 1 ? std::string() : fmt::format(" per {}", m.per); }
+
 /// The part of a compound node before its children: "repeat 4 (", "merge(".
 std::string openText(const Expr &e) {
   switch (e.kind) {
@@ -90,7 +93,7 @@ std::string openText(const Expr &e) {
     if (!m.periodic.empty()) {
       std::string out = fmt::format("map {} [", mapFnName(m.fn));
       for (size_t i = 0; i < m.periodic.size(); ++i) out += (i ? ", " : "") + countLiteral(m.periodic[i], m.radix);
-      return out + "] (";
+      return out + "]" + perText(m) + " (";
     }
     std::string param = m.fn == MapFn::Xor ? wordLiteral(m.param, m.radix) : countLiteral(m.param, m.radix);
     return fmt::format("map {} {} (", mapFnName(m.fn), param);
@@ -248,7 +251,7 @@ void printBroken(const Expr &e, unsigned indent, const Style &style, std::string
   if (map && !map->periodic.empty() && indent + openText(e).size() > kPrintWidth) {
     out += fmt::format("map {} [\n", mapFnName(map->fn));
     appendFilledWords(map->periodic, map->radix, pad, out);
-    out += std::string(indent, ' ') + "] (";
+    out += std::string(indent, ' ') + "]" + perText(*map) + " (";
   } else {
     out += openText(e);
   }

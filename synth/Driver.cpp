@@ -93,6 +93,8 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
   c.source = SourceInfo{sourceName, file.size(), xxh64(file)};
   c.payloadFile = payloadName;
   c.regions = tileRegions(file, out.notSafetensorsReason);
+  // Before the regions are synthesized: a header written so has no literal to code.
+  if (!options.headerText) writeHeaderAsIndex(c, file);
 
   std::vector<RegionInput> inputs;
   inputs.reserve(c.regions.size());
@@ -105,7 +107,7 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
   std::vector<Bytes> payloads(c.regions.size());
   const std::vector<size_t> first = firstWithSameBytes(c.regions, file, &out.digests);
   parallelFor(c.regions.size(), options.threads, [&](size_t i) {
-    if (first[i] != i) { // a repeat: the first's program, below
+    if (first[i] != i || c.regions[i].index) { // a repeat (the first's program, below), or made already
       if (options.progress) options.progress->fetch_add(inputs[i].bytes.size(), std::memory_order_relaxed);
       return;
     }
@@ -128,7 +130,6 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
     Bytes().swap(payloads[i]);
   }
   c.payloadSize = out.payload.size();
-  if (!options.headerText) writeHeaderAsIndex(c, file);
   return out;
 }
 

@@ -161,10 +161,11 @@ private:
 class MapReader final : public Reader {
 public:
   MapReader(StreamType t, const Map &m, ReaderPtr body)
-      : Reader(t), fn_(m.fn), param_(m.param), periodic_(m.periodic), body_(std::move(body)) {}
+      : Reader(t), fn_(m.fn), param_(m.param), periodic_(m.periodic), per_(m.per), body_(std::move(body)) {}
   void read(uint64_t *out, size_t n) override {
     body_->read(out, n);
     if (!periodic_.empty()) return applyPeriodic(out, n, type.width);
+    at_ += n;
     // One loop per function, so that each is a tight (vectorizable) loop.
     const unsigned width = type.width;
     switch (fn_) {
@@ -182,7 +183,7 @@ public:
   }
   void skip(uint64_t n) override {
     body_->skip(n);
-    if (!periodic_.empty()) at_ = static_cast<size_t>((at_ + n) % periodic_.size());
+    at_ += n;
   }
 
 private:
@@ -191,14 +192,15 @@ private:
   }
   /// xor or add of the list's constants in turn, from the one for the next word's position.
   void applyPeriodic(uint64_t *out, size_t n, unsigned width) {
-    applyMapConstants(fn_, periodic_, width, at_, out, n);
-    at_ = static_cast<size_t>((at_ + n) % periodic_.size());
+    applyMapConstants(fn_, periodic_, per_, width, at_, out, n);
+    at_ += n;
   }
 
   MapFn fn_;
   uint64_t param_;
   std::vector<uint64_t> periodic_;
-  size_t at_ = 0; ///< the position modulo the list's length of the next word
+  uint64_t per_;
+  uint64_t at_ = 0; ///< the position of the next word
   ReaderPtr body_;
 };
 

@@ -46,7 +46,7 @@ bool collectFields(const Expr &e, std::vector<const Expr *> &out) {
 
 /// The field's column constants applied to its words w (of words [position, position + n)).
 template <typename T> void applyColumns(const Field &f, T *w, size_t n, uint64_t position) {
-  applyMapConstants(f.columns->fn, f.columns->periodic, f.width, position, w, n);
+  applyMapConstants(f.columns->fn, f.columns->periodic, f.columns->per, f.width, position, w, n);
 }
 
 // Several copies of a loop, one per instruction set, chosen by the loader (BREVIS_MULTIVERSION

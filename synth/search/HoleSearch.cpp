@@ -76,23 +76,10 @@ struct ColumnExponents {
   double gainBits = 0;
 };
 
-ColumnExponents columnExponents(WordsView words, const DTypeInfo &f, uint64_t columns) {
+/// The medians and gain of `cells`: the exponents of `channels` channels, `taken` of each, one
+/// channel after another.
+ColumnExponents channelExponents(const std::vector<uint16_t> &cells, uint64_t channels, uint64_t taken, uint64_t mask) {
   ColumnExponents out;
-  if (columns < 2 || columns > kColumnOffsetsMaxColumns || words.size() % columns ||
-      words.size() / columns < kColumnOffsetsMinRows)
-    return out;
-  const uint64_t rows = words.size() / columns;
-  const uint64_t taken = std::min({rows, kColumnOffsetsSampleRows, kColumnOffsetsMaxCells / columns});
-  if (taken < kColumnOffsetsMinRows) return out;
-  // Sampled rows, read in memory order into one column after another.
-  const uint64_t mask = widthMask(f.exponentBits);
-  std::vector<uint16_t> cells(columns * taken);
-  for (uint64_t k = 0; k < taken; ++k) {
-    const uint64_t row = k * rows / taken;
-    words.subspan(row * columns, columns).visit([&](auto w) {
-      for (uint64_t c = 0; c < columns; ++c) cells[c * taken + k] = static_cast<uint16_t>((w[c] >> f.mantissaBits) & mask);
-    });
-  }
   // Medians by counting: exponents take few values, on which selection and sorting are slow.
   std::vector<uint32_t> counts(mask + 1), all(mask + 1);
   auto median = [](const std::vector<uint32_t> &histogram, uint64_t lo, uint64_t total) {
@@ -100,8 +87,8 @@ ColumnExponents columnExponents(WordsView words, const DTypeInfo &f, uint64_t co
     while (seen * 2 <= total) seen += histogram[++v];
     return static_cast<uint16_t>(v);
   };
-  out.medians.resize(columns);
-  for (uint64_t c = 0; c < columns; ++c) {
+  out.medians.resize(channels);
+  for (uint64_t c = 0; c < channels; ++c) {
     const uint16_t *begin = &cells[c * taken], *end = begin + taken;
     uint16_t lo = *begin;
     for (const uint16_t *v = begin; v != end; ++v) {
@@ -114,7 +101,7 @@ ColumnExponents columnExponents(WordsView words, const DTypeInfo &f, uint64_t co
   }
   out.overall = median(all, 0, cells.size());
   std::vector<uint32_t> shifted(mask + 1);
-  for (uint64_t c = 0; c < columns; ++c)
+  for (uint64_t c = 0; c < channels; ++c)
     for (uint64_t k = 0; k < taken; ++k) ++shifted[(cells[c * taken + k] - out.medians[c] + out.overall) & mask];
   auto entropyBits = [&](const std::vector<uint32_t> &histogram) {
     double bits = 0;
@@ -124,6 +111,35 @@ ColumnExponents columnExponents(WordsView words, const DTypeInfo &f, uint64_t co
   };
   out.gainBits = entropyBits(all) - entropyBits(shifted);
   return out;
+}
+
+/// Each channel's median exponent and the whole stream's, of a tensor whose `channels`
+/// channels are its columns (word i in channel i mod channels: TensorFlow's `[…, out]`) or, with
+/// `rows`, its rows (PyTorch's and Paddle's `[out, …]`), on up to kColumnOffsetsSampleRows evenly
+/// spaced words of each channel; empty medians where the shape does not allow.
+ColumnExponents exponentsByChannel(WordsView words, const DTypeInfo &f, uint64_t channels, bool rows) {
+  if (channels < 2 || channels > kColumnOffsetsMaxColumns || words.size() % channels ||
+      words.size() / channels < kColumnOffsetsMinRows)
+    return {};
+  const uint64_t length = words.size() / channels; // words of a channel
+  const uint64_t taken = std::min({length, kColumnOffsetsSampleRows, kColumnOffsetsMaxCells / channels});
+  if (taken < kColumnOffsetsMinRows) return {};
+  // The sampled words, in memory order, into one channel after another.
+  const uint64_t mask = widthMask(f.exponentBits);
+  auto exponent = [&](uint64_t w) { return static_cast<uint16_t>((w >> f.mantissaBits) & mask); };
+  std::vector<uint16_t> cells(channels * taken);
+  if (rows) {
+    for (uint64_t r = 0; r < channels; ++r)
+      words.subspan(r * length, length).visit([&](auto w) {
+        for (uint64_t k = 0; k < taken; ++k) cells[r * taken + k] = exponent(w[k * length / taken]);
+      });
+  } else {
+    for (uint64_t k = 0; k < taken; ++k)
+      words.subspan(k * length / taken * channels, channels).visit([&](auto w) {
+        for (uint64_t c = 0; c < channels; ++c) cells[c * taken + k] = exponent(w[c]);
+      });
+  }
+  return channelExponents(cells, channels, taken, mask);
 }
 
 /// The constants of `map add` over a field whose bits from partShift up hold exponent bits
@@ -273,7 +289,7 @@ Plan constPlan() {
 
 bool sameShape(const Plan &a, const Plan &b) {
   if (a.op != b.op || a.count != b.count || a.mapFn != b.mapFn || a.mapParam != b.mapParam ||
-      a.mapPeriodic != b.mapPeriodic || a.scanOp != b.scanOp ||
+      a.mapPeriodic != b.mapPeriodic || a.mapPer != b.mapPer || a.scanOp != b.scanOp ||
       a.fieldWidths != b.fieldWidths || a.pieceLengths != b.pieceLengths || a.children.size() != b.children.size())
     return false;
   for (size_t i = 0; i < a.children.size(); ++i)
@@ -289,6 +305,7 @@ struct HoleSearch::Hole {
   uint64_t constant = 0; ///< bits equal in every word
   Sample sample;
   mutable std::optional<ColumnExponents> columns; ///< computed by the first field that asks
+  mutable std::optional<ColumnExponents> rows;    ///< likewise, with the rows as the channels
 
   Hole(WordsView w, unsigned bits)
       : words(w), width(bits), constant(constantBits(w, bits)), sample(sampleOf(w)) {}
@@ -367,20 +384,22 @@ Plan HoleSearch::mergePlan(const Hole &hole, const HoleContext &context, const s
         if (memo) memo->emplace_back(key, child);
       }
       if (columnOffsets_ && scoring_ && context.floatType) {
-        const uint64_t periodicKey = key | uint64_t{1} << 32;
-        auto knownMap = memo ? std::find_if(memo->begin(), memo->end(),
-                                            [&](const auto &e) { return e.first == periodicKey; })
-                             : FieldCosts::iterator{};
-        Plan map;
-        if (memo && knownMap != memo->end()) {
-          map = knownMap->second;
-        } else {
-          map = columnOffsetsPlan(hole, context, shifts[k], layout[k]);
-          if (memo) memo->emplace_back(periodicKey, map);
+        for (const bool rows : {false, true}) {
+          const uint64_t periodicKey = key | uint64_t{1} << (rows ? 33 : 32);
+          auto knownMap = memo ? std::find_if(memo->begin(), memo->end(),
+                                              [&](const auto &e) { return e.first == periodicKey; })
+                               : FieldCosts::iterator{};
+          Plan map;
+          if (memo && knownMap != memo->end()) {
+            map = knownMap->second;
+          } else {
+            map = channelOffsetsPlan(hole, context, shifts[k], layout[k], rows);
+            if (memo) memo->emplace_back(periodicKey, map);
+          }
+          // Kept only where it wins by more than the estimates err: scored on a sample of words
+          // at their channels, the constants' literal can look cheaper than it encodes.
+          if (map.op == PlanOp::Map && map.cost < child.cost * (1 - kColumnOffsetsMinGain)) child = std::move(map);
         }
-        // Kept only where it wins by more than the estimates err: scored on a sample of words
-        // at their columns, the constants' literal can look cheaper than it encodes.
-        if (map.op == PlanOp::Map && map.cost < child.cost * (1 - kColumnOffsetsMinGain)) child = std::move(map);
       }
     }
     p.cost += child.cost + 1; // the field's name
@@ -389,31 +408,56 @@ Plan HoleSearch::mergePlan(const Hole &hole, const HoleContext &context, const s
   return p;
 }
 
-Plan HoleSearch::columnOffsetsPlan(const Hole &hole, const HoleContext &context, unsigned shift, unsigned width) const {
+Plan HoleSearch::channelOffsetsPlan(const Hole &hole, const HoleContext &context, unsigned shift, unsigned width,
+                                    bool rows) const {
   const DTypeInfo &f = *context.floatType;
   // The exponent's bits within the field.
   const unsigned lo = std::max(shift, f.mantissaBits), hi = std::min(shift + width, f.mantissaBits + f.exponentBits);
   if (lo >= hi || context.shape.size() < 2) return {};
-  if (!hole.columns) hole.columns = columnExponents(hole.words, f, context.shape.back());
+  std::optional<ColumnExponents> &channels = rows ? hole.rows : hole.columns;
+  if (!channels) {
+    // Dimensions of 1 aside: a depthwise kernel [3, 3, C, 1] has C columns, a [1, 1, in, out]
+    // one `in` rows.
+    auto unit = [](uint64_t d) { return d == 1; };
+    auto first = std::find_if_not(context.shape.begin(), context.shape.end(), unit);
+    auto last = std::find_if_not(context.shape.rbegin(), context.shape.rend(), unit);
+    channels = first == context.shape.end() ? ColumnExponents{}
+                                            : exponentsByChannel(hole.words, f, rows ? *first : *last, rows);
+  }
   // Scored only where the exponents' order-0 entropy promises at least half the constants' text.
-  const double promised = hole.columns->gainBits * static_cast<double>(hole.words.size()) / 8;
-  if (promised < kPeriodicWordBytes * static_cast<double>(hole.columns->medians.size()) / 2) return {};
-  std::vector<uint64_t> constants = columnOffsets(*hole.columns, width, lo - shift, lo - f.mantissaBits);
+  const double promised = channels->gainBits * static_cast<double>(hole.words.size()) / 8;
+  if (promised < kPeriodicWordBytes * static_cast<double>(channels->medians.size()) / 2) return {};
+  std::vector<uint64_t> constants = columnOffsets(*channels, width, lo - shift, lo - f.mantissaBits);
   if (constants.empty()) return {};
-  // The field's sample, less each word's column constant.
+  // Each constant holds for a row's words, or for one word of each row.
+  const uint64_t per = rows ? hole.words.size() / constants.size() : 1;
+  // The field's sample, less each word's channel constant: the channel found once a run of the
+  // sample (a division a word was a tenth of the search's time on a checkpoint of such tensors).
   std::vector<uint64_t> sample = extractField(hole.sample.words, shift, width);
-  for (size_t i = 0; i < sample.size(); ++i)
-    sample[i] = inverseMap(MapFn::Add, constants[samplePosition(hole.words.size(), i) % constants.size()], width,
-                           sample[i]);
+  const uint64_t mask = widthMask(width);
+  for (size_t i = 0; i < sample.size();) {
+    const uint64_t position = samplePosition(hole.words.size(), i);
+    size_t channel = static_cast<size_t>(position / per % constants.size());
+    uint64_t into = position % per;
+    const size_t end = std::min(sample.size(), (i / kSampleRunWords + 1) * kSampleRunWords);
+    for (; i < end; ++i) {
+      sample[i] = (sample[i] - constants[channel]) & mask;
+      if (++into == per) {
+        into = 0;
+        channel = channel + 1 == constants.size() ? 0 : channel + 1;
+      }
+    }
+  }
   Plan lit;
   lit.op = PlanOp::Lit;
   lit.production = "lit";
   scoreLit(lit, sample, width, hole.sample.scale);
   // The text's cost first: an argument moved from may be evaluated before the others.
   const double text = kNodeTextBytes + kPeriodicWordBytes * static_cast<double>(constants.size());
-  Plan map = planOf(PlanOp::Map, "map:columns");
+  Plan map = planOf(PlanOp::Map, rows ? "map:rows" : "map:columns");
   map.mapFn = MapFn::Add;
   map.mapPeriodic = std::move(constants);
+  map.mapPer = per;
   return over(std::move(map), std::move(lit), text);
 }
 
@@ -634,12 +678,15 @@ ExprPtr HoleSearch::emit(const Plan &plan, WordsView words, unsigned width, Byte
     if (plan.children.size() != 1) return literal();
     std::vector<uint64_t> body(n);
     const std::vector<uint64_t> &periodic = plan.mapPeriodic;
+    const uint64_t per = plan.mapPer;
     words.visit([&](auto w) {
       for (uint64_t i = 0; i < n; ++i)
-        body[i] = inverseMap(plan.mapFn, periodic.empty() ? plan.mapParam : periodic[i % periodic.size()], width, w[i]);
+        body[i] =
+            inverseMap(plan.mapFn, periodic.empty() ? plan.mapParam : periodic[i / per % periodic.size()], width, w[i]);
     });
     auto map = Map::make(plan.mapFn, plan.mapParam, emit(plan.children[0], body, width, payload));
     map->periodic = periodic;
+    map->per = per;
     return map;
   }
   case PlanOp::Scan: {
@@ -696,7 +743,7 @@ std::string describePlan(const Plan &plan) {
   case PlanOp::Map:
     if (!plan.mapPeriodic.empty())
       return "map " + std::string(mapFnName(plan.mapFn)) + " [" + std::to_string(plan.mapPeriodic.size()) +
-             " column constants] (" + child(0) + ")";
+             (plan.mapPer > 1 ? " row constants] (" : " column constants] (") + child(0) + ")";
     return "map " + std::string(mapFnName(plan.mapFn)) + " " + std::to_string(plan.mapParam) + " (" + child(0) + ")";
   case PlanOp::Scan: return "scan " + std::string(scanOpName(plan.scanOp)) + " (" + child(0) + ")";
   case PlanOp::Concat: {

@@ -89,8 +89,10 @@ private:
   Plan mergePlan(const Hole &hole, const HoleContext &context, const std::vector<unsigned> &layout,
                  FieldCosts *memo = nullptr) const;
   /// A field of a float tensor holding exponent bits as `map add [per-column constants]` over
-  /// a literal (columnOffsets); an empty plan (op Lit, no cost) where there is nothing to gain.
-  Plan columnOffsetsPlan(const Hole &hole, const HoleContext &context, unsigned shift, unsigned width) const;
+  /// a literal (columnOffsets), or with `rows`, `map add [per-row constants] per ROW` (a layout
+  /// whose rows are the channels); an empty plan (op Lit, no cost) where there is nothing to gain.
+  Plan channelOffsetsPlan(const Hole &hole, const HoleContext &context, unsigned shift, unsigned width,
+                          bool rows) const;
   void tryStructural(const Hole &hole, const HoleContext &context, unsigned depth, Plan &best,
                      std::vector<Candidate> *trace, const std::string &priorKey, FieldCosts &memo);
   bool spend();

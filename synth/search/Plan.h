@@ -19,6 +19,7 @@ struct Plan {
   MapFn mapFn = MapFn::Xor;            ///< Map
   uint64_t mapParam = 0;               ///< Map
   std::vector<uint64_t> mapPeriodic;   ///< Map: constants by position modulo their count, or none
+  uint64_t mapPer = 1;                 ///< Map: words each of mapPeriodic's constants holds for
   ScanOp scanOp = ScanOp::Add;         ///< Scan
   std::vector<unsigned> fieldWidths;   ///< Merge, most significant first
   std::vector<std::string> fieldNames; ///< Merge

@@ -64,8 +64,7 @@ struct Filler {
       Map &m = as<Map>(*e);
       std::vector<uint64_t> body(words.size());
       for (size_t i = 0; i < words.size(); ++i)
-        body[i] = inverseMap(m.fn, m.periodic.empty() ? m.param : m.periodic[i % m.periodic.size()], type.width,
-                             words[i]);
+        body[i] = inverseMap(m.fn, m.constantFor(i), type.width, words[i]);
       return fill(m.body, body, inner);
     }
     case NodeKind::Scan: {

@@ -103,6 +103,7 @@ private:
       if ((fn == MapFn::Add || fn == MapFn::Xor) && c_.byte() % 2) { // constants by position modulo their count
         map->param = 0;
         for (unsigned k = 1 + c_.byte() % 9; k > 0; --k) map->periodic.push_back(rng_() & widthMask(width));
+        if (c_.byte() % 2) map->per = 1 + c_.below(5000); // each for a run of words
       }
       return map;
     }

@@ -92,6 +92,7 @@ private:
       if ((fn == MapFn::Add || fn == MapFn::Xor) && pick(2)) { // constants by position modulo their count
         map->param = 0;
         for (uint64_t k = 1 + pick(9); k > 0; --k) map->periodic.push_back(word(t.width));
+        if (pick(2)) map->per = 1 + pick(5000); // each for a run of words, across read blocks too
       }
       return map;
     }

@@ -42,7 +42,7 @@ inline std::vector<uint64_t> referenceEvaluate(const Expr &e, const Payload &p, 
     const auto &m = as<Map>(e);
     auto w = referenceEvaluate(*m.body, p, types);
     for (size_t i = 0; i < w.size(); ++i)
-      w[i] = applyMap(m.fn, m.periodic.empty() ? m.param : m.periodic[i % m.periodic.size()], width, w[i]);
+      w[i] = applyMap(m.fn, m.constantFor(i), width, w[i]);
     return w;
   }
   case NodeKind::Scan: {

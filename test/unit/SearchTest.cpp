@@ -48,8 +48,9 @@ protected:
     return tensors_->front();
   }
 
+public:
   /// The search's program for a planted tensor, checked to rebuild it exactly.
-  RegionProgram synthesize(const gen::PlantedTensor &t, int level = kDefaultLevel) {
+  static RegionProgram synthesize(const gen::PlantedTensor &t, int level = kDefaultLevel) {
     SearchStrategy strategy(strategyOptionsForLevel(level));
     RegionProgram p = strategy.synthesize(inputOf(t));
     auto bytes = evaluate(*p.program, Payload::fromBytes(p.payload));
@@ -144,37 +145,80 @@ TEST_F(Planted, OutputChannelsOfDifferentScalesGetColumnConstantsOnTheirExponent
   EXPECT_GE(std::set<uint64_t>(columns->periodic.begin(), columns->periodic.end()).size(), 8u);
 }
 
-TEST_F(Planted, ColumnConstantsDecodeFromAnyWordThroughTheFusedKernel) {
-  // The F32 tensor (its exponent field of more than 8 bits: the kernel's shift-or path) and its
-  // BF16 truncation (an 8-bit field: the kernel's byte path), each decoded from words that start
-  // inside a period and cross the kernel's 16384-word chunks.
-  gen::PlantedTensor f32 = tensor("planted.channels"), bf16 = f32;
+/// `t` and its BF16 truncation synthesized, each with `expected` in its program, then decoded
+/// from each of `ranges` (first word, count) and compared with the tensor's words.
+void expectDecodesFromAnyWord(const gen::PlantedTensor &t, const std::string &expected,
+                              const std::vector<std::pair<uint64_t, uint64_t>> &ranges) {
+  gen::PlantedTensor bf16 = t;
   bf16.dtype = DType::BF16;
   bf16.bytes.clear();
-  for (size_t i = 0; i < f32.bytes.size(); i += 4) bf16.bytes.insert(bf16.bytes.end(), {f32.bytes[i + 2], f32.bytes[i + 3]});
-  for (const gen::PlantedTensor *t : {&f32, &bf16}) {
-    RegionProgram p = synthesize(*t);
-    ASSERT_NE(printExpr(*p.program).find("map add ["), std::string::npos) << t->name << ": " << printExpr(*p.program);
+  for (size_t i = 0; i < t.bytes.size(); i += 4) bf16.bytes.insert(bf16.bytes.end(), {t.bytes[i + 2], t.bytes[i + 3]});
+  for (const gen::PlantedTensor *u : {&t, static_cast<const gen::PlantedTensor *>(&bf16)}) {
+    RegionProgram p = Planted::synthesize(*u);
+    ASSERT_NE(printExpr(*p.program).find(expected), std::string::npos) << u->name << ": " << printExpr(*p.program);
     Region region;
     region.kind = RegionKind::Tensor;
-    region.dtype = t->dtype;
-    region.shape = t->shape;
-    region.bytes = ByteRange{0, t->bytes.size()};
+    region.dtype = u->dtype;
+    region.shape = u->shape;
+    region.bytes = ByteRange{0, u->bytes.size()};
     region.program = std::move(p.program);
     const Payload payload = Payload::fromBytes(p.payload);
-    const unsigned wordBytes = dtypeInfo(t->dtype).wordBits / 8;
-    const uint64_t words = t->bytes.size() / wordBytes;
-    for (const auto &[first, count] : std::vector<std::pair<uint64_t, uint64_t>>{
-             {0, words}, {1, 100}, {63, 16384 + 130}, {20000, words - 20000}, {words - 1, 1}}) {
+    const unsigned wordBytes = dtypeInfo(u->dtype).wordBits / 8;
+    const uint64_t words = u->bytes.size() / wordBytes;
+    for (auto [first, count] : ranges) {
+      if (count == 0) count = words - first; // to the end
       Bytes out;
       VectorSink sink(out);
       Interpreter interpreter;
       ASSERT_TRUE(interpreter.decodeWords(region, payload, first, count, sink)) << first;
-      const auto from = t->bytes.begin() + static_cast<std::ptrdiff_t>(first * wordBytes);
+      const auto from = u->bytes.begin() + static_cast<std::ptrdiff_t>(first * wordBytes);
       EXPECT_TRUE(out == Bytes(from, from + static_cast<std::ptrdiff_t>(count * wordBytes)))
-          << t->name << " words " << first << "+" << count;
+          << u->name << " words " << first << "+" << count;
     }
   }
+}
+
+TEST_F(Planted, ColumnConstantsDecodeFromAnyWordThroughTheFusedKernel) {
+  // The F32 tensor (its exponent field of more than 8 bits: the kernel's shift-or path) and its
+  // BF16 truncation (an 8-bit field: the kernel's byte path), each decoded from words that start
+  // inside a period and cross the kernel's 16384-word chunks.
+  expectDecodesFromAnyWord(tensor("planted.channels"), "map add [",
+                           {{0, 0}, {1, 100}, {63, 16384 + 130}, {20000, 0}, {32767, 1}});
+}
+
+/// planted.channels laid out [outputs, inputs], as PyTorch keeps a linear layer: the channels
+/// are its rows.
+gen::PlantedTensor transposed(const gen::PlantedTensor &t) {
+  gen::PlantedTensor out = t;
+  const uint64_t rows = t.shape[0], columns = t.shape[1];
+  out.shape = {columns, rows};
+  for (uint64_t r = 0; r < rows; ++r)
+    for (uint64_t c = 0; c < columns; ++c)
+      std::copy_n(t.bytes.begin() + static_cast<std::ptrdiff_t>((r * columns + c) * 4), 4,
+                  out.bytes.begin() + static_cast<std::ptrdiff_t>((c * rows + r) * 4));
+  return out;
+}
+
+TEST_F(Planted, ChannelsLaidOutAsRowsGetRowConstantsOnTheirExponents) {
+  RegionProgram p = synthesize(transposed(tensor("planted.channels")));
+  ASSERT_EQ(p.program->kind, NodeKind::Merge) << printExpr(*p.program);
+  const Map *rows = nullptr;
+  for (const MergeField &f : as<Merge>(*p.program).fields)
+    if (const Map *m = dynAs<Map>(*f.expr); m && !m->periodic.empty()) rows = m;
+  ASSERT_NE(rows, nullptr) << printExpr(*p.program);
+  EXPECT_EQ(rows->fn, MapFn::Add);
+  ASSERT_EQ(rows->periodic.size(), 64u);
+  EXPECT_EQ(rows->per, 512u);
+  size_t same = 0;
+  for (size_t c = 8; c < 64; ++c) same += rows->periodic[c] == rows->periodic[c - 8];
+  EXPECT_GE(same, 42u) << printExpr(*p.program);
+  EXPECT_NE(printExpr(*p.program).find("] per 512 ("), std::string::npos);
+}
+
+TEST_F(Planted, RowConstantsDecodeFromAnyWordThroughTheFusedKernel) {
+  // As for the columns: from words inside a row, across rows and across the kernel's chunks.
+  expectDecodesFromAnyWord(transposed(tensor("planted.channels")), "] per 512 (",
+                           {{0, 0}, {1, 100}, {511, 2}, {300, 16384 + 1000}, {20000, 0}, {32767, 1}});
 }
 
 TEST_F(Planted, EveryTensorIsWithinTwoPercentOfItsReferenceSize) {

@@ -187,8 +187,9 @@ void registerSynth(CLI::App &app, Context &ctx) {
     return value.empty() ? std::string("--prior needs a prior file or \"uniform\"") : std::string();
   });
   cmd->add_flag("--header-text", o->headerText,
-                "write the safetensors header as its JSON text, to edit apart from the tensors' declarations "
-                "(default: safetensors(tensors, …), made from the declarations, where that rebuilds it)");
+                "write the safetensors header as its JSON text (a literal over 4 MiB), to edit apart from the "
+                "tensors' declarations (default: safetensors(tensors, …), made from the declarations, where that "
+                "rebuilds it)");
   cmd->add_flag("-f,--force", o->force, "overwrite existing output files");
   cmd->add_flag("--json", o->json, "print the result as JSON on stdout (docs/cli.md)");
   cmd->callback([o, &ctx] { ctx.exitCode = runSynth(*o, ctx.verbosity); });

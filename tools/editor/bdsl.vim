@@ -27,6 +27,7 @@ syn match bdslEncoding "\<\%(auto\|bitpack\|context\|huffman\|rans\|rans_o1\|raw
 syn match bdslScanOp "\%(\<scan\s\+\)\@<=\<\%(add\|xor\)\>"
 syn match bdslOperator "\<\%(concat\|const\|lit\|map\|merge\|repeat\|scan\|text\)\>"
 syn match bdslDeclaration "\<\%(brevis\|bytes\|digest\|header\|payload\|safetensors\|size\|source\|tensor\|xxh64\)\>"
+syn match bdslDeclaration "\<\%(metadata\|per\|tensors\)\>"
 " Any name may label a merge field, keywords included.
 syn match bdslField "\<\h\w*\ze\s*:"
 

@@ -37,6 +37,11 @@ PUNCTUATION = {
 }
 
 
+# Names the AST builder reads in fixed places (frontend/Parser.cpp), plain identifiers to the
+# grammar: `per` after a map's list of constants, the parts of `safetensors(tensors, metadata: …)`.
+CONTEXTUAL = ["metadata", "per", "tensors"]
+
+
 class Language:
     """The names of the language, each list sorted so that the output does not depend on the
     order of the definitions (which is meaningful to the compiler, not to an editor)."""
@@ -181,6 +186,7 @@ def textmate(lang):
             "captures": {"1": {"name": "keyword.control.operator.bdsl"}, "2": {"name": "support.function.scan.bdsl"}},
         },
         "declaration": {"match": words(lang.declarations), "name": "keyword.other.declaration.bdsl"},
+        "contextual-name": {"match": words(CONTEXTUAL), "name": "keyword.other.part.bdsl"},
         "operator": {"match": words(lang.operators), "name": "keyword.control.operator.bdsl"},
         # The names below also stand alone (an operand on the next line, a half-typed term).
         "encoding": {"match": words(sorted(lang.encodings + [lang.auto])), "name": "support.constant.encoding.bdsl"},
@@ -208,7 +214,7 @@ def textmate(lang):
     # First match wins, so the contextual rules precede the bare names they refine.
     order = [
         "comment", "unterminated-string", "string", "unterminated-text", "text", "tensor-dtype", "range", "field-name",
-        "literal", "map", "scan", "declaration", "operator", "encoding", "map-function",
+        "literal", "map", "scan", "declaration", "contextual-name", "operator", "encoding", "map-function",
         "scan-operator", "stream-type", "dtype", "number", "punctuation", "unknown-name",
         "unexpected-character",
     ]
@@ -276,6 +282,7 @@ def vim(lang):
         vim_match("bdslScanOp", r"\%(\<scan\s\+\)\@<=" + vim_words(lang.scanops)),
         vim_match("bdslOperator", vim_words(lang.operators)),
         vim_match("bdslDeclaration", vim_words(lang.declarations)),
+        vim_match("bdslDeclaration", vim_words(CONTEXTUAL)),
         '" Any name may label a merge field, keywords included.',
         vim_match("bdslField", r"\<\h\w*\ze\s*:"),
         "",

@@ -116,14 +116,15 @@ std::vector<PlantedTensor> plantedTensors(uint64_t seed) {
     out.push_back({"planted.zerorows", DType::BF16, {256, 1024}, toBytes<uint16_t>(words),
                    "rows 64..191 of 256 zero, the rest dense", fieldEntropyBytes(dense, {1, 8, 7})});
   }
-  { // Two halves of different scale joined in one tensor: the second 1/1000 of the first.
+  { // Two halves of different scale joined in one vector (two parameters packed into one): the
+    // second 1/1000 of the first. Flat, so that no row of the shape marks where they meet.
     std::vector<uint64_t> words, first, second;
     for (uint64_t i = 0; i < 2 * 65536; ++i) {
       const uint64_t w = toBf16(weight(rng, 64) * (i < 65536 ? 1.0f : 1e-3f));
       words.push_back(w);
       (i < 65536 ? first : second).push_back(w);
     }
-    out.push_back({"planted.pieces", DType::BF16, {2, 65536}, toBytes<uint16_t>(words),
+    out.push_back({"planted.pieces", DType::BF16, {2 * 65536}, toBytes<uint16_t>(words),
                    "two halves of different scale (the second 1/1000 of the first)",
                    fieldEntropyBytes(first, {1, 8, 7}) + fieldEntropyBytes(second, {1, 8, 7})});
   }
