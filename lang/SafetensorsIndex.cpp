@@ -32,6 +32,12 @@ void appendJsonString(std::string_view s, std::string &out) {
   out += '"';
 }
 
+Error tooLarge(const Checkpoint &c, size_t header) {
+  return Error{fmt::format("the header safetensors(…) stands for is over {} bytes, more than safetensors allows",
+                           kMaxSafetensorsHeaderBytes),
+               c.regions[header].loc};
+}
+
 /// The members for the tensor regions after `header`, joined by commas; an error names a tensor
 /// region before it, or a second header written as an index.
 Result<std::string> tensorMembers(const Checkpoint &c, size_t header) {
@@ -51,10 +57,7 @@ Result<std::string> tensorMembers(const Checkpoint &c, size_t header) {
     if (r.bytes.size == kImpliedSize || __builtin_add_overflow(at, r.bytes.size, &end))
       return Error{"the regions after the header end past 2^64 bytes", r.loc};
     if (r.kind == RegionKind::Tensor) {
-      if (out.size() > kMaxSafetensorsHeaderBytes)
-        return Error{fmt::format("the header safetensors(…) stands for is over {} bytes, more than safetensors allows",
-                                 kMaxSafetensorsHeaderBytes),
-                     c.regions[header].loc};
+      if (out.size() > kMaxSafetensorsHeaderBytes) return tooLarge(c, header);
       if (!out.empty()) out += ',';
       appendJsonString(r.name, out);
       out += fmt::format(R"(:{{"dtype":"{}","shape":[{}],"data_offsets":[{},{}]}})",
@@ -89,10 +92,7 @@ std::string withMetadata(const std::string &tensors, const SafetensorsIndex &ind
 Result<std::string> safetensorsHeaderBytes(const Checkpoint &c, size_t header, const SafetensorsIndex &index) {
   auto tensors = tensorMembers(c, header);
   if (!tensors) return tensors.error();
-  if (tensors->size() + index.metadata.size() > kMaxSafetensorsHeaderBytes)
-    return Error{fmt::format("the header safetensors(…) stands for is over {} bytes, more than safetensors allows",
-                             kMaxSafetensorsHeaderBytes),
-                 c.regions[header].loc};
+  if (tensors->size() + index.metadata.size() > kMaxSafetensorsHeaderBytes) return tooLarge(c, header);
   return framed(withMetadata(*tensors, index));
 }
 
@@ -110,8 +110,7 @@ std::optional<SafetensorsIndex> matchSafetensorsIndex(const Checkpoint &c, size_
   const std::string_view t = *tensors;
   if (members == t) {
     index.placement = SafetensorsIndex::Metadata::None;
-  } else if (members.starts_with(kMetadataKey) &&
-             (t.empty() ? true : members.ends_with(std::string(",") + std::string(t)))) {
+  } else if (members.starts_with(kMetadataKey) && (t.empty() || members.ends_with("," + std::string(t)))) {
     index.placement = SafetensorsIndex::Metadata::First;
     const size_t end = members.size() - (t.empty() ? 0 : t.size() + 1);
     if (end < kMetadataKey.size()) return std::nullopt;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace brevis {
 
@@ -46,6 +47,15 @@ void applyMapConstants(MapFn fn, std::span<const uint64_t> constants, uint64_t p
     i += run;
     at = 0;
   }
+}
+
+/// The constants that undo `fn` with `constants` at `width`: xor's own, add's negatives. Applied
+/// as above to a map's words, they give its body's (what the synthesizer codes under the map).
+inline std::vector<uint64_t> inverseMapConstants(MapFn fn, std::span<const uint64_t> constants, unsigned width) {
+  std::vector<uint64_t> out(constants.begin(), constants.end());
+  if (fn == MapFn::Add)
+    for (uint64_t &c : out) c = (uint64_t{0} - c) & widthMask(width);
+  return out;
 }
 
 } // namespace brevis

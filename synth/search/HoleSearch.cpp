@@ -1,6 +1,7 @@
 #include "synth/search/HoleSearch.h"
 
 #include "lang/MergeLayout.h"
+#include "runtime/common/MapConstants.h"
 #include "runtime/common/WordOps.h"
 #include "runtime/execution/ThreadPool.h"
 #include "synth/Literals.h"
@@ -431,23 +432,13 @@ Plan HoleSearch::channelOffsetsPlan(const Hole &hole, const HoleContext &context
   if (constants.empty()) return {};
   // Each constant holds for a row's words, or for one word of each row.
   const uint64_t per = rows ? hole.words.size() / constants.size() : 1;
-  // The field's sample, less each word's channel constant: the channel found once a run of the
-  // sample (a division a word was a tenth of the search's time on a checkpoint of such tensors).
+  // The field's sample, less each word's channel constant, a run of the sample at a time (the
+  // sample's runs are contiguous stretches of the stream).
   std::vector<uint64_t> sample = extractField(hole.sample.words, shift, width);
-  const uint64_t mask = widthMask(width);
-  for (size_t i = 0; i < sample.size();) {
-    const uint64_t position = samplePosition(hole.words.size(), i);
-    size_t channel = static_cast<size_t>(position / per % constants.size());
-    uint64_t into = position % per;
-    const size_t end = std::min(sample.size(), (i / kSampleRunWords + 1) * kSampleRunWords);
-    for (; i < end; ++i) {
-      sample[i] = (sample[i] - constants[channel]) & mask;
-      if (++into == per) {
-        into = 0;
-        channel = channel + 1 == constants.size() ? 0 : channel + 1;
-      }
-    }
-  }
+  const std::vector<uint64_t> inverse = inverseMapConstants(MapFn::Add, constants, width);
+  for (size_t i = 0; i < sample.size(); i += kSampleRunWords)
+    applyMapConstants(MapFn::Add, std::span<const uint64_t>(inverse), per, width, samplePosition(hole.words.size(), i),
+                      sample.data() + i, std::min(kSampleRunWords, sample.size() - i));
   Plan lit;
   lit.op = PlanOp::Lit;
   lit.production = "lit";
@@ -678,15 +669,18 @@ ExprPtr HoleSearch::emit(const Plan &plan, WordsView words, unsigned width, Byte
     if (plan.children.size() != 1) return literal();
     std::vector<uint64_t> body(n);
     const std::vector<uint64_t> &periodic = plan.mapPeriodic;
-    const uint64_t per = plan.mapPer;
     words.visit([&](auto w) {
-      for (uint64_t i = 0; i < n; ++i)
-        body[i] =
-            inverseMap(plan.mapFn, periodic.empty() ? plan.mapParam : periodic[i / per % periodic.size()], width, w[i]);
+      if (!periodic.empty()) {
+        body.assign(w.begin(), w.end());
+        applyMapConstants(plan.mapFn, std::span<const uint64_t>(inverseMapConstants(plan.mapFn, periodic, width)),
+                          plan.mapPer, width, 0, body.data(), n);
+        return;
+      }
+      for (uint64_t i = 0; i < n; ++i) body[i] = inverseMap(plan.mapFn, plan.mapParam, width, w[i]);
     });
     auto map = Map::make(plan.mapFn, plan.mapParam, emit(plan.children[0], body, width, payload));
     map->periodic = periodic;
-    map->per = per;
+    map->per = plan.mapPer;
     return map;
   }
   case PlanOp::Scan: {
