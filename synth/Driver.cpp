@@ -9,6 +9,7 @@
 #include "synth/strategies/Search.h"
 
 #include <cstring>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -103,32 +104,41 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
   strategy.prepare(inputs, options.threads);
 
   // Each region's program into a payload of its own, so that the regions run on any threads in
-  // any order and the joined payload is still the same.
-  std::vector<Bytes> payloads(c.regions.size());
+  // any order and the joined payload is still the same. Regions are joined in file order as soon
+  // as every region before them is done, and their buffers freed: the memory is then reused by
+  // the regions that follow (a fresh buffer for every region, all held until the end, was most
+  // of level 1's page faults) and only the regions in flight are held twice.
+  const size_t n = c.regions.size();
+  std::vector<Bytes> payloads(n);
+  std::vector<char> done(n, 0);
+  size_t joined = 0;
+  std::mutex joining;
   const std::vector<size_t> first = firstWithSameBytes(c.regions, file, &out.digests);
-  parallelFor(c.regions.size(), options.threads, [&](size_t i) {
-    if (first[i] != i || c.regions[i].index) { // a repeat (the first's program, below), or made already
-      if (options.progress) options.progress->fetch_add(inputs[i].bytes.size(), std::memory_order_relaxed);
-      return;
+  // Room for every byte of the file, reserved, not touched: a payload seldom exceeds its input.
+  out.payload.reserve(file.size() + kPayloadSlack);
+  auto joinDone = [&] { // with `joining` held
+    for (; joined < n && done[joined]; ++joined) {
+      const size_t i = joined;
+      if (first[i] != i) { // the first is earlier, so its program already points at its payload
+        c.regions[i].program = cloneExpr(*c.regions[first[i]].program);
+      } else {
+        rebasePayload(*c.regions[i].program, out.payload.size());
+        out.payload.insert(out.payload.end(), payloads[i].begin(), payloads[i].end());
+        Bytes().swap(payloads[i]);
+      }
     }
-    RegionProgram p = strategy.synthesize(inputs[i]);
-    c.regions[i].program = std::move(p.program);
-    payloads[i] = std::move(p.payload);
+  };
+  parallelFor(n, options.threads, [&](size_t i) {
+    if (first[i] == i && !c.regions[i].index) { // not a repeat (the first's program), nor made already
+      RegionProgram p = strategy.synthesize(inputs[i]);
+      c.regions[i].program = std::move(p.program);
+      payloads[i] = std::move(p.payload);
+    }
     if (options.progress) options.progress->fetch_add(inputs[i].bytes.size(), std::memory_order_relaxed);
+    std::lock_guard lock(joining);
+    done[i] = 1;
+    joinDone();
   });
-
-  size_t total = 0;
-  for (const Bytes &p : payloads) total += p.size();
-  out.payload.reserve(total + kPayloadSlack); // a Payload made of it adds its slack in place
-  for (size_t i = 0; i < c.regions.size(); ++i) {
-    if (first[i] != i) { // the first is earlier, so its program already points at its payload
-      c.regions[i].program = cloneExpr(*c.regions[first[i]].program);
-      continue;
-    }
-    rebasePayload(*c.regions[i].program, out.payload.size());
-    out.payload.insert(out.payload.end(), payloads[i].begin(), payloads[i].end());
-    Bytes().swap(payloads[i]);
-  }
   c.payloadSize = out.payload.size();
   return out;
 }

@@ -34,6 +34,21 @@ template <typename Out> WordsView extractInto(WordsView words, unsigned shift, u
 
 } // namespace
 
+namespace {
+thread_local std::vector<std::unique_ptr<FieldBuffers>> idleFieldBuffers;
+} // namespace
+
+PooledFieldBuffers::PooledFieldBuffers() {
+  if (idleFieldBuffers.empty()) {
+    buffers_ = std::make_unique<FieldBuffers>();
+  } else {
+    buffers_ = std::move(idleFieldBuffers.back());
+    idleFieldBuffers.pop_back();
+  }
+}
+
+PooledFieldBuffers::~PooledFieldBuffers() { idleFieldBuffers.push_back(std::move(buffers_)); }
+
 WordsView extractField(WordsView words, unsigned shift, unsigned width, FieldBuffers &buffers) {
   if (width <= 8) return extractInto(words, shift, width, buffers.bytes);
   if (width <= 16) return extractInto(words, shift, width, buffers.halves);

@@ -705,8 +705,8 @@ ExprPtr HoleSearch::emit(const Plan &plan, WordsView words, unsigned width, Byte
       // the same bytes as one after another, for a field's buffer more per thread.
       std::vector<Bytes> payloads(k);
       parallelFor(k, emitThreads_, [&](size_t i) {
-        FieldBuffers buffers;
-        fields[i] = emitField(i, buffers, payloads[i]);
+        PooledFieldBuffers buffers;
+        fields[i] = emitField(i, *buffers, payloads[i]);
       });
       for (size_t i = 0; i < k; ++i) {
         rebasePayload(*fields[i].expr, payload.size());
@@ -717,8 +717,8 @@ ExprPtr HoleSearch::emit(const Plan &plan, WordsView words, unsigned width, Byte
       // One field at a time, in one buffer: a large tensor holds one field's words beside its
       // own at most, and the buffer's pages are touched once (a fresh one per field was a fifth
       // of level 1's time in page faults and zeroing).
-      FieldBuffers buffers;
-      for (size_t i = 0; i < k; ++i) fields[i] = emitField(i, buffers, payload);
+      PooledFieldBuffers buffers;
+      for (size_t i = 0; i < k; ++i) fields[i] = emitField(i, *buffers, payload);
     }
     return Merge::make(std::move(fields));
   }

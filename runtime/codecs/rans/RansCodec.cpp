@@ -99,11 +99,12 @@ template <typename W> void encodeRansOf(std::span<const W> words, unsigned order
   // The block's bytes with kRansInputSlack readable bytes on either side: htscodecs 1.3's
   // AVX-512 order-1 encoder reads in[-1] and in[n], in[n + 1] (from about 3000 bytes on). The
   // words are narrowed into this buffer anyway, so the slack costs no copy.
-  std::vector<uint8_t> padded;
-  Bytes patches;
   // Kept from call to call: the bound includes order-1 tables, a few hundred KB that resize
-  // would clear for every literal (most of the synthesis time of many small tensors).
+  // would clear for every literal (most of the synthesis time of many small tensors), and a
+  // block's copy of a megabyte would fault its pages in again for every literal.
+  thread_local std::vector<uint8_t> padded;
   thread_local Bytes frame;
+  Bytes patches;
   for (uint64_t begin = 0; begin < words.size(); begin += kRansBlockWords) {
     uint64_t end = std::min<uint64_t>(words.size(), begin + kRansBlockWords);
     // Zero slack, so that the frame cannot depend on what the library reads there.

@@ -1,0 +1,58 @@
+// Large allocations on transparent huge pages (runtime/common/LargeAllocations.cpp): a block of
+// 2 MiB or more carries the huge-page advice, seen by the kernel as the `hg` flag of its mapping.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// The VmFlags line of the mapping of this process that contains `address`, from /proc/self/smaps.
+std::string flagsOfMappingAt(const void *address) {
+  const auto at = reinterpret_cast<std::uintptr_t>(address);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    std::uintptr_t begin = 0, end = 0;
+    char dash = 0;
+    std::istringstream range(line);
+    if (range >> std::hex >> begin >> dash >> end && dash == '-' && line.find(' ') != std::string::npos &&
+        line.find(':') > line.find(' ')) {
+      inside = begin <= at && at < end;
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+  }
+  return {};
+}
+
+TEST(LargeAllocations, BlocksOfTwoMebibytesOrMoreAskForHugePages) {
+#if !BREVIS_LARGE_ALLOCATIONS
+  GTEST_SKIP() << "not linked in this build (sanitizers replace operator new)";
+#endif
+  if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage")) GTEST_SKIP() << "no transparent huge pages";
+  constexpr size_t kBytes = size_t{8} << 20;
+  auto block = std::make_unique<uint8_t[]>(kBytes); // zeroed: every page touched
+  for (size_t i = 0; i < kBytes; i += 4096) block[i] = static_cast<uint8_t>(i >> 12);
+  const std::string flags = flagsOfMappingAt(block.get() + kBytes / 2);
+  ASSERT_FALSE(flags.empty()) << "no mapping found for the block";
+  EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+  for (size_t i = 0; i < kBytes; i += 4096) ASSERT_EQ(block[i], static_cast<uint8_t>(i >> 12));
+}
+
+TEST(LargeAllocations, SmallAndEmptyBlocksAreOrdinary) {
+  std::vector<std::unique_ptr<uint8_t[]>> blocks;
+  for (size_t n : {size_t{0}, size_t{1}, size_t{4096}, (size_t{2} << 20) - 1}) {
+    blocks.push_back(std::make_unique<uint8_t[]>(n));
+    ASSERT_NE(blocks.back().get(), nullptr);
+  }
+  for (size_t i = 1; i < blocks.size(); ++i) EXPECT_NE(blocks[i].get(), blocks[i - 1].get());
+}
+
+} // namespace
