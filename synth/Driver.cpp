@@ -115,17 +115,24 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
   std::mutex joining;
   const std::vector<size_t> first = firstWithSameBytes(c.regions, file, &out.digests);
   // Room for every byte of the file, reserved, not touched: a payload seldom exceeds its input.
-  out.payload.reserve(file.size() + kPayloadSlack);
+  if (!options.payloadWriter) out.payload.reserve(file.size() + kPayloadSlack);
+  uint64_t payloadSize = 0;
   auto joinDone = [&] { // with `joining` held
     for (; joined < n && done[joined]; ++joined) {
       const size_t i = joined;
       if (first[i] != i) { // the first is earlier, so its program already points at its payload
         c.regions[i].program = cloneExpr(*c.regions[first[i]].program);
-      } else {
-        rebasePayload(*c.regions[i].program, out.payload.size());
-        out.payload.insert(out.payload.end(), payloads[i].begin(), payloads[i].end());
-        Bytes().swap(payloads[i]);
+        continue;
       }
+      rebasePayload(*c.regions[i].program, payloadSize);
+      payloadSize += payloads[i].size();
+      if (!options.payloadWriter) {
+        out.payload.insert(out.payload.end(), payloads[i].begin(), payloads[i].end());
+      } else if (!out.payloadError) {
+        if (auto written = options.payloadWriter(ByteSpan(payloads[i].data(), payloads[i].size())); !written)
+          out.payloadError = written.error();
+      }
+      Bytes().swap(payloads[i]);
     }
   };
   parallelFor(n, options.threads, [&](size_t i) {
@@ -139,7 +146,7 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
     done[i] = 1;
     joinDone();
   });
-  c.payloadSize = out.payload.size();
+  c.payloadSize = payloadSize;
   return out;
 }
 

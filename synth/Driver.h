@@ -9,6 +9,7 @@
 #include "synth/search/SketchFill.h"
 
 #include <atomic>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -16,7 +17,9 @@ namespace brevis {
 
 struct SynthOutput {
   Checkpoint checkpoint;
-  Bytes payload;
+  Bytes payload; ///< empty where SynthOptions::payloadWriter took it
+  /// The first failure of SynthOptions::payloadWriter, after which it was not called again.
+  std::optional<Error> payloadError;
   /// Set when the input is not valid safetensors and was kept as one byte stream.
   std::optional<std::string> notSafetensorsReason;
   /// regionDigest of each region's bytes in `file`, what an archive records to verify it by.
@@ -27,6 +30,10 @@ struct SynthOptions {
   unsigned threads = 1; ///< regions are independent; the result does not depend on the count
   std::atomic<uint64_t> *progress = nullptr; ///< input bytes whose program is done, for progress bars
   bool headerText = false; ///< keep the safetensors header as text (writeHeaderAsIndex not applied)
+  /// Where set, the payload goes here part by part, in order, as the regions are joined, instead
+  /// of into SynthOutput::payload: an archive written as the file is synthesized holds no
+  /// payload in memory but the regions in flight. Called under a lock, from any thread.
+  std::function<Result<void>(ByteSpan)> payloadWriter = {};
 };
 
 /// The regions of `file`, in file order, with no programs yet: the header, each tensor and

@@ -116,6 +116,18 @@ Result<ByteRange> ArchiveWriter::appendPayload(ByteSpan payload) {
   return r;
 }
 
+Result<Payload> ArchiveWriter::readPayloadBack(ByteRange range) {
+  if (!started_ || range.offset > payloadSize_ || range.size > payloadSize_ - range.offset)
+    return Error{"internal error: reading back a payload range that was not written"};
+  // Zeros after the bytes written so far, as the end of the payload section has: later parts,
+  // the padding and the metadata write over them.
+  static constexpr uint8_t kZeros[kPayloadSlack] = {};
+  BREVIS_TRY(out_.writeAt(at_, kZeros, kPayloadSlack));
+  auto written = out_.readBack(kArchiveHeaderSize + range.offset, range.size + kPayloadSlack);
+  if (!written) return written.error();
+  return Payload::view(written->bytes.first(range.size), std::move(written->owner));
+}
+
 Result<uint64_t> ArchiveWriter::finish(const std::vector<ArchiveMember> &members, bool directory) {
   if (!started_) BREVIS_TRY(appendPayload({}));
   std::string texts;

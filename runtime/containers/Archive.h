@@ -60,8 +60,16 @@ struct Archive {
 class ArchiveWriter {
 public:
   explicit ArchiveWriter(PositionalSink &out) : out_(out) {}
-  /// Appends a member's payload; returns its range in the payload section.
+  /// Appends a member's payload, or the next part of it; returns its range in the payload
+  /// section (consecutive calls give consecutive ranges).
   Result<ByteRange> appendPayload(ByteSpan payload);
+  /// The payload section's size so far.
+  uint64_t payloadSize() const { return payloadSize_; }
+  /// Whether readPayloadBack() works: the output keeps what it is given where it can be read.
+  bool canReadBack() const { return out_.canReadBack(); }
+  /// The payload bytes of `range` (from appendPayload) as written, followed by kPayloadSlack
+  /// readable bytes: what decoding the archive will read.
+  Result<Payload> readPayloadBack(ByteRange range);
   /// Writes the padding, the metadata of `members` (their payloadRange from appendPayload) and
   /// the header. Returns the archive's size.
   Result<uint64_t> finish(const std::vector<ArchiveMember> &members, bool directory);

@@ -448,6 +448,18 @@ Result<void> OutputFile::writeAt(uint64_t offset, const uint8_t *data, size_t si
   return {};
 }
 
+Result<PositionalSink::WrittenBytes> OutputFile::readBack(uint64_t offset, uint64_t size) {
+  if (!canReadBack()) return PositionalSink::readBack(offset, size);
+  if (size == 0) return WrittenBytes{};
+  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t start = offset / page * page;
+  const uint64_t length = offset - start + size;
+  void *p = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, fileno(file_), static_cast<off_t>(start));
+  if (p == MAP_FAILED) return Error{fmt::format("cannot read back {}: {}", path_, systemError())};
+  std::shared_ptr<const void> owner(p, [length](const void *q) { ::munmap(const_cast<void *>(q), length); });
+  return WrittenBytes{ByteSpan(static_cast<const uint8_t *>(p) + (offset - start), size), std::move(owner)};
+}
+
 Result<void> OutputFile::commit() {
   bool ok = std::fflush(file_) == 0;
   if (ownsFile_) ok = std::fclose(file_) == 0 && ok;

@@ -103,6 +103,10 @@ public:
   /// allocated (on ext4, a fifth less system time per gigabyte), and a full disk fails here.
   /// A file system without fallocate is not an error.
   Result<void> preallocate(uint64_t bytes);
+  /// A file it created (a temporary file renamed by commit()) is mapped to be read back;
+  /// standard output and devices are not.
+  bool canReadBack() const override { return !tempPath_.empty() && file_ != nullptr; }
+  Result<WrittenBytes> readBack(uint64_t offset, uint64_t size) override;
   /// Flushes, closes and renames the temporary file to the target path.
   Result<void> commit();
   uint64_t bytesWritten() const { return written_; }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 
 namespace brevis {
 
@@ -50,6 +51,20 @@ public:
   /// (a buffer sized in advance): decoders then write them there in place, without a copy.
   /// Null (the default) where they must go through writeAt().
   virtual uint8_t *memoryAt(uint64_t /*offset*/, size_t /*size*/) { return nullptr; }
+
+  /// Bytes written, readable again, and what keeps them so.
+  struct WrittenBytes {
+    ByteSpan bytes;
+    std::shared_ptr<const void> owner;
+  };
+  /// Whether readBack() works: the sink keeps what it was given where it can be read (a file it
+  /// created, a buffer), not a device or a pipe.
+  virtual bool canReadBack() const { return false; }
+  /// Bytes [offset, offset + size) as they were written, all of them written before: to verify
+  /// what was written rather than a copy kept in memory.
+  virtual Result<WrittenBytes> readBack(uint64_t /*offset*/, uint64_t /*size*/) {
+    return Error{"this output cannot be read back"};
+  }
 };
 
 /// A buffer taking positional writes: it grows on demand (one thread); sized in advance, it
@@ -65,6 +80,14 @@ public:
   /// Within the size it was given in advance (growing it would move the bytes).
   uint8_t *memoryAt(uint64_t offset, size_t size) override {
     return offset + size <= out_.size() ? out_.data() + offset : nullptr;
+  }
+  bool canReadBack() const override { return true; }
+  /// A copy: the buffer may still grow and move.
+  Result<WrittenBytes> readBack(uint64_t offset, uint64_t size) override {
+    if (offset > out_.size() || size > out_.size() - offset) return Error{"read back past what was written"};
+    auto copy = std::make_shared<const Bytes>(out_.begin() + static_cast<std::ptrdiff_t>(offset),
+                                              out_.begin() + static_cast<std::ptrdiff_t>(offset + size));
+    return WrittenBytes{ByteSpan(copy->data(), copy->size()), copy};
   }
 
 private:

@@ -8,6 +8,7 @@
 #include "synth/Driver.h"
 #include "tools/api/ArchiveBuilder.h"
 #include "tools/api/ArchiveReader.h"
+#include "tools/api/Compression.h"
 #include "tools/api/Decoding.h"
 #include "tools/gen/SyntheticCheckpoint.h"
 
@@ -174,6 +175,66 @@ TEST(ArchiveBuilder, RefusesAMemberThatDoesNotReproduceItsDigestsAndLeavesNoFile
     EXPECT_NE(added.error().message.find("does not reproduce the input"), std::string::npos) << added.error().message;
   } // dropped without finish(): the temporary goes, nothing is renamed into place
   EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+/// A buffer that takes positional writes but, as a device would, cannot give them back.
+class WriteOnlySink final : public PositionalSink {
+public:
+  explicit WriteOnlySink(Bytes &out) : out_(out) {}
+  Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) override {
+    return out_.writeAt(offset, data, size);
+  }
+
+private:
+  VectorPositionalSink out_;
+};
+
+/// An archive of `files` built with addCompressed on `sink`.
+template <typename Sink>
+void compressArchive(const std::vector<std::pair<std::string, Bytes>> &files, Bytes &archive) {
+  Sink sink(archive);
+  ArchiveBuilder builder(sink);
+  for (const auto &[path, bytes] : files) {
+    auto added = addCompressed(builder, path, bytes, CompressSettings{.threads = 2});
+    ASSERT_TRUE(added) << added.error().message;
+    EXPECT_EQ(added->originalBytes, bytes.size());
+  }
+  EXPECT_TRUE(builder.finish(files.size() > 1));
+}
+
+TEST(ArchiveBuilder, AStreamedPayloadMakesTheSameArchiveAsOneHeldInMemory) {
+  const std::vector<std::pair<std::string, Bytes>> files = {
+      {"a/bf16.safetensors", committed("stories260K.bf16.safetensors")},
+      {"f32.safetensors", committed("stories260K.safetensors")},
+      {"notes.txt", Bytes{'n', 'o', 't', 'e', 's'}},
+      {"empty.txt", Bytes{}}};
+  Bytes out;
+  VectorPositionalSink probe(out);
+  WriteOnlySink writeOnly(out);
+  ASSERT_TRUE(ArchiveBuilder(probe).canStream());
+  ASSERT_FALSE(ArchiveBuilder(writeOnly).canStream());
+  Bytes streamed, held;
+  compressArchive<VectorPositionalSink>(files, streamed);
+  compressArchive<WriteOnlySink>(files, held);
+  ASSERT_FALSE(streamed.empty());
+  EXPECT_TRUE(streamed == held);
+}
+
+TEST(ArchiveBuilder, AStreamedPayloadIsVerifiedAsWrittenNotAsMade) {
+  Bytes bf16 = committed("stories260K.bf16.safetensors");
+  Bytes archive;
+  VectorPositionalSink sink(archive);
+  ArchiveBuilder builder(sink);
+  auto member = synthesizeMember("model.safetensors", bf16, CompressSettings{}, nullptr, &builder);
+  ASSERT_TRUE(member) << member.error().message;
+  ASSERT_TRUE(member->streamed);
+  EXPECT_EQ(member->payload.size(), 0u);
+  ASSERT_GT(member->checkpoint.payloadSize, 1000u);
+  ASSERT_GE(archive.size(), kArchiveHeaderSize + member->checkpoint.payloadSize);
+  archive[kArchiveHeaderSize + member->checkpoint.payloadSize / 2] ^= 0x10; // damaged on its way out
+  auto added = builder.add(*member, DecodeOptions{.threads = 2});
+  ASSERT_FALSE(added);
+  EXPECT_NE(added.error().message.find("does not reproduce the input"), std::string::npos) << added.error().message;
 }
 
 TEST(ArchiveBuilder, DigestsByDecodingEqualDigestsOfTheOriginal) {

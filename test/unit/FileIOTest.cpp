@@ -70,6 +70,29 @@ TEST_F(FileIOTest, ModifiedMappedFileIsReported) {
   EXPECT_EQ(intact.error().message, p + " changed while it was being read");
 }
 
+TEST_F(FileIOTest, AFileBeingWrittenIsReadBackAsWritten) {
+  auto out = OutputFile::create(path("out.bin"), /*overwrite=*/false);
+  ASSERT_TRUE(out) << out.error().message;
+  ASSERT_TRUE((*out)->canReadBack());
+  Bytes bytes(3 * 4096 + 17);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + 1);
+  ASSERT_TRUE((*out)->writeAt(0, bytes.data(), bytes.size()));
+  for (auto [offset, size] : {std::pair<uint64_t, uint64_t>{0, bytes.size()}, {4095, 2}, {5000, 7000}, {100, 0}}) {
+    auto back = (*out)->readBack(offset, size);
+    ASSERT_TRUE(back) << back.error().message;
+    ASSERT_EQ(back->bytes.size(), size);
+    EXPECT_TRUE(std::equal(back->bytes.begin(), back->bytes.end(), bytes.begin() + static_cast<std::ptrdiff_t>(offset)))
+        << offset << "+" << size;
+  }
+  ASSERT_TRUE((*out)->commit());
+  EXPECT_FALSE((*out)->canReadBack()); // closed
+  // A device is written in place and cannot give its bytes back.
+  auto device = OutputFile::create("/dev/null", /*overwrite=*/false);
+  ASSERT_TRUE(device) << device.error().message;
+  EXPECT_FALSE((*device)->canReadBack());
+  EXPECT_FALSE((*device)->readBack(0, 1));
+}
+
 TEST_F(FileIOTest, NoOverwriteCommitLeavesATargetThatAppeared) {
   const std::string p = path("out.bin");
   auto out = OutputFile::create(p, /*overwrite=*/false);

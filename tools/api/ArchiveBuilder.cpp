@@ -49,15 +49,38 @@ Result<void> ArchiveBuilder::add(const MemberSource &m, const DecodeOptions &opt
   std::string diagnostics;
   auto module = parseProgram(m.path + ".bdsl", entry.programText, /*requireRunnable=*/true, diagnostics);
   if (!module) return Error{fmt::format("internal error: the program for {} does not check:\n{}", m.path, diagnostics)};
+  // A streamed payload is decoded from the archive itself; another is written once it decodes.
+  Payload written;
+  if (m.streamed) {
+    entry.payloadRange = streamed_.value_or(ByteRange{writer_.payloadSize(), 0});
+    streamed_.reset();
+    if (entry.payloadRange.size > 0) {
+      auto back = writer_.readPayloadBack(entry.payloadRange);
+      if (!back) return back.error();
+      written = std::move(*back);
+    }
+  }
+  const Payload &payload = m.streamed ? written : m.payload;
   DiscardPositionalSink sink;
-  DecodeJob job{&module->checkpoint(), &m.payload, m.digests, &sink, m.path, {}};
+  DecodeJob job{&module->checkpoint(), &payload, m.digests, &sink, m.path, {}};
   job.pieceHashesOut = &entry.pieceHashes; // of the bytes that matched the digests
   if (auto ok = decodeJobs(std::span(&job, 1), options); !ok)
     return Error{"internal error: the synthesized program does not reproduce the input: " + ok.error().message};
-  auto range = writer_.appendPayload(ByteSpan(m.payload.data(), m.payload.size()));
-  if (!range) return range.error();
-  entry.payloadRange = *range;
+  if (!m.streamed) {
+    auto range = writer_.appendPayload(ByteSpan(m.payload.data(), m.payload.size()));
+    if (!range) return range.error();
+    entry.payloadRange = *range;
+  }
   members_.push_back(std::move(entry));
+  return {};
+}
+
+Result<void> ArchiveBuilder::appendPayload(ByteSpan part) {
+  if (!canStream()) return Error{"internal error: this archive's output cannot take a streamed payload"};
+  auto range = writer_.appendPayload(part);
+  if (!range) return range.error();
+  if (!streamed_) streamed_ = ByteRange{range->offset, 0};
+  streamed_->size += range->size;
   return {};
 }
 

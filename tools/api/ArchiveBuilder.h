@@ -15,6 +15,7 @@
 #include "runtime/execution/DecodeOptions.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,10 @@ namespace brevis {
 struct MemberSource {
   std::string path; ///< relative, '/'-separated
   Checkpoint checkpoint;
-  Payload payload;
+  Payload payload;               ///< empty if streamed
   std::vector<uint64_t> digests; ///< regionDigest of each region's original bytes
+  /// The payload went to the archive already, part by part (ArchiveBuilder::appendPayload).
+  bool streamed = false;
 };
 
 /// The digests an archive's index holds for `c`, from the original file's bytes.
@@ -45,8 +48,14 @@ public:
   /// Onto any positional sink (in memory, for instance), which must outlive the builder.
   explicit ArchiveBuilder(PositionalSink &output) : writer_(output) {}
 
-  /// Verifies the member (decoding as `options` say) and appends its payload.
+  /// Verifies the member (decoding as `options` say) and appends its payload. A streamed
+  /// member's payload is the bytes appended since the last member, verified as written.
   Result<void> add(const MemberSource &member, const DecodeOptions &options);
+  /// Whether the next member's payload may be streamed: written part by part as it is made,
+  /// then read back from the archive to be verified, so that it is never held whole in memory.
+  bool canStream() const { return writer_.canReadBack(); }
+  /// The next part of the next member's payload (canStream()).
+  Result<void> appendPayload(ByteSpan part);
   /// Writes the metadata and, for a file, renames it into place; returns the archive's size.
   Result<uint64_t> finish(bool directory);
 
@@ -55,6 +64,7 @@ private:
   std::unique_ptr<OutputFile> file_; ///< null when writing to a caller's sink
   ArchiveWriter writer_;
   std::vector<ArchiveMember> members_;
+  std::optional<ByteRange> streamed_; ///< the parts appended for the next member
 };
 
 } // namespace brevis

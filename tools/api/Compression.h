@@ -38,8 +38,11 @@ struct CompressedMember {
 
 /// The program of `bytes`, the file `path` of an archive (its base name is the source name the
 /// program records), ready to be added; `notSafetensorsReason` is set when it is one byte stream.
+/// Where `streamTo` can stream, the payload is written into it as it is made (the member comes
+/// back `streamed`, to be added to that builder next).
 Result<MemberSource> synthesizeMember(const std::string &path, ByteSpan bytes, const CompressSettings &settings,
-                                      std::optional<std::string> *notSafetensorsReason = nullptr);
+                                      std::optional<std::string> *notSafetensorsReason = nullptr,
+                                      ArchiveBuilder *streamTo = nullptr);
 
 /// synthesizeMember, then verified and added to `builder`.
 Result<CompressedMember> addCompressed(ArchiveBuilder &builder, const std::string &path, ByteSpan bytes,

@@ -16,6 +16,7 @@
 #include <iostream>
 #include <map>
 #include <thread>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -355,6 +356,12 @@ bool sameFile(const std::string &a, const std::string &b) {
 }
 
 std::string baseName(const std::string &path) { return std::filesystem::path(path).filename().string(); }
+
+uint64_t peakMemoryBytes() {
+  struct rusage usage {};
+  if (::getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024; // kilobytes on Linux
+}
 
 std::string humanBytes(uint64_t bytes) {
   const char *units[] = {"B", "KB", "MB", "GB", "TB"};

@@ -184,5 +184,7 @@ std::string baseName(const std::string &path);
 
 /// "1.23 MB" style sizes for people.
 std::string humanBytes(uint64_t bytes);
+/// The process's largest resident set so far, in bytes (`peak_memory_bytes` in JSON).
+uint64_t peakMemoryBytes();
 
 } // namespace brevis::cli

@@ -114,7 +114,7 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
     Result<MemberSource> member = Error{};
     {
       ProgressBar bar("synthesize " + shownName, bytes.size(), synthesized, showProgress);
-      member = synthesizeMember(file, bytes, settings, &notSafetensorsReason);
+      member = synthesizeMember(file, bytes, settings, &notSafetensorsReason, builder->get());
     }
     if (!member) return fail(member.error().message);
     if (notSafetensorsReason && !v.quiet && (!directory || name.ends_with(".safetensors")))
@@ -134,13 +134,13 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
     regions += member->checkpoint.regions.size();
     members.push_back({{"path", file},
                        {"original_bytes", bytes.size()},
-                       {"payload_bytes", member->payload.size()},
+                       {"payload_bytes", member->checkpoint.payloadSize},
                        {"safetensors", !notSafetensorsReason},
                        {"regions", member->checkpoint.regions.size()}});
     if (notSafetensorsReason) members.back()["not_safetensors_reason"] = *notSafetensorsReason;
     if (v.verbose && directory)
       std::cerr << fmt::format("  {}: {} -> {} payload\n", file, humanBytes(bytes.size()),
-                               humanBytes(member->payload.size()));
+                               humanBytes(member->checkpoint.payloadSize));
   }
   auto size = (*builder)->finish(directory);
   if (!size) return fail(size.error().message);
@@ -156,6 +156,7 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
                {"archive_bytes", *size},
                {"ratio", sizeRatio(*size, originalSize)},
                {"seconds", seconds},
+               {"peak_memory_bytes", peakMemoryBytes()},
                {"threads", options.threads},
                {"level", o.level},
                {"files", files.size()},

@@ -155,6 +155,7 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
                         {"files", archive->memberCount()},
                         {"regions", regions},
                         {"seconds", seconds},
+                        {"peak_memory_bytes", peakMemoryBytes()},
                         {"threads", options.threads},
                         {"decoder", o.jit ? "jit" : "interpreter"},
                         {"archive_checksum", !o.skipArchiveChecksum},
