@@ -61,6 +61,7 @@ def main():
     p.add_argument("--small-tensors", help="add a checkpoint of many small BF16 tensors of this size (e.g. 256MiB)")
     p.add_argument("--workdir", help="where archives and outputs go (default: a temporary directory)")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--no-jit", action="store_true", help="leave out the --jit rows")
     a = p.parse_args()
     if shutil.which("zstd") is None:
         sys.exit("decompress_bench: zstd is not installed (tools/setup.sh installs it)")
@@ -95,8 +96,10 @@ def main():
             "brevisc -T2": [a.brevisc, "decompress", "-q", "-f", "-T", "2", brv, "-o", out],
             "brevisc -T1 --jit": [a.brevisc, "decompress", "-q", "-f", "-T", "1", "--jit", brv, "-o", out],
         }
+        if a.no_jit:
+            del tools["brevisc -T1 --jit"]
         if a.baseline:
-            for t in ["-T1", "-T2", "-T1 --jit"]:
+            for t in ["-T1", "-T2"] + ([] if a.no_jit else ["-T1 --jit"]):
                 tools["baseline " + t] = [a.baseline] + tools["brevisc " + t][1:]
         if shutil.which("taskset"):
             tools["zstd -d, 1 CPU"] = ["taskset", "-c", "0"] + tools["zstd -d"]

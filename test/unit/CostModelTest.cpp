@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
+
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -114,10 +116,11 @@ TEST(CostModel, LevelPoliciesOnLargeLiteralsChooseWhatTryingEveryEncodingWould) 
   // Below level 9, large literals try a slower encoding only where its estimate promises the
   // level's gain. On these streams that must pick what encoding every candidate and applying
   // the policy (each slower encoding must beat the best faster one by minGain) picks: here
-  // bitpack, huffman, rans, zstd and rans_o1 each win somewhere.
+  // bitpack, huffman, rans, zstd and rans_o1 each win somewhere, and Huffman is skipped where
+  // rANS's estimate promises to beat it.
   std::mt19937_64 rng(43);
   std::vector<std::pair<std::string, std::vector<uint64_t>>> streams;
-  std::vector<uint64_t> mantissa(1 << 20), exponent(1 << 20), markov(1 << 20), twoLevel(1 << 20);
+  std::vector<uint64_t> mantissa(1 << 20), exponent(1 << 20), markov(1 << 20), twoLevel(1 << 20), peaked(1 << 18);
   std::normal_distribution<double> normal(0, 0.02);
   for (size_t i = 0; i < mantissa.size(); ++i) {
     float f = static_cast<float>(normal(rng));
@@ -130,11 +133,19 @@ TEST(CostModel, LevelPoliciesOnLargeLiteralsChooseWhatTryingEveryEncodingWould) 
     // A gain just under 1% (level 5's threshold): the top of 7 bits set a third of the time.
     twoLevel[i] = (rng() & 0x3f) | (rng() % 100 < 34 ? 0x40 : 0);
   }
+  // One byte nine times in ten: Huffman spends a bit where rANS spends a sixth of one, so
+  // Huffman is not even encoded (huffmanLosesToRans).
+  for (uint64_t &w : peaked) w = rng() % 10 != 0 ? 7 : rng() % 40;
+  // Probabilities 1/2, 1/4, 1/8, 1/16, 1/16: Huffman's codes are the entropy, and it is kept.
+  std::vector<uint64_t> dyadic(1 << 18);
+  for (uint64_t &w : dyadic) w = 40 + std::min<uint64_t>(std::countr_zero(rng() | 16), 4);
   streams.push_back({"bf16-like mantissas", mantissa});
   streams.push_back({"bf16-like exponents", exponent});
   streams.push_back({"order-1 structured", markov});
   streams.push_back({"gain just under 1%", twoLevel});
   streams.push_back({"json header", jsonHeaderBytes(1 << 20)});
+  streams.push_back({"one byte nine times in ten", peaked});
+  streams.push_back({"dyadic probabilities", dyadic});
   const unsigned width = 8;
   for (int level : {1, 5, 8}) {
     const EncodePolicy policy = policyForLevel(level);
