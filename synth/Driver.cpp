@@ -117,9 +117,16 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
   // Room for every byte of the file, reserved, not touched: a payload seldom exceeds its input.
   if (!options.payloadWriter) out.payload.reserve(file.size() + kPayloadSlack);
   uint64_t payloadSize = 0;
+  // After a failed write nothing more can be kept: the regions left are not made, and the
+  // output (without their programs) is only the error.
+  std::atomic<bool> writeFailed{false};
   auto joinDone = [&] { // with `joining` held
     for (; joined < n && done[joined]; ++joined) {
       const size_t i = joined;
+      if (out.payloadError) {
+        Bytes().swap(payloads[i]);
+        continue;
+      }
       if (first[i] != i) { // the first is earlier, so its program already points at its payload
         c.regions[i].program = cloneExpr(*c.regions[first[i]].program);
         continue;
@@ -129,14 +136,17 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
       if (!options.payloadWriter) {
         out.payload.insert(out.payload.end(), payloads[i].begin(), payloads[i].end());
       } else if (!out.payloadError) {
-        if (auto written = options.payloadWriter(ByteSpan(payloads[i].data(), payloads[i].size())); !written)
+        if (auto written = options.payloadWriter(ByteSpan(payloads[i].data(), payloads[i].size())); !written) {
           out.payloadError = written.error();
+          writeFailed = true;
+        }
       }
       Bytes().swap(payloads[i]);
     }
   };
   parallelFor(n, options.threads, [&](size_t i) {
-    if (first[i] == i && !c.regions[i].index) { // not a repeat (the first's program), nor made already
+    if (first[i] == i && !c.regions[i].index && !writeFailed.load(std::memory_order_relaxed)) {
+      // Not a repeat (the first's program), nor made already.
       RegionProgram p = strategy.synthesize(inputs[i]);
       c.regions[i].program = std::move(p.program);
       payloads[i] = std::move(p.payload);

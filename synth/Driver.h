@@ -18,7 +18,8 @@ namespace brevis {
 struct SynthOutput {
   Checkpoint checkpoint;
   Bytes payload; ///< empty where SynthOptions::payloadWriter took it
-  /// The first failure of SynthOptions::payloadWriter, after which it was not called again.
+  /// The first failure of SynthOptions::payloadWriter, after which it was not called again and
+  /// no more regions were made: then the checkpoint is incomplete and only this counts.
   std::optional<Error> payloadError;
   /// Set when the input is not valid safetensors and was kept as one byte stream.
   std::optional<std::string> notSafetensorsReason;

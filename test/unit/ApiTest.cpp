@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 
@@ -234,7 +235,42 @@ TEST(ArchiveBuilder, AStreamedPayloadIsVerifiedAsWrittenNotAsMade) {
   archive[kArchiveHeaderSize + member->checkpoint.payloadSize / 2] ^= 0x10; // damaged on its way out
   auto added = builder.add(*member, DecodeOptions{.threads = 2});
   ASSERT_FALSE(added);
-  EXPECT_NE(added.error().message.find("does not reproduce the input"), std::string::npos) << added.error().message;
+  EXPECT_NE(added.error().message.find("as written does not decode to the input"), std::string::npos)
+      << added.error().message;
+}
+
+/// The default strategy, counting the regions it is asked for.
+class CountingStrategy final : public Strategy {
+public:
+  CountingStrategy() : inner_(std::move(*makeStrategy(kDefaultStrategy))) {}
+  void prepare(std::span<const RegionInput> regions, unsigned threads) override { inner_->prepare(regions, threads); }
+  RegionProgram synthesize(const RegionInput &region) const override {
+    ++calls;
+    return inner_->synthesize(region);
+  }
+  mutable std::atomic<int> calls{0};
+
+private:
+  std::unique_ptr<Strategy> inner_;
+};
+
+TEST(ArchiveBuilder, AFailedPayloadWriteStopsTheSynthesis) {
+  Bytes bf16 = committed("stories260K.bf16.safetensors");
+  CountingStrategy all, failing;
+  SynthOutput whole = synthesizeCheckpoint(bf16, "m", "m.bin", all, SynthOptions{.threads = 1});
+  ASSERT_GT(all.calls.load(), 10);
+  int writes = 0;
+  SynthOptions options{.threads = 1};
+  options.payloadWriter = [&](ByteSpan) -> Result<void> {
+    ++writes;
+    return Error{"no space left"};
+  };
+  SynthOutput out = synthesizeCheckpoint(bf16, "m", "m.bin", failing, options);
+  ASSERT_TRUE(out.payloadError);
+  EXPECT_EQ(out.payloadError->message, "no space left");
+  EXPECT_EQ(writes, 1);
+  EXPECT_LE(failing.calls.load(), 1); // at most the region joined first
+  EXPECT_TRUE(out.payload.empty());
 }
 
 TEST(ArchiveBuilder, DigestsByDecodingEqualDigestsOfTheOriginal) {

@@ -65,7 +65,10 @@ Result<void> ArchiveBuilder::add(const MemberSource &m, const DecodeOptions &opt
   DecodeJob job{&module->checkpoint(), &payload, m.digests, &sink, m.path, {}};
   job.pieceHashesOut = &entry.pieceHashes; // of the bytes that matched the digests
   if (auto ok = decodeJobs(std::span(&job, 1), options); !ok)
-    return Error{"internal error: the synthesized program does not reproduce the input: " + ok.error().message};
+    return Error{m.streamed ? "the archive as written does not decode to the input (a fault of the storage, or an "
+                              "internal error): " + ok.error().message
+                            : "internal error: the synthesized program does not reproduce the input: " +
+                                  ok.error().message};
   if (!m.streamed) {
     auto range = writer_.appendPayload(ByteSpan(m.payload.data(), m.payload.size()));
     if (!range) return range.error();

@@ -116,7 +116,7 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
       ProgressBar bar("synthesize " + shownName, bytes.size(), synthesized, showProgress);
       member = synthesizeMember(file, bytes, settings, &notSafetensorsReason, builder->get());
     }
-    if (!member) return fail(member.error().message);
+    if (!member) return fail(shown + ": " + member.error().message);
     if (notSafetensorsReason && !v.quiet && (!directory || name.ends_with(".safetensors")))
       std::cerr << "brevisc: note: " << shown << " is not valid safetensors (" << *notSafetensorsReason
                 << "); compressing it as one byte stream\n";
