@@ -47,7 +47,15 @@ PooledFieldBuffers::PooledFieldBuffers() {
   }
 }
 
-PooledFieldBuffers::~PooledFieldBuffers() { idleFieldBuffers.push_back(std::move(buffers_)); }
+PooledFieldBuffers::~PooledFieldBuffers() {
+  // Kept for the next tensor up to a size: a large tensor's fields fault in few pages for their
+  // size anyway, and kept on every thread they would hold its words once per thread.
+  constexpr size_t kKeptBytes = size_t{16} << 20;
+  FieldBuffers &b = *buffers_;
+  if (b.bytes.capacity() + 2 * b.halves.capacity() + 4 * b.singles.capacity() + 8 * b.doubles.capacity() > kKeptBytes)
+    b = FieldBuffers{};
+  idleFieldBuffers.push_back(std::move(buffers_));
+}
 
 WordsView extractField(WordsView words, unsigned shift, unsigned width, FieldBuffers &buffers) {
   if (width <= 8) return extractInto(words, shift, width, buffers.bytes);

@@ -26,9 +26,9 @@ struct FieldBuffers {
   std::vector<uint64_t> doubles;
 };
 /// FieldBuffers lent by the calling thread and given back when this goes out of scope: kept from
-/// tensor to tensor, so that the next tensor's fields reuse pages already faulted in (fresh ones
-/// for every tensor were a fifth of level 1's page faults); a merge nested in a field borrows
-/// buffers of its own.
+/// tensor to tensor (up to 16 MiB), so that the next tensor's fields reuse pages already faulted
+/// in (fresh ones for every tensor were a fifth of level 1's page faults); a merge nested in a
+/// field borrows buffers of its own.
 class PooledFieldBuffers {
 public:
   PooledFieldBuffers();
