@@ -33,6 +33,8 @@ StrategyOptions strategyOptionsForLevel(int level) {
   StrategyOptions options;
   options.policy = policyForLevel(level);
   options.searchExpansions = kExpansions[std::clamp(level, 1, 9) - 1];
+  // Level 9 searches every tensor: the smallest archive, whatever it costs.
+  options.reuseStructures = level < 9;
   return options;
 }
 

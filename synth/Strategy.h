@@ -69,6 +69,10 @@ struct StrategyOptions {
   /// false and no prior, candidates are tried in a fixed order.
   std::shared_ptr<const ProductionPrior> prior;
   bool learnPrior = true;
+  /// Tensors of one role and shape (`model.layers.#.mlp.up_proj.weight`, the same dtype and
+  /// shape) take the structure the search found for the first of them, refit to their own words,
+  /// and are searched only where it does not carry over (strategies/Search).
+  bool reuseStructures = true;
 };
 
 /// The options of compression level `level` (1-9, brevisc --level): its encoding policy

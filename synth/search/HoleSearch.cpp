@@ -503,6 +503,67 @@ Plan HoleSearch::solveHole(WordsView words, unsigned width, const HoleContext &c
   return best;
 }
 
+Plan HoleSearch::solveLike(std::span<const Plan> shortlist, WordsView words, unsigned width, const HoleContext &context) {
+  expansions_ = 0;
+  scoring_ = true;
+  solvedTemplate_.reset();
+  const Hole hole(words, width);
+  // Long runs of one word (a pruned layer among dense ones) are a structure of this stream's
+  // own: the search looks for them.
+  const bool runs = !words.empty() && words.visit([&](auto w) { return runPieces(w, kMinRunLengths[0]).size() >= 2; });
+  if (words.empty() || hole.uniform() || runs) return solve(words, width, context);
+  FieldCosts memo;
+  Plan best = templatePlan(hole, context, &memo);
+  solvedTemplate_ = best;
+  std::optional<Plan> refit;
+  for (const Plan &leader : shortlist)
+    if (std::optional<Plan> p = refitPlan(leader, hole, context, memo); p && (!refit || p->cost < refit->cost))
+      refit = std::move(p);
+  if (refit && refit->cost <= best.cost) return std::move(*refit);
+  // A miss: the structures cost more here than the template. The search, with what it scored
+  // so far.
+  const std::string priorKey = prior_ ? priorContext(words, width, context.floatType, true) : std::string();
+  tryStructural(hole, context, limits_.maxDepth, best, trace_, priorKey, memo);
+  return best;
+}
+
+std::optional<Plan> HoleSearch::refitPlan(const Plan &leader, const Hole &hole, const HoleContext &context,
+                                          FieldCosts &memo) const {
+  switch (leader.op) {
+  case PlanOp::Lit: return litPlan(hole);
+  case PlanOp::Merge: {
+    unsigned total = 0;
+    for (unsigned w : leader.fieldWidths) total += w;
+    if (total != hole.width || leader.children.size() != leader.fieldWidths.size()) return std::nullopt;
+    // The leader's layout, its fields closed as the search closes them: constant where these
+    // words' bits are, else a literal, or one under channel constants where these words'
+    // channels differ enough (a layer's scales are its own). Where the leader's field had
+    // channel constants, these words' are kept if they cost less at all: the leader's search
+    // found them worth it for this role.
+    Plan p = mergePlan(hole, context, leader.fieldWidths, &memo);
+    const std::vector<unsigned> shifts = mergeFieldShifts(leader.fieldWidths);
+    for (size_t k = 0; k < p.children.size(); ++k) {
+      const Plan &was = leader.children[k];
+      if (p.children[k].op != PlanOp::Lit || was.op != PlanOp::Map || was.mapPeriodic.empty() || !context.floatType)
+        continue;
+      Plan map = channelOffsetsPlan(hole, context, shifts[k], leader.fieldWidths[k], was.mapPer > 1);
+      if (map.op == PlanOp::Map && map.cost < p.children[k].cost) {
+        p.cost += map.cost - p.children[k].cost;
+        p.children[k] = std::move(map);
+      }
+    }
+    p.production = leader.production;
+    return p;
+  }
+  case PlanOp::Const:
+  case PlanOp::Repeat:
+  case PlanOp::Concat:
+  case PlanOp::Map:
+  case PlanOp::Scan: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, unsigned depth, Plan &best,
                                std::vector<Candidate> *trace, const std::string &priorKey, FieldCosts &memo) {
   // With no expansions to spend (level 1) nothing below would be tried: skip finding runs,

@@ -43,6 +43,14 @@ public:
   /// 0 and neither a trace nor a learner, that is the template's plan, its literals unscored (cost 0).
   Plan solve(WordsView words, unsigned width, const HoleContext &context);
 
+  /// The plan for `words` of a stream of the same role and shape as one a search was solved for
+  /// (a model's layers): the cheapest of that search's `shortlist` of structures refit to these
+  /// words (merge layouts with their fields closed again: constants, channel constants and
+  /// literals of these words), scored beside the template only; where none carries over (other
+  /// operators, a stream with long runs, every refit scored above the template), the search
+  /// `solve` makes. solvedTemplate() gives the template as scored here.
+  Plan solveLike(std::span<const Plan> shortlist, WordsView words, unsigned width, const HoleContext &context);
+
   /// The template's plan: a float tensor's IEEE fields, or one literal; what `solve` returns
   /// with a budget of 0, and the baseline no search result may exceed.
   Plan templatePlan(WordsView words, unsigned width, const HoleContext &context);
@@ -93,6 +101,9 @@ private:
   /// whose rows are the channels); an empty plan (op Lit, no cost) where there is nothing to gain.
   Plan channelOffsetsPlan(const Hole &hole, const HoleContext &context, unsigned shift, unsigned width,
                           bool rows) const;
+  /// `leader`'s structure scored on `hole`: null where it has no refit (structural operators
+  /// whose parameters are the leader's own data: runs, periods, cuts, offsets).
+  std::optional<Plan> refitPlan(const Plan &leader, const Hole &hole, const HoleContext &context, FieldCosts &memo) const;
   void tryStructural(const Hole &hole, const HoleContext &context, unsigned depth, Plan &best,
                      std::vector<Candidate> *trace, const std::string &priorKey, FieldCosts &memo);
   bool spend();

@@ -5,6 +5,11 @@
 #include "synth/Strategy.h"
 #include "synth/search/HoleSearch.h"
 
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
 namespace brevis {
 
 /// The words a region is read as: its dtype's for a tensor, bytes otherwise.
@@ -18,21 +23,40 @@ class SearchStrategy final : public Strategy {
 public:
   explicit SearchStrategy(const StrategyOptions &options)
       : policy_(options.policy), limits_(searchLimits(options)), prior_(options.prior),
-        learnPrior_(options.learnPrior) {}
+        learnPrior_(options.learnPrior), reuse_(options.reuseStructures) {}
   /// Learns the prior from a sample of the tensors, unless one was given or the budget is 0 or
-  /// at least kPriorUsefulBelowExpansions.
+  /// at least kPriorUsefulBelowExpansions; then, where structures are reused, searches the first
+  /// tensor of each role that has more than one (roleOf), on up to `threads` threads.
   void prepare(std::span<const RegionInput> regions, unsigned threads) override;
   /// The prior that orders candidates: given, learned by prepare, or none (the fixed order).
   const ProductionPrior *prior() const { return prior_.get(); }
   RegionProgram synthesize(const RegionInput &region) const override;
+  /// After prepare: the tensor whose search `name`'s program refits, if another tensor's (the
+  /// first of its role); null where `name` is searched itself.
+  const std::string *reusesStructureOf(std::string_view name) const;
 
 private:
   EncodePolicy policy_;
   SearchLimits limits_;
   std::shared_ptr<const ProductionPrior> prior_;
   bool learnPrior_ = true;
+  bool reuse_ = true;
   unsigned threads_ = 1; ///< prepare's: a large tensor's fields are coded on as many
+  /// The search's result for the first tensor of a role, and the structures the others of the
+  /// role refit: its cheapest candidates of distinct layouts (kShortlistPlans).
+  struct Leader {
+    std::string name;
+    Plan best;
+    std::optional<Plan> baseline; ///< the template as that search scored it
+    std::vector<Plan> shortlist;
+  };
+  std::vector<Leader> leaders_;
+  std::unordered_map<std::string, size_t> leaderOf_; ///< tensor name -> its role's leader
 };
+
+/// What tensors of one role share: the dtype, the shape and the name with each run of digits
+/// read as one placeholder (`model.layers.#.self_attn.q_proj.weight`, `conv#d_#/kernel`).
+std::string roleOf(const RegionInput &region);
 
 /// The prior learned from `regions`: the winners of a search with a large budget, in the fixed
 /// order, on at most kPriorSampleTensors tensors at evenly spaced positions of the file order.

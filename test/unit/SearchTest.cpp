@@ -11,10 +11,13 @@
 #include "synth/search/FieldLayouts.h"
 #include "synth/strategies/Search.h"
 #include "tools/gen/PlantedCheckpoint.h"
+#include "tools/gen/SyntheticCheckpoint.h"
 #include "WordShapes.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -447,6 +450,152 @@ TEST(Search, ALiteralWhereContextLostIsEmittedWithoutTryingIt) {
   // Where the search scores nothing (a budget of 0), nothing is ruled out.
   HoleSearch quick(policyForLevel(kDefaultLevel), SearchLimits{3, 0});
   EXPECT_FALSE(quick.solve(noise, 16, HoleContext{}).contextLost);
+}
+
+// --- structures reused across tensors of one role ---------------------------------------------
+
+namespace {
+
+/// A [rows, cols] BF16 matrix as trained linear layers are: normal weights, each row at its own
+/// scale (log-normal), words little-endian.
+std::vector<uint64_t> layerWords(std::mt19937_64 &rng, uint64_t rows, uint64_t cols) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<uint64_t> words(rows * cols);
+  for (uint64_t r = 0; r < rows; ++r) {
+    const float scale = 0.02f * std::exp(0.3f * normal(rng));
+    for (uint64_t c = 0; c < cols; ++c) {
+      const float x = scale * normal(rng);
+      uint32_t bits;
+      std::memcpy(&bits, &x, 4);
+      words[r * cols + c] = bits >> 16;
+    }
+  }
+  return words;
+}
+
+/// Little-endian 16-bit words as bytes.
+Bytes bytesOf16(const std::vector<uint64_t> &words) {
+  Bytes out;
+  for (uint64_t w : words) {
+    out.push_back(static_cast<uint8_t>(w));
+    out.push_back(static_cast<uint8_t>(w >> 8));
+  }
+  return out;
+}
+
+} // namespace
+
+TEST(Reuse, RolesAreTheNameWithItsNumbersLeftOutTheDtypeAndTheShape) {
+  const std::vector<uint64_t> square{512, 512}, wide{1408, 512};
+  auto role = [](std::string_view name, DType dtype, std::span<const uint64_t> shape) {
+    return roleOf(RegionInput{RegionKind::Tensor, name, dtype, shape, {}});
+  };
+  EXPECT_EQ(role("model.layers.0.mlp.up_proj.weight", DType::BF16, square),
+            role("model.layers.17.mlp.up_proj.weight", DType::BF16, square));
+  EXPECT_NE(role("model.layers.0.mlp.up_proj.weight", DType::BF16, square),
+            role("model.layers.0.mlp.down_proj.weight", DType::BF16, square));
+  EXPECT_NE(role("model.layers.0.mlp.up_proj.weight", DType::BF16, square),
+            role("model.layers.0.mlp.up_proj.weight", DType::BF16, wide));
+  EXPECT_NE(role("model.layers.0.mlp.up_proj.weight", DType::BF16, square),
+            role("model.layers.0.mlp.up_proj.weight", DType::F16, square));
+  // A run of digits is one placeholder, whatever its length; the digits' place still counts.
+  EXPECT_EQ(role("conv2d_7/kernel", DType::F32, square), role("conv2d_123/kernel", DType::F32, square));
+  EXPECT_NE(role("block1.conv", DType::F32, square), role("block.conv1", DType::F32, square));
+}
+
+// A stream of the leader's role takes the leader's layout without a search; one with a
+// structure of its own (long zero runs), or a leader's structure that has no refit (a repeat),
+// is searched.
+TEST(Reuse, AFollowerRefitsTheLeadersLayoutOrIsSearchedWhereItDoesNotCarryOver) {
+  std::mt19937_64 rng(3);
+  const std::vector<uint64_t> shape{512, 512};
+  const HoleContext context{&dtypeInfo(DType::BF16), shape};
+  const std::vector<uint64_t> leaderWords = layerWords(rng, 512, 512);
+  HoleSearch search(policyForLevel(kDefaultLevel), SearchLimits{});
+  const Plan leader = search.solve(leaderWords, 16, context);
+  ASSERT_EQ(leader.op, PlanOp::Merge) << describePlan(leader);
+  EXPECT_GT(search.expansions(), 0u);
+
+  const std::vector<uint64_t> follower = layerWords(rng, 512, 512);
+  const Plan refit = search.solveLike(std::span<const Plan>(&leader, 1), follower, 16, context);
+  EXPECT_EQ(search.expansions(), 0u) << "a refit needs no search";
+  ASSERT_EQ(refit.op, PlanOp::Merge) << describePlan(refit);
+  EXPECT_EQ(refit.fieldWidths, leader.fieldWidths);
+  ASSERT_NE(search.solvedTemplate(), nullptr);
+  EXPECT_LE(refit.cost, search.solvedTemplate()->cost);
+  Bytes payload;
+  ExprPtr program = search.emit(refit, follower, 16, payload);
+  auto bytes = evaluate(*program, Payload::fromBytes(payload));
+  ASSERT_TRUE(bytes);
+  EXPECT_EQ(*bytes, bytesOf16(follower));
+
+  // Half of its rows pruned to zero: runs the search cuts out.
+  std::vector<uint64_t> pruned = follower;
+  std::fill(pruned.begin() + 512 * 128, pruned.begin() + 512 * 384, 0);
+  const Plan searched = search.solveLike(std::span<const Plan>(&leader, 1), pruned, 16, context);
+  EXPECT_GT(search.expansions(), 0u);
+  EXPECT_EQ(searched.op, PlanOp::Concat) << describePlan(searched);
+
+  // A leader's repeat is its own data's period: no refit.
+  Plan repeat;
+  repeat.op = PlanOp::Repeat;
+  repeat.count = 512;
+  repeat.children.push_back(leader);
+  const Plan instead = search.solveLike(std::span<const Plan>(&repeat, 1), follower, 16, context);
+  EXPECT_GT(search.expansions(), 0u);
+  EXPECT_NE(instead.op, PlanOp::Repeat);
+}
+
+// Over a checkpoint of layers: the archive is the same on any thread count, every tensor
+// rebuilds, and reuse codes it within a small fraction of searching every tensor.
+TEST(Reuse, ACheckpointOfLayersIsTheSameOnAnyThreadCountAndNearTheFullSearch) {
+  const std::string path = ::testing::TempDir() + "/reuse-layers.safetensors";
+  gen::SyntheticOptions generated;
+  generated.targetBytes = 12 << 20;
+  generated.hidden = 512;
+  generated.vocab = 512;
+  ASSERT_TRUE(gen::writeSyntheticCheckpoint(path, generated, true));
+  auto file = readFile(path);
+  ASSERT_TRUE(file);
+  std::vector<Region> regions;
+  const std::vector<RegionInput> inputs = regionInputs(*file, regions);
+  std::set<std::string> roles;
+  size_t large = 0;
+  for (const RegionInput &r : inputs)
+    if (r.kind == RegionKind::Tensor && r.bytes.size() >= (size_t{1} << 18)) {
+      roles.insert(roleOf(r));
+      ++large;
+    }
+  ASSERT_GT(large, roles.size()) << "some role has more than one large tensor";
+
+  auto run = [&](bool reuse, unsigned threads) {
+    StrategyOptions options = strategyOptionsForLevel(kDefaultLevel);
+    options.reuseStructures = reuse;
+    SearchStrategy strategy(options);
+    return synthesizeCheckpoint(*file, "layers", "layers.bin", strategy, SynthOptions{threads});
+  };
+  SearchStrategy prepared(strategyOptionsForLevel(kDefaultLevel));
+  prepared.prepare(inputs, 1);
+  size_t followers = 0;
+  for (const RegionInput &r : inputs)
+    if (r.kind == RegionKind::Tensor)
+      if (const std::string *leader = prepared.reusesStructureOf(r.name)) {
+        EXPECT_NE(*leader, r.name);
+        ++followers;
+      }
+  EXPECT_EQ(followers, large - roles.size());
+  const SynthOutput one = run(true, 1), two = run(true, 2), searched = run(false, 1);
+  EXPECT_EQ(printCheckpoint(one.checkpoint), printCheckpoint(two.checkpoint));
+  EXPECT_EQ(one.payload, two.payload);
+  const Payload payload = Payload::fromBytes(one.payload);
+  for (const Region &r : one.checkpoint.regions) {
+    if (r.kind != RegionKind::Tensor) continue;
+    auto bytes = evaluate(*r.program, payload);
+    ASSERT_TRUE(bytes) << r.name;
+    EXPECT_TRUE(std::equal(bytes->begin(), bytes->end(), file->begin() + static_cast<ptrdiff_t>(r.bytes.offset)))
+        << r.name;
+  }
+  EXPECT_LT(static_cast<double>(one.payload.size()), static_cast<double>(searched.payload.size()) * 1.002);
 }
 
 // --- programs edited by hand: literal holes and payloads --------------------------------------
