@@ -106,14 +106,19 @@ double order1EntropyBits(WordsView words, unsigned width, uint64_t &used) {
     }
   } else {
     // A row per previous word, a column per word: 2^width of each (a 7-bit field's table is a
-    // quarter of a byte stream's, a sign's four counters).
+    // quarter of a byte stream's, a sign's four counters), kept zero between calls: only the
+    // rows a stream used are read and cleared (an exponent uses a few dozen of 256; clearing
+    // and reading the whole table was most of the probe's time).
     const size_t side = size_t{1} << width;
-    thread_local std::vector<uint64_t> pairs;
-    pairs.assign(side * side, 0);
+    thread_local std::vector<uint32_t> pairs;
+    thread_local std::vector<uint64_t> rowTotals;
+    if (pairs.size() < side * side) pairs.assign(side * side, 0);
+    rowTotals.assign(side, 0);
     uint64_t previous = 0;
     words.visit([&](auto span) {
       for (uint64_t w : span) {
         ++pairs[previous * side + w];
+        ++rowTotals[previous];
         previous = w;
       }
     });
@@ -128,15 +133,16 @@ double order1EntropyBits(WordsView words, unsigned width, uint64_t &used) {
       return c < cLog2c.size() ? cLog2c[c] : static_cast<double>(c) * std::log2(static_cast<double>(c));
     };
     for (size_t c = 0; c < side; ++c) {
-      const std::span<const uint64_t> row(pairs.data() + c * side, side);
-      uint64_t context = 0;
+      if (rowTotals[c] == 0) continue;
+      uint32_t *const row = pairs.data() + c * side;
       double sum = 0;
-      for (uint64_t x : row) {
-        context += x;
-        used += x != 0;
-        sum += xLog2x(x);
+      for (size_t x = 0; x < side; ++x) {
+        if (row[x] == 0) continue;
+        ++used;
+        sum += xLog2x(row[x]);
+        row[x] = 0;
       }
-      if (context) bits += xLog2x(context) - sum;
+      bits += xLog2x(rowTotals[c]) - sum;
     }
   }
   return bits;
@@ -173,21 +179,51 @@ std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigne
 /// Whether a candidate that is known only by encoding may beat `bestSize` by the policy's gain:
 /// an entropy coder by its estimate, zstd by a probe.
 
-/// Whether rANS will beat Huffman on a byte stream by the policy's gain, which encoding Huffman
-/// only to drop it would find: on streams of 2^16 words or more both estimates came within
+/// Which of Huffman and rANS wins on a byte stream by the policy's rule, where the estimates
+/// tell it without encoding both: on streams of 2^16 words or more both estimates came within
 /// 0.1% of the exact sizes (every literal of that size at level 1 on the corpus and on a 134 MB
 /// BF16 checkpoint: Huffman −0.001% to +0.05%, rANS −0.06% to +38%, over only where it stores
-/// blocks as they are), so a promise with 0.5% of room either way is kept. Huffman coding the
-/// exponents that rANS then replaced was a tenth of level 1's time.
-bool huffmanLosesToRans(WordsView words, unsigned width, const uint64_t *byteCounts, const EncodePolicy &policy) {
+/// blocks as they are), so a verdict with policy.estimateRoom to spare either way is kept.
+/// Huffman coding the exponents that rANS then replaced was a tenth of level 1's time, and
+/// rANS coding exponents it came within the margin of, another.
+std::optional<Encoding> byteCoderByEstimate(WordsView words, unsigned width, const uint64_t *byteCounts,
+                                            const EncodePolicy &policy) {
   constexpr uint64_t kMinWords = uint64_t{1} << 16;
-  constexpr double kRoom = 0.005;
-  if (words.size() < kMinWords || !policy.tries(Encoding::Huffman) || !policy.tries(Encoding::Rans)) return false;
+  if (words.size() < kMinWords || !policy.tries(Encoding::Huffman) || !policy.tries(Encoding::Rans)) return std::nullopt;
   const auto huffman = estimateWith(Encoding::Huffman, words, width, byteCounts);
   const auto rans = estimateWith(Encoding::Rans, words, width, byteCounts);
-  return huffman && rans &&
-         static_cast<double>(*rans) * (1 + kRoom) <
-             static_cast<double>(*huffman) * (1 - kRoom) * (1 - policy.gainFor(Encoding::Rans, width));
+  if (!huffman || !rans) return std::nullopt;
+  const double threshold = static_cast<double>(*huffman) * (1 - policy.gainFor(Encoding::Rans, width));
+  const double room = policy.estimateRoom;
+  if (static_cast<double>(*rans) * (1 + room) < threshold * (1 - room)) return Encoding::Rans;
+  if (static_cast<double>(*rans) * (1 - room) >= threshold * (1 + room)) return Encoding::Huffman;
+  return std::nullopt;
+}
+
+/// Whether a large byte stream's sample shows that neither order-0 coder (huffman, rans) can
+/// beat bitpack of the field's full width by the policy's gain, so that the stream need not be
+/// counted whole: its sample (kOrderZeroSampleRuns runs of kOrderZeroSampleRunWords at evenly
+/// spaced positions) uses the field's top bit and its order-0 entropy comes within the gain of
+/// the width. Near-uniform mantissa fields are most of a float checkpoint's words; counting each
+/// whole to find that was a seventh of level 1's time. (A sample's plug-in entropy comes out
+/// below the stream's, and the coders' codes and tables above the entropy, so what the sample
+/// rules out the full count would too, unless the sample is unlike the rest of its stream.)
+bool orderZeroCodersCannotWin(WordsView words, unsigned width, const EncodePolicy &policy) {
+  constexpr uint64_t kMinWords = uint64_t{1} << 18;
+  constexpr size_t kRuns = 8, kRunWords = 4096;
+  const double gain = std::min(policy.gainFor(Encoding::Huffman, width), policy.gainFor(Encoding::Rans, width));
+  if (width > 8 || width < 2 || words.size() < kMinWords || gain <= 0) return false;
+  uint64_t counts[256] = {};
+  const size_t stride = (words.size() - kRunWords) / (kRuns - 1);
+  for (size_t r = 0; r < kRuns; ++r) countWords(words.subspan(r * stride, kRunWords), width, counts);
+  if (counts[(size_t{1} << width) - 1] == 0) {
+    bool topBit = false;
+    for (size_t v = size_t{1} << (width - 1); v < (size_t{1} << width) && !topBit; ++v) topBit = counts[v] != 0;
+    if (!topBit) return false;
+  }
+  const double perWord = entropyBits(std::span<const uint64_t>(counts, size_t{1} << width), kRuns * kRunWords) /
+                         static_cast<double>(kRuns * kRunWords);
+  return perWord >= static_cast<double>(width) * (1 - gain);
 }
 
 bool worthEncoding(Encoding e, WordsView words, unsigned width, uint64_t bestSize,
@@ -244,6 +280,7 @@ EncodePolicy policyForLevel(int level) {
   const double contextGain = level <= 1 ? 1.0 : std::max(kMinGain[row] * kContextGainFactor, kContextMinGain);
   EncodePolicy policy{kMinGain[row], kZstdLevel[row], contextGain};
   policy.zstdSmallLevel = kZstdSmallLevel[row];
+  if (level <= 1) policy.estimateRoom = 0;
   return policy;
 }
 
@@ -276,7 +313,10 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
   uint64_t counts[256] = {};
   const uint64_t *byteCounts = nullptr;
   unsigned bits = 0;
-  if (width <= 8 && !words.empty()) {
+  const bool orderZeroCodersLose = orderZeroCodersCannotWin(words, width, policy);
+  if (orderZeroCodersLose) {
+    bits = width; // the sample's largest word has the field's top bit: so has the stream's
+  } else if (width <= 8 && !words.empty()) {
     countWords(words, width, counts);
     byteCounts = counts;
     for (unsigned v = 256; v-- > 0;)
@@ -297,11 +337,14 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
   }
   Bytes bestBytes, candidate;
   const bool skipTableCoders = tableCodersCannotPay(words, width);
-  const bool huffmanLoses = byteCounts && huffmanLosesToRans(words, width, byteCounts, policy);
+  const std::optional<Encoding> byteCoder = byteCounts ? byteCoderByEstimate(words, width, byteCounts, policy) : std::nullopt;
   for (Encoding e : kAllEncodings) {
     // context needs no table, but on such streams it cannot win either: no bit of a
     // near-uniform mantissa is predictable from the lane above it.
-    if (hasCheapExactSize(e) || (skipTableCoders && e != Encoding::Zstd) || (e == Encoding::Huffman && huffmanLoses) ||
+    const bool orderZero = e == Encoding::Huffman || e == Encoding::Rans;
+    const bool otherByteCoderWins = byteCoder && orderZero && e != *byteCoder;
+    if (hasCheapExactSize(e) || (skipTableCoders && e != Encoding::Zstd) || otherByteCoderWins ||
+        (orderZero && orderZeroCodersLose) ||
         !worthEncoding(e, words, width, bestSize, policy, byteCounts))
       continue;
     candidate.clear();

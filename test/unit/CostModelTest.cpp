@@ -139,6 +139,17 @@ TEST(CostModel, LevelPoliciesOnLargeLiteralsChooseWhatTryingEveryEncodingWould) 
   // Probabilities 1/2, 1/4, 1/8, 1/16, 1/16: Huffman's codes are the entropy, and it is kept.
   std::vector<uint64_t> dyadic(1 << 18);
   for (uint64_t &w : dyadic) w = 40 + std::min<uint64_t>(std::countr_zero(rng() | 16), 4);
+  // Uniform bytes, whose sample rules out the order-0 coders without a count of the whole
+  // stream; and words uniform below the top bit but for two outside every sampled run, whose
+  // sample rules out nothing: the whole stream is counted.
+  std::vector<uint64_t> uniform(1 << 20), belowTop(1 << 20);
+  for (size_t i = 0; i < uniform.size(); ++i) {
+    uniform[i] = rng() & 0xff;
+    belowTop[i] = rng() & 0x7f;
+  }
+  belowTop[5000] = belowTop[(1 << 20) - 5000] = 0xff;
+  streams.push_back({"uniform bytes", uniform});
+  streams.push_back({"uniform below the top bit", belowTop});
   streams.push_back({"bf16-like mantissas", mantissa});
   streams.push_back({"bf16-like exponents", exponent});
   streams.push_back({"order-1 structured", markov});
