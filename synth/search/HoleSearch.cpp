@@ -220,21 +220,33 @@ template <typename W> uint64_t smallestPeriod(std::span<const W> words, std::spa
 }
 
 /// Pieces of `words` alternating between runs of at least `minRun` equal words and the stretches
-/// between them, as (length, is a run).
+/// between them, as (length, is a run). A run of minRun words covers a whole aligned block of
+/// minRun / 2, so only blocks are looked at, each by its two ends first: a dense stream is
+/// passed over at two reads a block, where comparing every word with the next was a twentieth
+/// of level 5's time.
 template <typename W> std::vector<std::pair<uint64_t, bool>> runPieces(std::span<const W> words, uint64_t minRun) {
   std::vector<std::pair<uint64_t, bool>> pieces;
+  const uint64_t n = words.size(), block = std::max<uint64_t>(1, minRun / 2);
   uint64_t gapStart = 0;
-  for (uint64_t i = 0; i < words.size();) {
-    uint64_t j = i + 1;
-    while (j < words.size() && words[j] == words[i]) ++j;
-    if (j - i >= minRun) {
-      if (i > gapStart) pieces.emplace_back(i - gapStart, false);
-      pieces.emplace_back(j - i, true);
-      gapStart = j;
+  for (uint64_t k = 0; k + block <= n;) {
+    const W v = words[k];
+    const W *const first = words.data() + k;
+    if (first[block - 1] != v || !std::all_of(first, first + block, [&](W w) { return w == v; })) {
+      k += block;
+      continue;
     }
-    i = j;
+    // The whole run: the one before ended at gapStart on another word, so it stops there.
+    uint64_t begin = k, end = k + block;
+    while (begin > gapStart && words[begin - 1] == v) --begin;
+    while (end < n && words[end] == v) ++end;
+    if (end - begin >= minRun) {
+      if (begin > gapStart) pieces.emplace_back(begin - gapStart, false);
+      pieces.emplace_back(end - begin, true);
+      gapStart = end;
+    }
+    k = (end + block - 1) / block * block;
   }
-  if (gapStart < words.size()) pieces.emplace_back(words.size() - gapStart, false);
+  if (gapStart < n) pieces.emplace_back(n - gapStart, false);
   return pieces;
 }
 
