@@ -312,12 +312,21 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
   // level 1's time), and bitpack's bit count read off it: the largest value present.
   uint64_t counts[256] = {};
   const uint64_t *byteCounts = nullptr;
+  thread_local std::vector<ByteCounts> blockCounts;
+  blockCounts.clear();
   unsigned bits = 0;
   const bool orderZeroCodersLose = orderZeroCodersCannotWin(words, width, policy);
   if (orderZeroCodersLose) {
     bits = width; // the sample's largest word has the field's top bit: so has the stream's
   } else if (width <= 8 && !words.empty()) {
-    countWords(words, width, counts);
+    // Counted a rans block at a time: the rans encoder takes each block's counts.
+    blockCounts.resize((words.size() + kRansBlockWords - 1) / kRansBlockWords);
+    for (size_t b = 0; b < blockCounts.size(); ++b) {
+      blockCounts[b].fill(0);
+      countWords(words.subspan(b * kRansBlockWords, std::min<uint64_t>(kRansBlockWords, words.size() - b * kRansBlockWords)),
+                 width, blockCounts[b].data());
+      for (size_t v = 0; v < 256; ++v) counts[v] += blockCounts[b][v];
+    }
     byteCounts = counts;
     for (unsigned v = 256; v-- > 0;)
       if (counts[v]) {
@@ -349,9 +358,11 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
       continue;
     candidate.clear();
     // Candidates come in decreasing decoding speed: a slower one must win by the policy's margin.
+    // The coders that count the words take the counts made above.
     const bool encoded = e == Encoding::Huffman ? !words.empty() && encodeHuffman(words, width, candidate, byteCounts)
-                                                : encodeLit(e, words, width, candidate,
-                                                            policy.zstdLevelFor(words.size()));
+                         : e == Encoding::Rans && byteCounts ? (encodeRans(words, 0, candidate, blockCounts), true)
+                                                             : encodeLit(e, words, width, candidate,
+                                                                         policy.zstdLevelFor(words.size()));
     if (!encoded ||
         static_cast<double>(candidate.size()) >= static_cast<double>(bestSize) * (1 - policy.gainFor(e, width)) ||
         candidate.size() >= bestSize)

@@ -18,7 +18,7 @@ std::vector<uint64_t> extractField(WordsView words, unsigned shift, unsigned wid
 
 namespace {
 
-template <typename Out> WordsView extractInto(WordsView words, unsigned shift, unsigned width, std::vector<Out> &field) {
+template <typename Out> WordsView extractInto(WordsView words, unsigned shift, unsigned width, FieldBuffer<Out> &field) {
   const auto mask = static_cast<Out>(widthMask(width));
   field.resize(words.size());
   // Through a plain pointer: stores of bytes through the vector may alias its own pointers as
@@ -29,7 +29,7 @@ template <typename Out> WordsView extractInto(WordsView words, unsigned shift, u
     // Shifted in the input's container: a narrower field of a wider word, or the same width.
     for (size_t i = 0; i < in.size(); ++i) out[i] = static_cast<Out>(static_cast<In>(in[i] >> shift)) & mask;
   });
-  return WordsView(field);
+  return WordsView(std::span<const Out>(field));
 }
 
 } // namespace
