@@ -173,8 +173,14 @@ bool zstdMayWin(WordsView words, uint64_t bestSize, const EncodePolicy &policy) 
 
 /// estimateSize, given the words' byte histogram where the caller has it (words of at most 8
 /// bits; null otherwise): the order-0 estimates then need no pass over the words.
-std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigned width,
-                                     const uint64_t *byteCounts);
+/// What encodeSmallest counted of a stream once, for every estimate and encoder after it: a
+/// byte stream's counts, or the histogram of a stream of 9 to 16 bits (null: not counted).
+struct Counted {
+  const uint64_t *bytes = nullptr;
+  const WordHistogram *words = nullptr;
+};
+
+std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigned width, Counted counted);
 
 /// Whether a candidate that is known only by encoding may beat `bestSize` by the policy's gain:
 /// an entropy coder by its estimate, zstd by a probe.
@@ -190,8 +196,8 @@ std::optional<Encoding> byteCoderByEstimate(WordsView words, unsigned width, con
                                             const EncodePolicy &policy) {
   constexpr uint64_t kMinWords = uint64_t{1} << 16;
   if (words.size() < kMinWords || !policy.tries(Encoding::Huffman) || !policy.tries(Encoding::Rans)) return std::nullopt;
-  const auto huffman = estimateWith(Encoding::Huffman, words, width, byteCounts);
-  const auto rans = estimateWith(Encoding::Rans, words, width, byteCounts);
+  const auto huffman = estimateWith(Encoding::Huffman, words, width, Counted{byteCounts});
+  const auto rans = estimateWith(Encoding::Rans, words, width, Counted{byteCounts});
   if (!huffman || !rans) return std::nullopt;
   const double threshold = static_cast<double>(*huffman) * (1 - policy.gainFor(Encoding::Rans, width));
   const double room = policy.estimateRoom;
@@ -227,7 +233,7 @@ bool orderZeroCodersCannotWin(WordsView words, unsigned width, const EncodePolic
 }
 
 bool worthEncoding(Encoding e, WordsView words, unsigned width, uint64_t bestSize,
-                   const EncodePolicy &policy, const uint64_t *byteCounts) {
+                   const EncodePolicy &policy, Counted counted) {
   if (!policy.tries(e)) return false;
   if (e == Encoding::Zstd) return encodingApplies(e, words, width) && zstdMayWin(words, bestSize, policy);
   auto ruledOut = [&](double estimate) {
@@ -250,7 +256,7 @@ bool worthEncoding(Encoding e, WordsView words, unsigned width, uint64_t bestSiz
     const double bits = order1EntropyBits(words.subspan((n - kOrder1ProbeWords) / 2, kOrder1ProbeWords), width, used);
     if (ruledOut(bits / 8 * static_cast<double>(n) / static_cast<double>(kOrder1ProbeWords))) return false;
   }
-  auto estimate = estimateWith(e, words, width, byteCounts);
+  auto estimate = estimateWith(e, words, width, counted);
   return estimate && !ruledOut(static_cast<double>(*estimate));
 }
 
@@ -346,6 +352,12 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
   }
   Bytes bestBytes, candidate;
   const bool skipTableCoders = tableCodersCannotPay(words, width);
+  // A stream of 9 to 16 bits is counted once for the table coders' estimates and encoders.
+  std::optional<WordHistogram> wideHistogram;
+  if (width > 8 && width <= 16 && !words.empty() && !skipTableCoders &&
+      (policy.tries(Encoding::Huffman) || policy.tries(Encoding::Rans)))
+    wideHistogram = histogram(words, width, kHuffmanMaxSymbols);
+  const Counted counted{byteCounts, wideHistogram ? &*wideHistogram : nullptr};
   const std::optional<Encoding> byteCoder = byteCounts ? byteCoderByEstimate(words, width, byteCounts, policy) : std::nullopt;
   for (Encoding e : kAllEncodings) {
     // context needs no table, but on such streams it cannot win either: no bit of a
@@ -354,15 +366,17 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
     const bool otherByteCoderWins = byteCoder && orderZero && e != *byteCoder;
     if (hasCheapExactSize(e) || (skipTableCoders && e != Encoding::Zstd) || otherByteCoderWins ||
         (orderZero && orderZeroCodersLose) ||
-        !worthEncoding(e, words, width, bestSize, policy, byteCounts))
+        !worthEncoding(e, words, width, bestSize, policy, counted))
       continue;
     candidate.clear();
     // Candidates come in decreasing decoding speed: a slower one must win by the policy's margin.
     // The coders that count the words take the counts made above.
-    const bool encoded = e == Encoding::Huffman ? !words.empty() && encodeHuffman(words, width, candidate, byteCounts)
-                         : e == Encoding::Rans && byteCounts ? (encodeRans(words, 0, candidate, blockCounts), true)
-                                                             : encodeLit(e, words, width, candidate,
-                                                                         policy.zstdLevelFor(words.size()));
+    bool encoded;
+    if (e == Encoding::Huffman && counted.words) encoded = encodeHuffman(words, width, candidate, *counted.words);
+    else if (e == Encoding::Huffman) encoded = !words.empty() && encodeHuffman(words, width, candidate, byteCounts);
+    else if (e == Encoding::Rans && byteCounts) encoded = (encodeRans(words, 0, candidate, blockCounts), true);
+    else if (e == Encoding::Rans && counted.words) encoded = encodeRans16(words, width, candidate, counted.words);
+    else encoded = encodeLit(e, words, width, candidate, policy.zstdLevelFor(words.size()));
     if (!encoded ||
         static_cast<double>(candidate.size()) >= static_cast<double>(bestSize) * (1 - policy.gainFor(e, width)) ||
         candidate.size() >= bestSize)
@@ -400,21 +414,22 @@ Encoding encodeSmallestOf(WordsView words, unsigned width, Bytes &out,
 }
 
 std::optional<uint64_t> estimateSize(Encoding encoding, WordsView words, unsigned width) {
-  return estimateWith(encoding, words, width, nullptr);
+  return estimateWith(encoding, words, width, Counted{});
 }
 
 namespace {
 
-std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigned width,
-                                     const uint64_t *byteCounts) {
+std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigned width, Counted counted) {
+  const uint64_t *const byteCounts = counted.bytes;
   const uint64_t n = words.size();
   switch (encoding) {
   case Encoding::Raw:
   case Encoding::Bitpack: return encodedSize(encoding, words, width);
   case Encoding::Huffman: {
     if (n == 0) return std::nullopt;
-    const std::optional<WordHistogram> h =
-        byteCounts ? histogramOfBytes(byteCounts) : histogram(words, width, kHuffmanMaxSymbols);
+    const std::optional<WordHistogram> h = byteCounts       ? histogramOfBytes(byteCounts)
+                                           : counted.words ? *counted.words
+                                                           : histogram(words, width, kHuffmanMaxSymbols);
     if (!h) return std::nullopt;
     const size_t k = h->words.size();
     HuffmanCode code;
@@ -433,7 +448,7 @@ std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigne
   case Encoding::Rans: {
     if (n == 0 || width > maxEncodingWidth(encoding)) return std::nullopt;
     if (width > kRansMaxWidth) {
-      auto h = histogram(words, width, uint64_t{1} << 16);
+      const std::optional<WordHistogram> h = counted.words ? *counted.words : histogram(words, width, uint64_t{1} << 16);
       // The table: each word's gap and frequency as varints (about 2 + 2 bytes); per block, four
       // final states; the coded bits at the entropy.
       uint64_t blocks = blocksOf(n, kRans16BlockWords);
@@ -483,7 +498,7 @@ std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigne
       // A run from the middle, scaled: counting every pair of a long stream in a table of 64 K
       // counters was a tenth of level 1's time, for a coder that seldom wins on such streams.
       auto sample = estimateWith(encoding, words.subspan((n - kOrder1EstimateWords) / 2, kOrder1EstimateWords),
-                                 width, nullptr);
+                                 width, Counted{});
       if (!sample) return std::nullopt;
       return static_cast<uint64_t>(static_cast<double>(*sample) * static_cast<double>(n) /
                                     static_cast<double>(kOrder1EstimateWords));

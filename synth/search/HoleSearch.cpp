@@ -258,11 +258,18 @@ template <typename W> uint64_t statisticsCut(std::span<const W> words, const DTy
   if (windows < kShiftMinWindows) return 0;
   std::vector<double> sums(windows + 1, 0); // prefix sums of the per-window totals
   for (uint64_t w = 0; w < windows; ++w) {
-    double total = 0;
-    for (uint64_t i = w * kShiftWindowWords; i < (w + 1) * kShiftWindowWords; ++i)
-      total += floatType ? static_cast<double>((uint64_t{words[i]} >> floatType->mantissaBits) & widthMask(floatType->exponentBits))
-                         : static_cast<double>(std::bit_width(words[i]));
-    sums[w + 1] = sums[w] + total / kShiftWindowWords;
+    // Summed as integers (exact, as the sum of so few small integers is in a double), which
+    // vectorizes where a sum of doubles waits on each addition.
+    uint64_t total = 0;
+    const W *const window = words.data() + w * kShiftWindowWords;
+    if (floatType) {
+      const unsigned shift = floatType->mantissaBits;
+      const uint64_t mask = widthMask(floatType->exponentBits);
+      for (uint64_t i = 0; i < kShiftWindowWords; ++i) total += (uint64_t{window[i]} >> shift) & mask;
+    } else {
+      for (uint64_t i = 0; i < kShiftWindowWords; ++i) total += static_cast<uint64_t>(std::bit_width(window[i]));
+    }
+    sums[w + 1] = sums[w] + static_cast<double>(total) / kShiftWindowWords;
   }
   uint64_t best = 0;
   double bestDifference = kShiftMinDifference;

@@ -80,13 +80,27 @@ namespace {
 
 template <typename W> std::optional<WordHistogram> histogramOf(std::span<const W> words, unsigned width, uint64_t maxSymbols) {
   WordHistogram h;
-  if (width <= 16) {
-    std::vector<uint64_t> counts(size_t{1} << width, 0);
-    countWords(words, width, counts.data());
-    for (size_t v = 0; v < counts.size(); ++v)
+  if (width <= 8) {
+    uint64_t counts[256] = {};
+    countWords(words, width, counts);
+    for (size_t v = 0; v < (size_t{1} << width); ++v)
       if (counts[v]) {
         h.words.push_back(v);
         h.counts.push_back(counts[v]);
+      }
+  } else if (width <= 16) {
+    // A table of every word, kept zero between calls (read back and cleared in one pass): a
+    // fresh one of 2^16 counters for every stream, the search's samples of 2^15 words among
+    // them, was cleared at more cost than counting.
+    thread_local std::vector<uint64_t> table;
+    if (table.size() < (size_t{1} << 16)) table.assign(size_t{1} << 16, 0);
+    uint64_t *const counts = table.data();
+    for (W w : words) ++counts[w];
+    for (size_t v = 0; v < (size_t{1} << width); ++v)
+      if (counts[v]) {
+        h.words.push_back(v);
+        h.counts.push_back(counts[v]);
+        counts[v] = 0;
       }
   } else {
     std::vector<uint64_t> sorted(words.begin(), words.end());
@@ -283,9 +297,12 @@ void encodeBlocksDirect(std::span<const W> words, unsigned width, const HuffmanC
   }
 }
 
-template <typename W> bool encodeHuffmanOf(std::span<const W> words, unsigned width, Bytes &out, const uint64_t *byteCounts) {
-  const std::optional<WordHistogram> h =
-      byteCounts && width <= 8 ? histogramOfBytes(byteCounts) : histogram(words, width, kHuffmanMaxSymbols);
+template <typename W>
+bool encodeHuffmanOf(std::span<const W> words, unsigned width, Bytes &out, const uint64_t *byteCounts,
+                     const WordHistogram *counted) {
+  const std::optional<WordHistogram> h = counted                    ? *counted
+                                         : byteCounts && width <= 8 ? histogramOfBytes(byteCounts)
+                                                                    : histogram(words, width, kHuffmanMaxSymbols);
   if (!h || h->words.empty()) return false;
   HuffmanCode code;
   code.words = h->words;
@@ -367,8 +384,12 @@ template <typename W> bool encodeHuffmanOf(std::span<const W> words, unsigned wi
 
 } // namespace
 
+bool encodeHuffman(WordsView words, unsigned width, Bytes &out, const WordHistogram &counted) {
+  return words.visit([&](auto w) { return encodeHuffmanOf(w, width, out, nullptr, &counted); });
+}
+
 bool encodeHuffman(WordsView words, unsigned width, Bytes &out, const uint64_t *byteCounts) {
-  return words.visit([&](auto w) { return encodeHuffmanOf(w, width, out, byteCounts); });
+  return words.visit([&](auto w) { return encodeHuffmanOf(w, width, out, byteCounts, nullptr); });
 }
 
 } // namespace brevis

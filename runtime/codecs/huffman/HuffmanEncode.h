@@ -24,6 +24,8 @@ struct WordHistogram {
   std::vector<uint64_t> words;
   std::vector<uint64_t> counts;
 };
+/// encodeHuffman with the words' histogram already made (histogram(words, width, kHuffmanMaxSymbols)).
+bool encodeHuffman(WordsView words, unsigned width, Bytes &out, const WordHistogram &counted);
 std::optional<WordHistogram> histogram(WordsView words, unsigned width, uint64_t maxSymbols);
 
 /// The histogram of bytes counted in counts[0..256).

@@ -58,8 +58,8 @@ void putU32(Bytes &out, uint32_t v) {
 
 namespace {
 
-template <typename W> bool encodeRans16Of(std::span<const W> words, unsigned width, Bytes &out) {
-  auto h = histogram(words, width, uint64_t{1} << 16);
+template <typename W> bool encodeRans16Of(std::span<const W> words, unsigned width, Bytes &out, const WordHistogram *counted) {
+  const std::optional<WordHistogram> h = counted ? *counted : histogram(words, width, uint64_t{1} << 16);
   if (!h || h->words.empty()) return false;
   const size_t k = h->words.size();
   putVarint(out, k);
@@ -107,8 +107,8 @@ template <typename W> bool encodeRans16Of(std::span<const W> words, unsigned wid
 
 } // namespace
 
-bool encodeRans16(WordsView words, unsigned width, Bytes &out) {
-  return words.visit([&](auto w) { return encodeRans16Of(w, width, out); });
+bool encodeRans16(WordsView words, unsigned width, Bytes &out, const WordHistogram *counted) {
+  return words.visit([&](auto w) { return encodeRans16Of(w, width, out, counted); });
 }
 
 Result<std::unique_ptr<Rans16Decoder>> Rans16Decoder::create(ByteSpan bytes, unsigned width, uint64_t count,

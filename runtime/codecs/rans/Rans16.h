@@ -22,12 +22,15 @@
 
 namespace brevis {
 
+struct WordHistogram; // runtime/codecs/huffman/HuffmanEncode.h
+
 inline constexpr unsigned kRans16ScaleBits = 16;
 inline constexpr uint64_t kRans16BlockWords = uint64_t{1} << 20;
 
 /// Appends the encoding of `words` (each < 2^width, at most 65,536 distinct); false if there
 /// are more distinct words than that.
-bool encodeRans16(WordsView words, unsigned width, Bytes &out);
+/// `counted`, where given, is the words' histogram (histogram(words, width, 2^16)).
+bool encodeRans16(WordsView words, unsigned width, Bytes &out, const WordHistogram *counted = nullptr);
 
 class Rans16Decoder {
 public:
