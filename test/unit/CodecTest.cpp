@@ -882,6 +882,17 @@ TEST(Codec, ContextCodesEveryWidthAndItsEstimateIsItsSize) {
         best = std::min(best, rate[0]);
       }
       EXPECT_NEAR(static_cast<double>(coded.size()), best / 8, 12.0) << "u" << width;
+      // Split anywhere (the ends too), the parts add up to the whole, and the first is the
+      // whole of the words before the split.
+      for (size_t split : {size_t{0}, size_t{1}, words.size() / 3, words.size()}) {
+        const auto parts = contextCodeBits(words, width, split);
+        const auto first = contextCodeBits(std::span<const uint64_t>(words).first(split), width, split);
+        for (unsigned r = 0; r < kContextTriedRates; ++r) {
+          EXPECT_EQ(parts[r][0], first[r][0]) << "u" << width << " split " << split << " rate " << r;
+          EXPECT_NEAR(parts[r][0] + parts[r][1], bits[r][0], 1e-6 * bits[r][0] + 1e-9)
+              << "u" << width << " split " << split << " rate " << r;
+        }
+      }
     }
   }
   // Words beyond the widest the coder takes do not apply.

@@ -9,6 +9,8 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 namespace brevis {
 
@@ -67,6 +69,60 @@ inline void adapt(uint16_t &p, unsigned bit, unsigned rate) {
 inline unsigned topLane(uint64_t w, const Lanes &lanes) {
   return static_cast<unsigned>(w >> lanes.shift[0]) & ((1u << lanes.bits[0]) - 1);
 }
+
+/// A block's models, set to even odds a tree (the models of one lane in one context) at a time,
+/// when a word first uses it. A 16-bit word has 512 trees (256 KB of models); a block of a few
+/// thousand words touches few of them, and setting them all before decoding was a quarter of
+/// the instructions of decoding a checkpoint of small tensors (and before simulating one, most
+/// of the search's time on small tensors). The memory is the thread's, reused from block to
+/// block; a tree's stamp says whether it was set for this block. A model is a probability (T =
+/// uint16_t), or the probabilities of the simulation's two rates (uint32_t, rate 0's low).
+template <typename T> class LazyTrees {
+public:
+  LazyTrees(const Lanes &lanes, T even) : lanes_(lanes), even_(even) {
+    size_t trees = 0;
+    for (unsigned l = 0; l < lanes.count; ++l) {
+      treeBase_[l] = trees;
+      trees += size_t{1} << (l == 0 ? lanes.bits[0] : lanes.bits[l - 1]);
+    }
+    thread_local std::vector<T> models;
+    thread_local std::vector<uint32_t> stamps;
+    thread_local uint32_t generation = 0;
+    if (models.size() < lanes.models) models.resize(lanes.models);
+    if (stamps.size() < trees) stamps.resize(trees, 0);
+    if (++generation == 0) { // after 2^32 blocks every stamp could look current: clear them
+      std::fill(stamps.begin(), stamps.end(), 0);
+      generation = 1;
+    }
+    models_ = models.data();
+    stamps_ = stamps.data();
+    generation_ = generation;
+  }
+
+  /// The models of lane `lane` in context `context`, indexed by bit-tree node (1 ..).
+  [[gnu::always_inline]] T *tree(unsigned lane, unsigned context) {
+    T *const t = models_ + lanes_.modelBase[lane] + (size_t{context} << lanes_.bits[lane]);
+    uint32_t &stamp = stamps_[treeBase_[lane] + context];
+    if (stamp != generation_) [[unlikely]] {
+      stamp = generation_;
+      std::fill_n(t, size_t{1} << lanes_.bits[lane], even_);
+    }
+    return t;
+  }
+
+private:
+  const Lanes &lanes_;
+  T even_;
+  std::array<size_t, 4> treeBase_{};
+  T *models_ = nullptr;
+  uint32_t *stamps_ = nullptr;
+  uint32_t generation_ = 0;
+};
+
+/// The decoder's models.
+struct BlockModels : LazyTrees<uint16_t> {
+  explicit BlockModels(const Lanes &lanes) : LazyTrees<uint16_t>(lanes, kProbInit) {}
+};
 
 /// Calls code(model index, bit) for every bit of `words`' lanes in coding order, the first
 /// word in the context of a previous top lane `previousTop`.
@@ -187,6 +243,8 @@ struct SimulatedStep {
 };
 struct SimulationTable {
   std::array<std::array<SimulatedStep, kProbOne + 1>, 2> step{}; ///< [bit][p]
+  /// The same as [2p + bit]: a step's entry from p and the bit in one address.
+  std::array<SimulatedStep, 2 * (kProbOne + 1)> interleaved{};
   SimulationTable() {
     const CostTable table;
     for (unsigned bit = 0; bit < 2; ++bit)
@@ -198,19 +256,113 @@ struct SimulationTable {
           adapt(q, bit, kContextMinRate + r);
           s.next[r] = q;
         }
+        interleaved[2 * p + bit] = s;
       }
   }
 };
+
+/// The simulation's models and sums at both tried rates: a node's two probabilities in one
+/// word, rate 0's low.
+struct BothRates {
+  using Model = uint32_t;
+  static constexpr Model kEven = kProbInit | uint32_t{kProbInit} << 16;
+  const SimulatedStep *steps;
+  uint64_t units[2] = {0, 0};
+  [[gnu::always_inline]] void step(Model &p, unsigned bit) {
+    const SimulatedStep &a = steps[2 * (p & 0xffff) + bit], &b = steps[2 * (p >> 16) + bit];
+    units[0] += a.cost;
+    units[1] += b.cost;
+    p = a.next[0] | uint32_t{b.next[1]} << 16;
+  }
+};
+
+/// The simulation of words of one or two lanes, the top one of TopBits bits, the other (if any)
+/// of 8: each lane's steps unrolled, the sums in registers (walkBits' general loop took 34
+/// instructions a step, most of the search's time on small tensors). Adds the words' cost to
+/// `rates`' sums; `previousTop` is the top lane before the first word, and after the last.
+template <typename W, unsigned LaneCount, unsigned TopBits, typename Rates>
+void simulateNarrowWords(std::span<const W> words, LazyTrees<typename Rates::Model> &models, Rates &rates,
+                         unsigned &previousTop) {
+  using Model = typename Rates::Model;
+  Rates local = rates; // its sums in registers
+  unsigned prev = previousTop;
+  // The node of a lane's k-th bit from the top is 1 followed by the bits above it, so each step
+  // reads its model off the lane's value: no chain from one step's bit to the next's address.
+  auto walk = [&]<unsigned Bits>(Model *tree, unsigned value, std::integral_constant<unsigned, Bits>) {
+    [&]<unsigned... K>(std::integer_sequence<unsigned, K...>) {
+      (
+          [&] {
+            constexpr unsigned above = Bits - K; // bits of the value above this step's
+            local.step(tree[(1u << K) | (value >> above)], (value >> (above - 1)) & 1);
+          }(),
+          ...);
+    }(std::make_integer_sequence<unsigned, Bits>{});
+  };
+  for (const W w : words) {
+    const unsigned top = static_cast<unsigned>(uint64_t{w} >> (LaneCount == 2 ? 8 : 0)) & ((1u << TopBits) - 1);
+    walk(models.tree(0, prev), top, std::integral_constant<unsigned, TopBits>{});
+    prev = top;
+    if constexpr (LaneCount == 2) walk(models.tree(1, top), static_cast<unsigned>(w) & 0xff, std::integral_constant<unsigned, 8>{});
+  }
+  rates = local;
+  previousTop = prev;
+}
+
+template <typename W, typename Rates>
+void simulateNarrowWords(std::span<const W> words, const Lanes &lanes, LazyTrees<typename Rates::Model> &models,
+                         Rates &rates, unsigned &previousTop) {
+  const bool two = lanes.count == 2;
+  switch (lanes.bits[0]) {
+#define BREVIS_TOP_BITS(b)                                                                                               \
+  case b:                                                                                                                \
+    return two ? simulateNarrowWords<W, 2, b>(words, models, rates, previousTop)                                         \
+               : simulateNarrowWords<W, 1, b>(words, models, rates, previousTop);
+    BREVIS_TOP_BITS(1) BREVIS_TOP_BITS(2) BREVIS_TOP_BITS(3) BREVIS_TOP_BITS(4)
+    BREVIS_TOP_BITS(5) BREVIS_TOP_BITS(6) BREVIS_TOP_BITS(7) BREVIS_TOP_BITS(8)
+#undef BREVIS_TOP_BITS
+  default: assert(false && "a lane holds 1 to 8 bits");
+  }
+}
+
+/// The bits of words [0, split) and of words [split, end) of words of one or two lanes, by
+/// `rates`, the second part continuing from the first as one block would.
+template <typename W, typename Rates>
+std::array<std::array<double, 2>, std::size(Rates{}.units)> simulateParts(std::span<const W> words, const Lanes &lanes,
+                                                                         size_t split, Rates rates) {
+  constexpr size_t kRates = std::size(Rates{}.units);
+  std::array<std::array<double, 2>, kRates> total{};
+  LazyTrees<typename Rates::Model> models(lanes, Rates::kEven);
+  unsigned previousTop = 0;
+  const std::span<const W> parts[2] = {words.first(split), words.subspan(split)};
+  for (size_t part = 0; part < 2; ++part) {
+    simulateNarrowWords(parts[part], lanes, models, rates, previousTop);
+    for (size_t r = 0; r < kRates; ++r) {
+      total[r][part] = static_cast<double>(rates.units[r]) / kCostUnitsPerBit;
+      rates.units[r] = 0;
+    }
+  }
+  return total;
+}
 
 template <typename W> std::vector<std::array<double, 2>> contextCodeBitsOf(std::span<const W> words, unsigned width, size_t split) {
   static const SimulationTable simulation;
   const Lanes lanes(std::clamp(width, 1u, kContextMaxWidth));
   split = std::min(split, words.size());
   static_assert(kContextTriedRates == 2, "the rates' models are walked together, in pairs");
-  // Both rates' models side by side, walked together: one pass over the bits for both.
+  if (lanes.count <= 2) {
+    const auto both = simulateParts(words, lanes, split, BothRates{simulation.interleaved.data()});
+    return {both.begin(), both.end()};
+  }
+  std::vector<std::array<double, 2>> total(kContextTriedRates);
+  uint64_t units[2] = {0, 0};
+  auto takeUnits = [&](size_t part) {
+    for (unsigned r = 0; r < 2; ++r) {
+      total[r][part] = static_cast<double>(units[r]) / kCostUnitsPerBit;
+      units[r] = 0;
+    }
+  };
   thread_local std::vector<std::array<uint16_t, 2>> models;
   models.assign(lanes.models, {kProbInit, kProbInit});
-  uint64_t units[2] = {0, 0};
   auto cost = [&, &steps = simulation.step](size_t m, unsigned bit) {
     std::array<uint16_t, 2> &p = models[m];
     const SimulatedStep &a = steps[bit][p[0]], &b = steps[bit][p[1]];
@@ -218,15 +370,10 @@ template <typename W> std::vector<std::array<double, 2>> contextCodeBitsOf(std::
     units[1] += b.cost;
     p = {a.next[0], b.next[1]};
   };
-  std::vector<std::array<double, 2>> total(kContextTriedRates);
-  // The second part continues from the first's last word, as one block would.
   walkBits(words.first(split), lanes, cost, 0);
-  for (unsigned r = 0; r < 2; ++r) {
-    total[r][0] = static_cast<double>(units[r]) / kCostUnitsPerBit;
-    units[r] = 0;
-  }
+  takeUnits(0);
   walkBits(words.subspan(split), lanes, cost, split ? topLane(words[split - 1], lanes) : 0);
-  for (unsigned r = 0; r < 2; ++r) total[r][1] = static_cast<double>(units[r]) / kCostUnitsPerBit;
+  takeUnits(1);
   return total;
 }
 
@@ -297,52 +444,6 @@ Result<std::unique_ptr<ContextDecoder>> ContextDecoder::create(ByteSpan bytes, u
 uint64_t ContextDecoder::blockLength(size_t b) const { return std::min(blockWords_, count_ - b * blockWords_); }
 
 namespace {
-
-/// A block's models, set to even odds a tree (the models of one lane in one context) at a time,
-/// when a word first uses it. A 16-bit word has 512 trees (256 KB of models); a block of a few
-/// thousand words touches few of them, and setting them all before decoding was a quarter of
-/// the instructions of decoding a checkpoint of small tensors. The memory is the thread's,
-/// reused from block to block; a tree's stamp says whether it was set for this block.
-class BlockModels {
-public:
-  explicit BlockModels(const Lanes &lanes) : lanes_(lanes) {
-    size_t trees = 0;
-    for (unsigned l = 0; l < lanes.count; ++l) {
-      treeBase_[l] = trees;
-      trees += size_t{1} << (l == 0 ? lanes.bits[0] : lanes.bits[l - 1]);
-    }
-    thread_local std::vector<uint16_t> models;
-    thread_local std::vector<uint32_t> stamps;
-    thread_local uint32_t generation = 0;
-    if (models.size() < lanes.models) models.resize(lanes.models);
-    if (stamps.size() < trees) stamps.resize(trees, 0);
-    if (++generation == 0) { // after 2^32 blocks every stamp could look current: clear them
-      std::fill(stamps.begin(), stamps.end(), 0);
-      generation = 1;
-    }
-    models_ = models.data();
-    stamps_ = stamps.data();
-    generation_ = generation;
-  }
-
-  /// The models of lane `lane` in context `context`, indexed by bit-tree node (1 ..).
-  [[gnu::always_inline]] uint16_t *tree(unsigned lane, unsigned context) {
-    uint16_t *const t = models_ + lanes_.modelBase[lane] + (size_t{context} << lanes_.bits[lane]);
-    uint32_t &stamp = stamps_[treeBase_[lane] + context];
-    if (stamp != generation_) [[unlikely]] {
-      stamp = generation_;
-      std::fill_n(t, size_t{1} << lanes_.bits[lane], kProbInit);
-    }
-    return t;
-  }
-
-private:
-  const Lanes &lanes_;
-  std::array<size_t, 4> treeBase_{};
-  uint16_t *models_ = nullptr;
-  uint32_t *stamps_ = nullptr;
-  uint32_t generation_ = 0;
-};
 
 /// Decodes `length` words of one or two lanes, the top one of TopBits bits, the other (if any)
 /// of 8: with the lanes' widths constant, each lane's bits unroll into straight-line steps.
