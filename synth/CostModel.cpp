@@ -266,6 +266,43 @@ bool zstdWorthTrying(WordsView words, unsigned width, uint64_t bestSize, const E
   return encodingApplies(Encoding::Zstd, words, width) && zstdMayWin(words, bestSize, policy);
 }
 
+bool mantissaLooksRandom(WordsView words, unsigned width) {
+  constexpr double kMinEntropyRatio = 0.99, kMaxMutualBits = 0.01;
+  if (width > 16 || words.size() < 2) return false;
+  const unsigned topBits = std::min(width, 3u), shift = width - topBits, side = 1u << topBits;
+  thread_local std::vector<uint64_t> counts;
+  counts.assign(size_t{1} << width, 0);
+  uint64_t pairs[8][8] = {}, previous = 0;
+  words.visit([&](auto w) {
+    for (size_t i = 0; i < w.size(); ++i) {
+      ++counts[w[i]];
+      const uint64_t top = w[i] >> shift;
+      if (i) ++pairs[previous][top];
+      previous = top;
+    }
+  });
+  const auto n = static_cast<double>(words.size());
+  double entropy = 0;
+  for (uint64_t c : counts)
+    if (c) entropy -= static_cast<double>(c) * std::log2(static_cast<double>(c) / n);
+  if (entropy / n < kMinEntropyRatio * width) return false;
+  double rows[8] = {}, columns[8] = {};
+  for (unsigned a = 0; a < side; ++a)
+    for (unsigned b = 0; b < side; ++b) {
+      rows[a] += static_cast<double>(pairs[a][b]);
+      columns[b] += static_cast<double>(pairs[a][b]);
+    }
+  const double m = n - 1;
+  double mutual = 0;
+  for (unsigned a = 0; a < side; ++a)
+    for (unsigned b = 0; b < side; ++b)
+      if (pairs[a][b]) {
+        const double p = static_cast<double>(pairs[a][b]) / m;
+        mutual += p * std::log2(p * m * m / (rows[a] * columns[b]));
+      }
+  return mutual < kMaxMutualBits;
+}
+
 EncodePolicy policyForLevel(int level) {
   constexpr double kContextGainFactor = 5.0, kContextMinGain = 0.01;
   static constexpr double kMinGain[] = {0.05, 0.04, 0.03, 0.02, 0.01, 0.005, 0.002, 0.001, 0.0};

@@ -75,6 +75,13 @@ inline constexpr uint64_t kEstimateAbsolute = 600;
 /// byte stream the search scores with it would be most of the search's time.
 bool zstdWorthTrying(WordsView words, unsigned width, uint64_t bestSize, const EncodePolicy &policy);
 
+/// Whether mantissa bits look like noise, so that `context` cannot gain on them: their order-0
+/// entropy within 1% of their width, and their top (up to 3) bits telling less than 0.01 bits
+/// of the next word's. A float's low mantissa bits were a third of the steps the search
+/// simulated the context coder for on the corpus, and context won none of them in the end; a
+/// ramp or a smooth signal, whose mantissas follow their neighbours', is still tried.
+bool mantissaLooksRandom(WordsView words, unsigned width);
+
 /// Whether no encoding with a table of symbols (huffman, rans) can be smaller than bitpack for
 /// `words`: they are wider than 12 bits and three quarters of a fixed probe of them occur once in
 /// it, so a table entry per symbol costs more than coding saves (a wide mantissa, near uniform).

@@ -362,9 +362,11 @@ bool HoleSearch::spend() {
   return true;
 }
 
-void HoleSearch::scoreLit(Plan &lit, WordsView sample, unsigned width, double scale) const {
+void HoleSearch::scoreLit(Plan &lit, WordsView sample, unsigned width, double scale, bool mantissa) const {
   Encoding chosen = Encoding::Raw;
-  lit.cost = estimateLitCost(sample, width, policy_, &chosen) * scale;
+  EncodePolicy policy = policy_;
+  if (mantissa && policy.tries(Encoding::Context) && mantissaLooksRandom(sample, width)) policy.contextMinGain = 1;
+  lit.cost = estimateLitCost(sample, width, policy, &chosen) * scale;
   // Scored whole (scale 1), the stream gets the very estimate emit would make. A sample may
   // misjudge it: levels that ask for a gain accept that, level 9 (the smallest archive) does
   // not (on the corpus it kept one file 0.09% smaller).
@@ -400,7 +402,8 @@ Plan HoleSearch::mergePlan(const Hole &hole, const HoleContext &context, const s
       if (memo && known != memo->end()) {
         child = known->second;
       } else if (scoring_) {
-        scoreLit(child, extractField(hole.sample.words, shifts[k], layout[k]), layout[k], hole.sample.scale);
+        const bool mantissa = context.floatType && shifts[k] + layout[k] <= context.floatType->mantissaBits;
+        scoreLit(child, extractField(hole.sample.words, shifts[k], layout[k]), layout[k], hole.sample.scale, mantissa);
         if (memo) memo->emplace_back(key, child);
       }
       if (columnOffsets_ && scoring_ && context.floatType) {

@@ -88,8 +88,9 @@ private:
   Plan solveHole(WordsView words, unsigned width, const HoleContext &context, unsigned depth);
   Plan litPlan(const Hole &hole) const;
   /// Gives `lit` the estimated cost of a literal of `sample` (scaled by `scale`) and whether
-  /// context lost there.
-  void scoreLit(Plan &lit, WordsView sample, unsigned width, double scale) const;
+  /// context lost there; a float's `mantissa` bits that look like noise are not scored for
+  /// context (it loses, as far as they tell).
+  void scoreLit(Plan &lit, WordsView sample, unsigned width, double scale, bool mantissa = false) const;
   /// Estimated costs of fields already scored for the hole being expanded, by (shift, width):
   /// layouts share most of their fields, the template's among them.
   using FieldCosts = std::vector<std::pair<uint64_t, Plan>>;
