@@ -9,6 +9,7 @@
 #include "runtime/codecs/rans/RansCodec.h"
 #include "runtime/codecs/zstd/ZstdCodec.h"
 #include "runtime/common/Histogram.h"
+#include "runtime/execution/ThreadPool.h"
 
 #include <algorithm>
 #include <bit>
@@ -355,8 +356,9 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
   // level 1's time), and bitpack's bit count read off it: the largest value present.
   uint64_t counts[256] = {};
   const uint64_t *byteCounts = nullptr;
-  thread_local std::vector<ByteCounts> blockCounts;
-  blockCounts.clear();
+  // Not the thread's: while this thread waits for the blocks its rans encoding hands out, it
+  // may code another literal.
+  std::vector<ByteCounts> blockCounts;
   unsigned bits = 0;
   const bool orderZeroCodersLose = orderZeroCodersCannotWin(words, width, policy);
   if (orderZeroCodersLose) {
@@ -395,6 +397,10 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
       (policy.tries(Encoding::Huffman) || policy.tries(Encoding::Rans)))
     wideHistogram = histogram(words, width, kHuffmanMaxSymbols);
   const Counted counted{byteCounts, wideHistogram ? &*wideHistogram : nullptr};
+  const RunBlocks onThreads = [&](size_t blocks, const std::function<void(size_t)> &codeBlock) {
+    parallelFor(blocks, policy.threads, codeBlock);
+  };
+  const RunBlocks *const runBlocks = policy.threads > 1 ? &onThreads : nullptr;
   const std::optional<Encoding> byteCoder = byteCounts ? byteCoderByEstimate(words, width, byteCounts, policy) : std::nullopt;
   for (Encoding e : kAllEncodings) {
     // context needs no table, but on such streams it cannot win either: no bit of a
@@ -411,7 +417,7 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
     bool encoded;
     if (e == Encoding::Huffman && counted.words) encoded = encodeHuffman(words, width, candidate, *counted.words);
     else if (e == Encoding::Huffman) encoded = !words.empty() && encodeHuffman(words, width, candidate, byteCounts);
-    else if (e == Encoding::Rans && byteCounts) encoded = (encodeRans(words, 0, candidate, blockCounts), true);
+    else if (e == Encoding::Rans && byteCounts) encoded = (encodeRans(words, 0, candidate, blockCounts, runBlocks), true);
     else if (e == Encoding::Rans && counted.words) encoded = encodeRans16(words, width, candidate, counted.words);
     else encoded = encodeLit(e, words, width, candidate, policy.zstdLevelFor(words.size()));
     if (!encoded ||

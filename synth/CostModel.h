@@ -43,6 +43,9 @@ struct EncodePolicy {
   /// choice within this fraction of the policy's threshold: then both are, and the exact sizes
   /// pick. Level 1 leaves the choice to the estimates (0): encoding both was a third of its time.
   double estimateRoom = 0.005;
+  /// Threads a literal's independently coded blocks may be coded on (a large field of a large
+  /// tensor, whose merge has fewer fields than threads, or fields of unequal work).
+  unsigned threads = 1;
   static constexpr uint64_t kZstdSmallStreamBytes = uint64_t{1} << 20;
   /// The zstd level for a stream of `bytes`.
   int zstdLevelFor(uint64_t bytes) const {

@@ -718,6 +718,9 @@ ExprPtr HoleSearch::emit(const Plan &plan, WordsView words, unsigned width, Byte
       return Lit::make(StreamType{width, n}, words.widened());
     EncodePolicy policy = policy_;
     if (plan.op == PlanOp::Lit && plan.contextLost) policy.contextMinGain = 1; // not tried
+    // A literal of several blocks codes them on the threads the merge's fields were given: a
+    // tensor's exponents are most of its work, its other fields little.
+    if (emitThreads_ > 1 && n >= kParallelFieldsMinWords) policy.threads = emitThreads_;
     return makeLit(words, width, payload, policy);
   };
   switch (plan.op) {

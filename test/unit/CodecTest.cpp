@@ -642,6 +642,25 @@ TEST(Codec, RansPatchesTheRarestBytesAndRoundTrips) {
   while (two.size() < kRansBlockWords + 1000) two.insert(two.end(), words.begin(), words.end());
   two.resize(kRansBlockWords + 1000);
   expectRoundTrip(Encoding::Rans, two, 8, "rans with patches, two blocks");
+  // Blocks coded out of order (as on threads) and with the counts given a block at a time are
+  // the same bytes, at order 0 and 1.
+  std::vector<uint64_t> three(two);
+  three.insert(three.end(), words.begin(), words.begin() + 5000);
+  three.insert(three.end(), two.begin(), two.end());
+  std::vector<ByteCounts> blockCounts((three.size() + kRansBlockWords - 1) / kRansBlockWords);
+  for (size_t i = 0; i < three.size(); ++i) ++blockCounts[i / kRansBlockWords][three[i]];
+  const RunBlocks backwards = [](size_t blocks, const std::function<void(size_t)> &codeBlock) {
+    for (size_t b = blocks; b-- > 0;) codeBlock(b);
+  };
+  for (unsigned order : {0u, 1u}) {
+    Bytes inOrder, outOfOrder, counted;
+    encodeRans(three, order, inOrder);
+    encodeRans(three, order, outOfOrder, {}, &backwards);
+    encodeRans(three, order, counted, order == 0 ? std::span<const ByteCounts>(blockCounts) : std::span<const ByteCounts>{},
+               &backwards);
+    EXPECT_EQ(outOfOrder, inOrder) << "order " << order;
+    EXPECT_EQ(counted, inOrder) << "order " << order;
+  }
   // A block without rare bytes has none.
   uint64_t flat[256] = {};
   for (unsigned s = 0; s < 16; ++s) flat[s] = 1000;

@@ -195,7 +195,9 @@ TEST(CostModel, MantissasLookRandomOnlyWhereUniformAndUnrelatedToTheWordBefore) 
     std::vector<uint64_t> ramp(1 << 15);
     uint64_t v = 0;
     for (uint64_t &w : ramp) w = v = (v + 1 + rng() % 3) & widthMask(width);
-    if (width >= 4) EXPECT_FALSE(mantissaLooksRandom(ramp, width)) << "u" << width;
+    if (width >= 4) {
+      EXPECT_FALSE(mantissaLooksRandom(ramp, width)) << "u" << width;
+    }
     EXPECT_FALSE(mantissaLooksRandom(makeWords(rng, 1 << 15, width, Shape::Skewed), width)) << "u" << width;
   }
   // Words of more than 16 bits are not judged; neither is a stream of one word.

@@ -121,52 +121,65 @@ uint64_t patchRareWords(std::span<uint8_t> block, const RarePlan &plan, Bytes &p
   return patchCount;
 }
 
+/// Appends block `b` of `words` (its frame's size and bytes, its patches' count and bytes).
 template <typename W>
-void encodeRansOf(std::span<const W> words, unsigned order, Bytes &out, std::span<const ByteCounts> blockCounts) {
-  putVarint(out, kRansBlockWords);
+void encodeRansBlock(std::span<const W> words, unsigned order, size_t b, std::span<const ByteCounts> blockCounts,
+                     Bytes &out) {
   // The block's bytes with kRansInputSlack readable bytes on either side: htscodecs 1.3's
   // AVX-512 order-1 encoder reads in[-1] and in[n], in[n + 1] (from about 3000 bytes on). The
   // words are narrowed into this buffer anyway, so the slack costs no copy.
-  // Kept from call to call: the bound includes order-1 tables, a few hundred KB that resize
-  // would clear for every literal (most of the synthesis time of many small tensors), and a
-  // block's copy of a megabyte would fault its pages in again for every literal.
+  // Kept from call to call (one per thread): the bound includes order-1 tables, a few hundred
+  // KB that resize would clear for every literal (most of the synthesis time of many small
+  // tensors), and a block's copy of a megabyte would fault its pages in again for every literal.
   thread_local std::vector<uint8_t> padded;
   thread_local Bytes frame;
+  const uint64_t begin = b * kRansBlockWords, end = std::min<uint64_t>(words.size(), begin + kRansBlockWords);
+  // Zero slack, so that the frame cannot depend on what the library reads there.
+  padded.resize(kRansInputSlack + (end - begin) + kRansInputSlack);
+  std::fill(padded.end() - kRansInputSlack, padded.end(), 0);
+  std::span<uint8_t> block(padded.data() + kRansInputSlack, end - begin);
+  std::copy(words.begin() + begin, words.begin() + end, block.begin());
   Bytes patches;
-  for (uint64_t begin = 0; begin < words.size(); begin += kRansBlockWords) {
-    uint64_t end = std::min<uint64_t>(words.size(), begin + kRansBlockWords);
-    // Zero slack, so that the frame cannot depend on what the library reads there.
-    padded.resize(kRansInputSlack + (end - begin) + kRansInputSlack);
-    std::fill(padded.end() - kRansInputSlack, padded.end(), 0);
-    std::span<uint8_t> block(padded.data() + kRansInputSlack, end - begin);
-    std::copy(words.begin() + begin, words.begin() + end, block.begin());
-    patches.clear();
-    uint64_t patchCount = 0;
-    if (order == 0) {
-      uint64_t counts[256] = {};
-      const size_t b = begin / kRansBlockWords;
-      if (b < blockCounts.size()) std::copy(blockCounts[b].begin(), blockCounts[b].end(), counts);
-      else countSmallValues(std::span<const uint8_t>(block), counts);
-      patchCount = patchRareWords(block, planRarePatches(counts, block.size()), patches);
-    }
-    unsigned bound = rans_compress_bound_4x16(static_cast<unsigned>(block.size()), static_cast<int>(order) | RANS_ORDER_X32);
-    if (frame.size() < bound) frame.resize(bound);
-    unsigned size = bound;
-    touchSlack(block.data(), block.size(), kRansInputSlack, kRansInputSlack);
-    if (!rans_compress_to_4x16(block.data(), static_cast<unsigned>(block.size()), frame.data(), &size,
-                               static_cast<int>(order) | RANS_ORDER_X32))
-      __builtin_trap(); // only fails on allocation failure or a buffer below the bound
-    putVarint(out, size);
-    out.insert(out.end(), frame.begin(), frame.begin() + size);
-    putVarint(out, patchCount);
-    out.insert(out.end(), patches.begin(), patches.end());
+  uint64_t patchCount = 0;
+  if (order == 0) {
+    uint64_t counts[256] = {};
+    if (b < blockCounts.size()) std::copy(blockCounts[b].begin(), blockCounts[b].end(), counts);
+    else countSmallValues(std::span<const uint8_t>(block), counts);
+    patchCount = patchRareWords(block, planRarePatches(counts, block.size()), patches);
   }
+  unsigned bound = rans_compress_bound_4x16(static_cast<unsigned>(block.size()), static_cast<int>(order) | RANS_ORDER_X32);
+  if (frame.size() < bound) frame.resize(bound);
+  unsigned size = bound;
+  touchSlack(block.data(), block.size(), kRansInputSlack, kRansInputSlack);
+  if (!rans_compress_to_4x16(block.data(), static_cast<unsigned>(block.size()), frame.data(), &size,
+                             static_cast<int>(order) | RANS_ORDER_X32))
+    __builtin_trap(); // only fails on allocation failure or a buffer below the bound
+  putVarint(out, size);
+  out.insert(out.end(), frame.begin(), frame.begin() + size);
+  putVarint(out, patchCount);
+  out.insert(out.end(), patches.begin(), patches.end());
+}
+
+template <typename W>
+void encodeRansOf(std::span<const W> words, unsigned order, Bytes &out, std::span<const ByteCounts> blockCounts,
+                  const RunBlocks *run) {
+  putVarint(out, kRansBlockWords);
+  const size_t blocks = (words.size() + kRansBlockWords - 1) / kRansBlockWords;
+  if (!run || blocks < 2) {
+    for (size_t b = 0; b < blocks; ++b) encodeRansBlock(words, order, b, blockCounts, out);
+    return;
+  }
+  // Blocks are independent: each into a buffer of its own, joined in order (the same bytes).
+  std::vector<Bytes> coded(blocks);
+  (*run)(blocks, [&](size_t b) { encodeRansBlock(words, order, b, blockCounts, coded[b]); });
+  for (const Bytes &c : coded) out.insert(out.end(), c.begin(), c.end());
 }
 
 } // namespace
 
-void encodeRans(WordsView words, unsigned order, Bytes &out, std::span<const ByteCounts> blockCounts) {
-  return words.visit([&](auto w) { return encodeRansOf(w, order, out, blockCounts); });
+void encodeRans(WordsView words, unsigned order, Bytes &out, std::span<const ByteCounts> blockCounts,
+                const RunBlocks *run) {
+  return words.visit([&](auto w) { return encodeRansOf(w, order, out, blockCounts, run); });
 }
 
 Result<std::unique_ptr<RansDecoder>> RansDecoder::create(ByteSpan bytes, unsigned width, uint64_t count) {

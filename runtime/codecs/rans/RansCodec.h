@@ -16,8 +16,9 @@
 #include "runtime/common/Bytes.h"
 #include "runtime/common/Words.h"
 
-#include <memory>
 #include <array>
+#include <functional>
+#include <memory>
 #include <span>
 
 namespace brevis {
@@ -29,9 +30,13 @@ inline constexpr uint64_t kRansBlockWords = uint64_t{1} << 20;
 /// Appends the rANS encoding (order 0 or 1) of `words`, each < 256. Order 0 moves the rare
 /// bytes of each block into patches where a size model says that pays; order 1 writes none.
 /// `blockCounts`, where given, holds how often each byte occurs in each block of `words`
-/// (kRansBlockWords words a block), so that an order-0 stream is not counted again.
+/// (kRansBlockWords words a block), so that an order-0 stream is not counted again. `run`,
+/// where given, runs codeBlock(b) for each of `blocks` blocks, on several threads as it likes:
+/// blocks are coded independently, into the same bytes in any order.
 using ByteCounts = std::array<uint64_t, 256>;
-void encodeRans(WordsView words, unsigned order, Bytes &out, std::span<const ByteCounts> blockCounts = {});
+using RunBlocks = std::function<void(size_t blocks, const std::function<void(size_t)> &codeBlock)>;
+void encodeRans(WordsView words, unsigned order, Bytes &out, std::span<const ByteCounts> blockCounts = {},
+                const RunBlocks *run = nullptr);
 
 /// Which bytes of a block to patch: the set of rarest symbols (replaced by the most frequent
 /// one in the rANS frame) whose removal minimizes modeled frame + patch size. Exposed for tests.
