@@ -13,7 +13,7 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 >/dev/null
 fi
 cmake --build "$build" --target brevisc brevis-gen RoundTripTest ApiTest -- -j"$(nproc)"
-export TSAN_OPTIONS="halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
+export TSAN_OPTIONS="halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:suppressions=$root/test/tsan.supp:${TSAN_OPTIONS:-}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
