@@ -408,17 +408,7 @@ Plan HoleSearch::mergePlan(const Hole &hole, const HoleContext &context, const s
       }
       if (columnOffsets_ && scoring_ && context.floatType) {
         for (const bool rows : {false, true}) {
-          const uint64_t periodicKey = key | uint64_t{1} << (rows ? 33 : 32);
-          auto knownMap = memo ? std::find_if(memo->begin(), memo->end(),
-                                              [&](const auto &e) { return e.first == periodicKey; })
-                               : FieldCosts::iterator{};
-          Plan map;
-          if (memo && knownMap != memo->end()) {
-            map = knownMap->second;
-          } else {
-            map = channelOffsetsPlan(hole, context, shifts[k], layout[k], rows);
-            if (memo) memo->emplace_back(periodicKey, map);
-          }
+          Plan map = channelPlan(hole, context, shifts[k], layout[k], rows, memo);
           // Kept only where it wins by more than the estimates err: scored on a sample of words
           // at their channels, the constants' literal can look cheaper than it encodes.
           if (map.op == PlanOp::Map && map.cost < child.cost * (1 - kColumnOffsetsMinGain)) child = std::move(map);
@@ -429,6 +419,18 @@ Plan HoleSearch::mergePlan(const Hole &hole, const HoleContext &context, const s
     p.children.push_back(std::move(child));
   }
   return p;
+}
+
+Plan HoleSearch::channelPlan(const Hole &hole, const HoleContext &context, unsigned shift, unsigned width, bool rows,
+                             FieldCosts *memo) const {
+  const uint64_t key = (uint64_t{shift} << 8 | width) | uint64_t{1} << (rows ? 33 : 32);
+  if (memo) {
+    auto known = std::find_if(memo->begin(), memo->end(), [&](const auto &e) { return e.first == key; });
+    if (known != memo->end()) return known->second;
+  }
+  Plan map = channelOffsetsPlan(hole, context, shift, width, rows);
+  if (memo) memo->emplace_back(key, map);
+  return map;
 }
 
 Plan HoleSearch::channelOffsetsPlan(const Hole &hole, const HoleContext &context, unsigned shift, unsigned width,
@@ -568,7 +570,7 @@ std::optional<Plan> HoleSearch::refitPlan(const Plan &leader, const Hole &hole, 
       const Plan &was = leader.children[k];
       if (p.children[k].op != PlanOp::Lit || was.op != PlanOp::Map || was.mapPeriodic.empty() || !context.floatType)
         continue;
-      Plan map = channelOffsetsPlan(hole, context, shifts[k], leader.fieldWidths[k], was.mapPer > 1);
+      Plan map = channelPlan(hole, context, shifts[k], leader.fieldWidths[k], was.mapPer > 1, &memo);
       if (map.op == PlanOp::Map && map.cost < p.children[k].cost) {
         p.cost += map.cost - p.children[k].cost;
         p.children[k] = std::move(map);

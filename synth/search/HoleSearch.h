@@ -102,6 +102,9 @@ private:
   /// whose rows are the channels); an empty plan (op Lit, no cost) where there is nothing to gain.
   Plan channelOffsetsPlan(const Hole &hole, const HoleContext &context, unsigned shift, unsigned width,
                           bool rows) const;
+  /// channelOffsetsPlan, kept in `memo` (where given) for the hole's other layouts with the field.
+  Plan channelPlan(const Hole &hole, const HoleContext &context, unsigned shift, unsigned width, bool rows,
+                   FieldCosts *memo) const;
   /// `leader`'s structure scored on `hole`: null where it has no refit (structural operators
   /// whose parameters are the leader's own data: runs, periods, cuts, offsets).
   std::optional<Plan> refitPlan(const Plan &leader, const Hole &hole, const HoleContext &context, FieldCosts &memo) const;
