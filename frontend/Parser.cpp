@@ -1027,10 +1027,12 @@ void attachComments(std::string_view text, Module &module) {
       continue;
     }
     if (c == '#') {
-      size_t end = text.find('\n', i);
+      // A comment ends where the grammar's COMMENT does, at `\r` or `\n`: code after a lone
+      // `\r` on the same line is code, and printing it inside the comment would hide it.
+      size_t end = text.find_first_of("\r\n", i);
       if (end == std::string_view::npos) end = text.size();
       std::string_view body = text.substr(i, end - i);
-      while (!body.empty() && (body.back() == '\r' || body.back() == ' ' || body.back() == '\t')) body.remove_suffix(1);
+      while (!body.empty() && (body.back() == ' ' || body.back() == '\t')) body.remove_suffix(1);
       comments.push_back({line, lineHasCode[line], std::string(body)});
       i = end - 1;
       continue;

@@ -172,8 +172,6 @@ bool zstdMayWin(WordsView words, uint64_t bestSize, const EncodePolicy &policy) 
          static_cast<double>(bestSize) * (1 - policy.minGain) * (matches ? kZstdProbeSlack : 1.0);
 }
 
-/// estimateSize, given the words' byte histogram where the caller has it (words of at most 8
-/// bits; null otherwise): the order-0 estimates then need no pass over the words.
 /// What encodeSmallest counted of a stream once, for every estimate and encoder after it: a
 /// byte stream's counts, or the histogram of a stream of 9 to 16 bits (null: not counted).
 struct Counted {
@@ -181,6 +179,8 @@ struct Counted {
   const WordHistogram *words = nullptr;
 };
 
+/// estimateSize, given what the caller counted of the words: the order-0 estimates then need
+/// no pass over them.
 std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigned width, Counted counted);
 
 /// Whether a candidate that is known only by encoding may beat `bestSize` by the policy's gain:
@@ -209,8 +209,8 @@ std::optional<Encoding> byteCoderByEstimate(WordsView words, unsigned width, con
 
 /// Whether a large byte stream's sample shows that neither order-0 coder (huffman, rans) can
 /// beat bitpack of the field's full width by the policy's gain, so that the stream need not be
-/// counted whole: its sample (kOrderZeroSampleRuns runs of kOrderZeroSampleRunWords at evenly
-/// spaced positions) uses the field's top bit and its order-0 entropy comes within the gain of
+/// counted whole: its sample (kRuns runs of kRunWords at evenly spaced positions) uses the
+/// field's top bit and its order-0 entropy comes within the gain of
 /// the width. Near-uniform mantissa fields are most of a float checkpoint's words; counting each
 /// whole to find that was a seventh of level 1's time. (A sample's plug-in entropy comes out
 /// below the stream's, and the coders' codes and tables above the entropy, so what the sample
@@ -223,11 +223,8 @@ bool orderZeroCodersCannotWin(WordsView words, unsigned width, const EncodePolic
   uint64_t counts[256] = {};
   const size_t stride = (words.size() - kRunWords) / (kRuns - 1);
   for (size_t r = 0; r < kRuns; ++r) countWords(words.subspan(r * stride, kRunWords), width, counts);
-  if (counts[(size_t{1} << width) - 1] == 0) {
-    bool topBit = false;
-    for (size_t v = size_t{1} << (width - 1); v < (size_t{1} << width) && !topBit; ++v) topBit = counts[v] != 0;
-    if (!topBit) return false;
-  }
+  const uint64_t *const topHalf = counts + (size_t{1} << (width - 1));
+  if (std::all_of(topHalf, topHalf + (size_t{1} << (width - 1)), [](uint64_t c) { return c == 0; })) return false;
   const double perWord = entropyBits(std::span<const uint64_t>(counts, size_t{1} << width), kRuns * kRunWords) /
                          static_cast<double>(kRuns * kRunWords);
   return perWord >= static_cast<double>(width) * (1 - gain);
@@ -270,23 +267,18 @@ bool zstdWorthTrying(WordsView words, unsigned width, uint64_t bestSize, const E
 bool mantissaLooksRandom(WordsView words, unsigned width) {
   constexpr double kMinEntropyRatio = 0.99, kMaxMutualBits = 0.01;
   if (width > 16 || words.size() < 2) return false;
+  const auto n = static_cast<double>(words.size());
+  const std::optional<WordHistogram> h = histogram(words, width, kHuffmanMaxSymbols);
+  if (!h || entropyBits(h->counts, words.size()) / n < kMinEntropyRatio * width) return false;
   const unsigned topBits = std::min(width, 3u), shift = width - topBits, side = 1u << topBits;
-  thread_local std::vector<uint64_t> counts;
-  counts.assign(size_t{1} << width, 0);
   uint64_t pairs[8][8] = {}, previous = 0;
   words.visit([&](auto w) {
     for (size_t i = 0; i < w.size(); ++i) {
-      ++counts[w[i]];
       const uint64_t top = w[i] >> shift;
       if (i) ++pairs[previous][top];
       previous = top;
     }
   });
-  const auto n = static_cast<double>(words.size());
-  double entropy = 0;
-  for (uint64_t c : counts)
-    if (c) entropy -= static_cast<double>(c) * std::log2(static_cast<double>(c) / n);
-  if (entropy / n < kMinEntropyRatio * width) return false;
   double rows[8] = {}, columns[8] = {};
   for (unsigned a = 0; a < side; ++a)
     for (unsigned b = 0; b < side; ++b) {
@@ -470,9 +462,9 @@ std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigne
   case Encoding::Bitpack: return encodedSize(encoding, words, width);
   case Encoding::Huffman: {
     if (n == 0) return std::nullopt;
-    const std::optional<WordHistogram> h = byteCounts       ? histogramOfBytes(byteCounts)
-                                           : counted.words ? *counted.words
-                                                           : histogram(words, width, kHuffmanMaxSymbols);
+    std::optional<WordHistogram> made;
+    const WordHistogram *h = counted.words;
+    if (!h && (made = byteCounts ? histogramOfBytes(byteCounts) : histogram(words, width, kHuffmanMaxSymbols))) h = &*made;
     if (!h) return std::nullopt;
     const size_t k = h->words.size();
     HuffmanCode code;
@@ -491,7 +483,9 @@ std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigne
   case Encoding::Rans: {
     if (n == 0 || width > maxEncodingWidth(encoding)) return std::nullopt;
     if (width > kRansMaxWidth) {
-      const std::optional<WordHistogram> h = counted.words ? *counted.words : histogram(words, width, uint64_t{1} << 16);
+      std::optional<WordHistogram> made;
+      const WordHistogram *h = counted.words;
+      if (!h) h = &*(made = histogram(words, width, uint64_t{1} << 16)); // never more than 2^16 words
       // The table: each word's gap and frequency as varints (about 2 + 2 bytes); per block, four
       // final states; the coded bits at the entropy.
       uint64_t blocks = blocksOf(n, kRans16BlockWords);

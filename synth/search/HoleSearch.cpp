@@ -30,10 +30,10 @@ constexpr double kLitTextBytes = 8;
 constexpr size_t kInlineMaxWords = 4;
 constexpr double kInlineWordBytes = 3;
 
-// Streams longer than this are scored on a sample: kSampleRuns runs of kSampleRunWords words at
-// evenly spaced fixed positions. Structural checks (const, repeat, runs, constant bits) always
-// read the whole stream.
-constexpr size_t kSampleThreshold = size_t{1} << 17;
+// Streams longer than kSearchSampleThreshold (HoleSearch.h) are scored on a sample: kSampleRuns
+// runs of kSampleRunWords words at evenly spaced fixed positions. Structural checks (const,
+// repeat, runs, constant bits) always read the whole stream.
+constexpr size_t kSampleThreshold = kSearchSampleThreshold;
 // (16 runs took twice the time for the same corpus archives.)
 constexpr size_t kSampleRuns = 8;
 constexpr size_t kSampleRunWords = 4096;

@@ -22,6 +22,9 @@
 
 namespace brevis {
 
+/// Streams of more words than this are scored on a sample of their words, shorter ones whole.
+inline constexpr size_t kSearchSampleThreshold = size_t{1} << 17;
+
 struct SearchLimits {
   unsigned maxDepth = 3;       ///< operators above a literal, at most
   uint64_t maxExpansions = 64; ///< candidates beyond the first tried per region; 0: the template only

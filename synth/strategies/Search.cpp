@@ -29,10 +29,10 @@ std::vector<uint64_t> learningWords(ByteSpan bytes, unsigned wordBytes) {
 }
 
 /// Tensors of fewer words are searched, whatever their role. The search scores such a stream
-/// whole (HoleSearch: larger ones on a sample), and there tensors of one role in the corpus'
-/// vision models differ in which layout codes them best: reused from 2^14 words on, archives came
-/// out 0.007% larger over the corpus, from 2^17 on 0.002%.
-constexpr size_t kReuseMinWords = size_t{1} << 17;
+/// whole (larger ones on a sample), and there tensors of one role in the corpus' vision models
+/// differ in which layout codes them best: reused from 2^14 words on, archives came out 0.007%
+/// larger over the corpus, from 2^17 on 0.002%.
+constexpr size_t kReuseMinWords = kSearchSampleThreshold;
 
 /// The structures a leader hands on: at most this many, each within this fraction of its best.
 constexpr size_t kShortlistPlans = 2;

@@ -55,7 +55,7 @@ private:
 };
 
 /// What tensors of one role share: the dtype, the shape and the name with each run of digits
-/// read as one placeholder (`model.layers.#.self_attn.q_proj.weight`, `conv#d_#/kernel`).
+/// written `#` (`model.layers.#.self_attn.q_proj.weight`, `conv#d_#/kernel`).
 std::string roleOf(const RegionInput &region);
 
 /// The prior learned from `regions`: the winners of a search with a large budget, in the fixed

@@ -305,6 +305,15 @@ TEST(FrontendRoundTrip, NonCanonicalTextReachesAFixedPoint) {
   EXPECT_EQ(reprint(once), once);
 }
 
+TEST(FrontendRoundTrip, ACommentEndsAtALoneCarriageReturn) {
+  // The grammar ends a comment at `\r` as at `\n`: the code after a lone `\r` is the program,
+  // and must not be printed as part of the comment (where reading it again would drop it).
+  const char *text = "# a comment\r\rconst u8[4] 0x7";
+  std::string once = reprint(text);
+  EXPECT_EQ(once, "# a comment\nconst u8[4] 0x7\n");
+  EXPECT_EQ(reprint(once), once);
+}
+
 TEST(FrontendRoundTrip, LongInlineWordList) {
   std::string text = "lit u16[100000] [";
   for (int i = 0; i < 100000; ++i) text += (i ? ", " : "") + std::to_string(i % 65536);

@@ -498,7 +498,7 @@ TEST(Reuse, RolesAreTheNameWithItsNumbersLeftOutTheDtypeAndTheShape) {
             role("model.layers.0.mlp.up_proj.weight", DType::BF16, wide));
   EXPECT_NE(role("model.layers.0.mlp.up_proj.weight", DType::BF16, square),
             role("model.layers.0.mlp.up_proj.weight", DType::F16, square));
-  // A run of digits is one placeholder, whatever its length; the digits' place still counts.
+  // A run of digits is one `#`, whatever its length; the digits' place still counts.
   EXPECT_EQ(role("conv2d_7/kernel", DType::F32, square), role("conv2d_123/kernel", DType::F32, square));
   EXPECT_NE(role("block1.conv", DType::F32, square), role("block.conv1", DType::F32, square));
 }

@@ -297,12 +297,10 @@ void encodeBlocksDirect(std::span<const W> words, unsigned width, const HuffmanC
   }
 }
 
-template <typename W>
-bool encodeHuffmanOf(std::span<const W> words, unsigned width, Bytes &out, const uint64_t *byteCounts,
-                     const WordHistogram *counted) {
-  const std::optional<WordHistogram> h = counted                    ? *counted
-                                         : byteCounts && width <= 8 ? histogramOfBytes(byteCounts)
-                                                                    : histogram(words, width, kHuffmanMaxSymbols);
+template <typename W> bool encodeHuffmanOf(std::span<const W> words, unsigned width, Bytes &out, const WordHistogram *counted) {
+  std::optional<WordHistogram> made;
+  if (!counted && (made = histogram(words, width, kHuffmanMaxSymbols))) counted = &*made;
+  const WordHistogram *const h = counted;
   if (!h || h->words.empty()) return false;
   HuffmanCode code;
   code.words = h->words;
@@ -385,11 +383,12 @@ bool encodeHuffmanOf(std::span<const W> words, unsigned width, Bytes &out, const
 } // namespace
 
 bool encodeHuffman(WordsView words, unsigned width, Bytes &out, const WordHistogram &counted) {
-  return words.visit([&](auto w) { return encodeHuffmanOf(w, width, out, nullptr, &counted); });
+  return words.visit([&](auto w) { return encodeHuffmanOf(w, width, out, &counted); });
 }
 
 bool encodeHuffman(WordsView words, unsigned width, Bytes &out, const uint64_t *byteCounts) {
-  return words.visit([&](auto w) { return encodeHuffmanOf(w, width, out, byteCounts, nullptr); });
+  if (byteCounts && width <= 8) return encodeHuffman(words, width, out, histogramOfBytes(byteCounts));
+  return words.visit([&](auto w) { return encodeHuffmanOf(w, width, out, nullptr); });
 }
 
 } // namespace brevis

@@ -59,7 +59,9 @@ void putU32(Bytes &out, uint32_t v) {
 namespace {
 
 template <typename W> bool encodeRans16Of(std::span<const W> words, unsigned width, Bytes &out, const WordHistogram *counted) {
-  const std::optional<WordHistogram> h = counted ? *counted : histogram(words, width, uint64_t{1} << 16);
+  std::optional<WordHistogram> made;
+  if (!counted && (made = histogram(words, width, uint64_t{1} << 16))) counted = &*made;
+  const WordHistogram *const h = counted;
   if (!h || h->words.empty()) return false;
   const size_t k = h->words.size();
   putVarint(out, k);
