@@ -183,9 +183,6 @@ struct Counted {
 /// no pass over them.
 std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigned width, Counted counted);
 
-/// Whether a candidate that is known only by encoding may beat `bestSize` by the policy's gain:
-/// an entropy coder by its estimate, zstd by a probe.
-
 /// Which of Huffman and rANS wins on a byte stream by the policy's rule, where the estimates
 /// tell it without encoding both: on streams of 2^16 words or more both estimates came within
 /// 0.1% of the exact sizes (every literal of that size at level 1 on the corpus and on a 134 MB
@@ -230,6 +227,8 @@ bool orderZeroCodersCannotWin(WordsView words, unsigned width, const EncodePolic
   return perWord >= static_cast<double>(width) * (1 - gain);
 }
 
+/// Whether a candidate that is known only by encoding may beat `bestSize` by the policy's gain:
+/// an entropy coder by its estimate, zstd by a probe.
 bool worthEncoding(Encoding e, WordsView words, unsigned width, uint64_t bestSize,
                    const EncodePolicy &policy, Counted counted) {
   if (!policy.tries(e)) return false;
@@ -514,19 +513,24 @@ std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigne
     // is simulated in halves: the second half, coded by models that learnt on the first, gives
     // the cost per word once learnt; the first half, less that, what learning costs (once per
     // block). Scaling the whole run would count the learning again for every run's length.
+    // With and without an escape word where the stream has a common one, as encodeLit tries
+    // (both find it in the run they simulate).
+    const WordsView run = n <= kContextEstimateWords ? words : words.subspan((n - kContextEstimateWords) / 2, kContextEstimateWords);
     double bits = DBL_MAX;
-    if (n <= kContextEstimateWords) {
-      for (const auto &rate : contextCodeBits(words, width, n)) bits = std::min(bits, rate[0]);
-    } else {
-      const uint64_t half = kContextEstimateWords / 2;
-      const auto parts = contextCodeBits(words.subspan((n - kContextEstimateWords) / 2, kContextEstimateWords), width, half);
-      const auto blocks = static_cast<double>(blocksOf(n, kContextBlockWords));
-      for (const auto &rate : parts) {
-        const double perWord = rate[1] / static_cast<double>(half);
-        bits = std::min(bits, perWord * static_cast<double>(n) + blocks * std::max(0.0, rate[0] - rate[1]));
+    for (const std::optional<uint64_t> &escape : contextEscapesToTry(run, width)) {
+      if (n <= kContextEstimateWords) {
+        for (const auto &rate : contextCodeBits(words, width, n, escape)) bits = std::min(bits, rate[0]);
+      } else {
+        const uint64_t half = kContextEstimateWords / 2;
+        const auto parts = contextCodeBits(run, width, half, escape);
+        const auto blocks = static_cast<double>(blocksOf(n, kContextBlockWords));
+        for (const auto &rate : parts) {
+          const double perWord = rate[1] / static_cast<double>(half);
+          bits = std::min(bits, perWord * static_cast<double>(n) + blocks * std::max(0.0, rate[0] - rate[1]));
+        }
       }
     }
-    // The block size and rate; per block its size and the coder's flush.
+    // The block size and mode (and escape word); per block its size and the coder's flush.
     return static_cast<uint64_t>(bits / 8) + 5 + blocksOf(n, kContextBlockWords) * 8;
   }
   case Encoding::RansO1: {

@@ -1,5 +1,7 @@
 #include "runtime/codecs/LitEncode.h"
 
+#include <cfloat>
+
 #include "lang/BitpackFormat.h"
 #include "runtime/codecs/bitpack/BitpackEncode.h"
 #include "runtime/codecs/context/ContextCodec.h"
@@ -9,6 +11,7 @@
 #include "runtime/codecs/zstd/ZstdCodec.h"
 
 #include <algorithm>
+#include <cfloat>
 
 namespace brevis {
 
@@ -42,14 +45,25 @@ bool encodeLit(Encoding encoding, WordsView words, unsigned width, Bytes &out, i
     return true;
   case Encoding::Context: {
     if (width > maxEncodingWidth(encoding)) return false;
-    // The adaptation rate that codes these words smallest, judged on at most a run of
-    // kContextRateWords from the middle of a long stream: simulating every word before coding
-    // it took as long as the coding.
+    // The adaptation rate, and whether to code the most common word by an escape flag, that
+    // code these words smallest, judged on at most a run of kContextRateWords from the middle
+    // of a long stream (the common word too): simulating every word before coding it took as
+    // long as the coding.
     const uint64_t n = words.size();
     const WordsView run = n <= kContextRateWords ? words : words.subspan((n - kContextRateWords) / 2, kContextRateWords);
-    const auto bits = contextCodeBits(run, width, run.size());
-    const auto best = std::min_element(bits.begin(), bits.end()) - bits.begin();
-    encodeContext(words, width, kContextMinRate + static_cast<unsigned>(best), out);
+    double best = DBL_MAX;
+    unsigned rate = kContextMinRate;
+    std::optional<uint64_t> escape;
+    for (const std::optional<uint64_t> &tried : contextEscapesToTry(run, width)) {
+      const auto bits = contextCodeBits(run, width, run.size(), tried);
+      for (unsigned r = 0; r < bits.size(); ++r)
+        if (bits[r][0] < best) {
+          best = bits[r][0];
+          rate = kContextMinRate + r;
+          escape = tried;
+        }
+    }
+    encodeContext(words, width, rate, escape, out);
     return true;
   }
   }

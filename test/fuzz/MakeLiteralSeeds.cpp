@@ -36,8 +36,10 @@ int main(int argc, char **argv) {
       if (selector < 0) continue;
       // Variant 3: a rans literal long enough for htscodecs' 32-way frame (from 4 KiB on),
       // which the AVX-512 decoder takes; a zstd literal of repeated phrases, which codes
-      // matches (the skewed words of variants 1 and 2 code mostly as literals).
-      const bool third = kAllEncodings[e] == Encoding::Rans || kAllEncodings[e] == Encoding::Zstd;
+      // matches (the skewed words of variants 1 and 2 code mostly as literals); a context
+      // literal of mostly zeros, coded with an escape word.
+      const bool third = kAllEncodings[e] == Encoding::Rans || kAllEncodings[e] == Encoding::Zstd ||
+                         kAllEncodings[e] == Encoding::Context;
       for (unsigned variant = 1; variant <= (third ? 3u : 2u); ++variant) {
         std::mt19937_64 rng(width * 10 + variant);
         std::geometric_distribution<uint64_t> geometric(variant == 1 ? 0.3 : 0.05);
@@ -46,6 +48,8 @@ int main(int argc, char **argv) {
         if (variant == 2 && width >= 8) words[7] = widthMask(width); // a rare word (rans patches it)
         if (variant == 3 && kAllEncodings[e] == Encoding::Zstd)
           for (size_t i = 24; i < words.size(); ++i) words[i] = i % 97 == 0 ? rng() & widthMask(width) : words[i - 24];
+        if (variant == 3 && kAllEncodings[e] == Encoding::Context)
+          for (auto &w : words) w = rng() % 10 < 7 ? 0 : w;
         Bytes payload;
         if (!encodingApplies(kAllEncodings[e], words, width) || !encodeLit(kAllEncodings[e], words, width, payload))
           continue;

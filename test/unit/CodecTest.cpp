@@ -23,6 +23,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <cfloat>
 #include <optional>
 #include <random>
 #include <set>
@@ -860,11 +861,14 @@ TEST(RansX32, DamagedFramesFailOrDecodeAsHtscodecsDoes) {
 
 namespace {
 
-/// A context literal's payload from its parts: block size, rate byte, blocks.
-Bytes contextLiteral(uint64_t blockWords, uint8_t rate, const std::vector<Bytes> &blocks) {
+/// A context literal's payload from its parts: block size, mode byte (the rate and flags), the
+/// escape word if one is given, blocks.
+Bytes contextLiteral(uint64_t blockWords, uint8_t rate, const std::vector<Bytes> &blocks,
+                     std::optional<uint64_t> escape = std::nullopt) {
   Bytes out;
   putVarint(out, blockWords);
   out.push_back(rate);
+  if (escape) putVarint(out, *escape);
   for (const Bytes &b : blocks) {
     putVarint(out, b.size());
     out.insert(out.end(), b.begin(), b.end());
@@ -890,52 +894,121 @@ TEST(Codec, ContextCodesEveryWidthAndItsEstimateIsItsSize) {
     for (Shape shape : {Shape::Uniform, Shape::Skewed, Shape::OneSymbol}) {
       auto words = makeWords(rng, 3000, width, shape);
       expectRoundTrip(Encoding::Context, words, width, fmt::format("context u{} shape {}", width, static_cast<int>(shape)));
-      // The simulated code length is what the coder writes, up to its flush and framing.
+      // The simulated code length is what the coder writes, up to its flush and framing, with
+      // the escape word (skewed words and one symbol have one) or without, whichever is smaller.
       Bytes coded;
       ASSERT_TRUE(encodeLit(Encoding::Context, words, width, coded));
-      const auto bits = contextCodeBits(words, width, words.size());
-      ASSERT_EQ(bits.size(), kContextTriedRates);
-      double best = bits[0][0];
-      for (const auto &rate : bits) {
-        EXPECT_EQ(rate[1], 0.0); // nothing after the split at the end
-        best = std::min(best, rate[0]);
-      }
-      EXPECT_NEAR(static_cast<double>(coded.size()), best / 8, 12.0) << "u" << width;
-      // Split anywhere (the ends too), the parts add up to the whole, and the first is the
-      // whole of the words before the split.
-      for (size_t split : {size_t{0}, size_t{1}, words.size() / 3, words.size()}) {
-        const auto parts = contextCodeBits(words, width, split);
-        const auto first = contextCodeBits(std::span<const uint64_t>(words).first(split), width, split);
-        for (unsigned r = 0; r < kContextTriedRates; ++r) {
-          EXPECT_EQ(parts[r][0], first[r][0]) << "u" << width << " split " << split << " rate " << r;
-          EXPECT_NEAR(parts[r][0] + parts[r][1], bits[r][0], 1e-6 * bits[r][0] + 1e-9)
-              << "u" << width << " split " << split << " rate " << r;
+      const auto escapes = contextEscapesToTry(words, width);
+      if (shape == Shape::OneSymbol) EXPECT_EQ(escapes.size(), 2u) << "u" << width;
+      if (shape == Shape::Uniform && width >= 4) EXPECT_EQ(escapes.size(), 1u) << "u" << width;
+      double best = DBL_MAX;
+      for (const auto &escape : escapes) {
+        const auto bits = contextCodeBits(words, width, words.size(), escape);
+        ASSERT_EQ(bits.size(), kContextTriedRates);
+        for (const auto &rate : bits) {
+          EXPECT_EQ(rate[1], 0.0); // nothing after the split at the end
+          best = std::min(best, rate[0]);
+        }
+        // Split anywhere (the ends too), the parts add up to the whole, and the first is the
+        // whole of the words before the split.
+        for (size_t split : {size_t{0}, size_t{1}, words.size() / 3, words.size()}) {
+          const auto parts = contextCodeBits(words, width, split, escape);
+          const auto first = contextCodeBits(std::span<const uint64_t>(words).first(split), width, split, escape);
+          for (unsigned r = 0; r < kContextTriedRates; ++r) {
+            EXPECT_EQ(parts[r][0], first[r][0]) << "u" << width << " split " << split << " rate " << r;
+            EXPECT_NEAR(parts[r][0] + parts[r][1], bits[r][0], 1e-6 * bits[r][0] + 1e-9)
+                << "u" << width << " split " << split << " rate " << r;
+          }
         }
       }
+      // (Framing: block size, mode, escape word, block size, flush.)
+      EXPECT_NEAR(static_cast<double>(coded.size()), best / 8, 16.0) << "u" << width;
     }
   }
   // Words beyond the widest the coder takes do not apply.
   EXPECT_FALSE(encodingApplies(Encoding::Context, std::vector<uint64_t>{1}, 33));
 }
 
+TEST(Codec, ContextCodesTheCommonWordOfASparseStreamByAnEscapeFlag) {
+  // Words that are mostly one word (zero, or another), the rest spread: every width, alone or
+  // above bytes (the decoder's loops for one lane, two and more), and over two blocks.
+  std::mt19937_64 rng(12);
+  for (unsigned width : {3u, 8u, 9u, 16u, 17u, 24u, 32u}) {
+    const uint64_t mask = (uint64_t{1} << width) - 1;
+    for (uint64_t common : {uint64_t{0}, ((uint64_t{1} << (width - 1)) + 1) & mask}) {
+      const std::string what = fmt::format("u{} common {}", width, common);
+      std::vector<uint64_t> words(5000);
+      for (uint64_t &w : words) w = rng() % 10 < 8 ? common : rng() & mask;
+      ASSERT_EQ(contextEscapeCandidate(words, width), std::optional<uint64_t>{common}) << what;
+      expectRoundTrip(Encoding::Context, words, width, what);
+      Bytes coded;
+      ASSERT_TRUE(encodeLit(Encoding::Context, words, width, coded));
+      ByteReader in(coded);
+      ASSERT_TRUE(in.varint());
+      EXPECT_NE(*in.byte() & kContextEscapeFlag, 0u) << what;
+      // The escape pays: without it each common word codes every bit again.
+      Bytes without;
+      encodeContext(words, width, kContextMinRate, std::nullopt, without);
+      EXPECT_LT(coded.size(), without.size()) << what;
+      const auto bits = contextCodeBits(words, width, words.size(), common);
+      // (The framing: the escape word's varint too.)
+      EXPECT_NEAR(static_cast<double>(coded.size()), std::min(bits[0][0], bits[1][0]) / 8, 16.0) << what;
+    }
+  }
+  // One bit is its own flag: there the escape does not pay and is not chosen; coded with one
+  // anyway, the words decode (the decoder's loop for a lone top lane of one bit).
+  std::vector<uint64_t> bits(3000);
+  for (uint64_t &b : bits) b = rng() % 10 < 8 ? 0 : 1;
+  Bytes oneBit;
+  ASSERT_TRUE(encodeLit(Encoding::Context, bits, 1, oneBit));
+  EXPECT_EQ(oneBit[3] & kContextEscapeFlag, 0u);
+  Bytes forced = {9};
+  encodeContext(bits, 1, kContextMinRate, 0, forced);
+  Payload payload = Payload::fromBytes(forced);
+  auto lit = Lit::make(StreamType{1, bits.size()}, Encoding::Context, ByteRange{1, forced.size() - 1});
+  auto decoded = decodeLit(*lit, payload);
+  ASSERT_TRUE(decoded) << decoded.error().message;
+  EXPECT_EQ(*decoded, bits);
+  // The flags' models and the top lane's context start again in every block.
+  std::vector<uint64_t> twoBlocks(kContextBlockWords + 3000);
+  for (uint64_t &w : twoBlocks) w = rng() % 4 ? 0 : rng() & 0xffff;
+  expectRoundTrip(Encoding::Context, twoBlocks, 16, "context with an escape word, two blocks");
+  // A stream whose common word is under a quarter of it has no candidate.
+  std::vector<uint64_t> dense(4000);
+  for (size_t i = 0; i < dense.size(); ++i) dense[i] = i % 5 == 0 ? 7 : rng() & 0xff;
+  EXPECT_EQ(contextEscapeCandidate(dense, 8), std::nullopt);
+}
+
 TEST(Codec, ContextRefusesMalformedLiterals) {
   std::mt19937_64 rng(9);
-  auto words = makeWords(rng, 1000, 8, Shape::Skewed);
+  auto words = makeWords(rng, 1000, 8, Shape::Uniform);
   Bytes good;
   ASSERT_TRUE(encodeLit(Encoding::Context, words, 8, good));
   EXPECT_EQ(decodeError(Encoding::Context, good, 8, 1000), "decoded");
-  // The parts of the good literal: block size, rate, one block.
+  // The parts of the good literal: block size, mode (uniform words have no escape word), one block.
   ByteReader in(good);
   ASSERT_TRUE(in.varint());
   const uint8_t rate = *in.byte();
+  ASSERT_EQ(rate & kContextEscapeFlag, 0u);
   auto size = in.varint();
   const Bytes block(in.position(), in.position() + *size);
   EXPECT_EQ(decodeError(Encoding::Context, contextLiteral(kContextBlockWords, rate, {block}), 8, 1000), "decoded");
-  // A rate outside 4..7.
-  for (uint8_t bad : {0, 3, 8, 255})
+  // A rate outside 4..7; flags no encoder writes.
+  for (uint8_t bad : {0, 3, 8, 15})
     EXPECT_NE(decodeError(Encoding::Context, contextLiteral(kContextBlockWords, bad, {block}), 8, 1000)
                   .find("adaptation rate"),
               std::string::npos);
+  for (uint8_t bad : {0x20, 0x40, 0x80})
+    EXPECT_NE(decodeError(Encoding::Context, contextLiteral(kContextBlockWords, rate | bad, {block}), 8, 1000)
+                  .find("unknown flags"),
+              std::string::npos);
+  // An escape word missing, or wider than the words.
+  EXPECT_NE(decodeError(Encoding::Context, contextLiteral(kContextBlockWords, rate | kContextEscapeFlag, {}), 8, 1000)
+                .find("truncated"),
+            std::string::npos);
+  EXPECT_NE(decodeError(Encoding::Context, contextLiteral(kContextBlockWords, rate | kContextEscapeFlag, {block}, 256), 8, 1000)
+                .find("does not fit in 8 bits"),
+            std::string::npos);
   // Block size zero, or larger than any encoder writes.
   EXPECT_NE(decodeError(Encoding::Context, contextLiteral(0, rate, {block}), 8, 1000).find("invalid block size"),
             std::string::npos);

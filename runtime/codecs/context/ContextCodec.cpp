@@ -1,5 +1,6 @@
 #include "runtime/codecs/context/ContextCodec.h"
 
+#include "runtime/codecs/huffman/HuffmanEncode.h"
 #include "runtime/common/Varint.h"
 
 #include <fmt/format.h>
@@ -22,6 +23,9 @@ constexpr uint16_t kProbOne = 1u << kProbBits;
 constexpr uint16_t kProbInit = kProbOne / 2;
 // The range is renormalized to keep at least 24 bits.
 constexpr uint32_t kTopValue = 1u << 24;
+// The escape flag's model is chosen by the flags of the two words before (4 models; one or
+// three words back coded sparse corpus tensors within 0.5% of two).
+constexpr unsigned kFlagContexts = 4;
 
 /// Where each lane's bits and models are: lane 0 is the top.
 struct Lanes {
@@ -29,9 +33,10 @@ struct Lanes {
   std::array<unsigned, 4> bits{};     ///< bits of each lane
   std::array<unsigned, 4> shift{};    ///< the lane's lowest bit in the word
   std::array<size_t, 4> modelBase{};  ///< first model of the lane
+  size_t flagBase = 0;                ///< the escape flag's models (after the lanes')
   size_t models = 0;
 
-  explicit Lanes(unsigned width) {
+  explicit Lanes(unsigned width, bool escape = false) {
     count = (width + 7) / 8;
     for (unsigned l = 0; l < count; ++l) {
       shift[l] = 8 * (count - 1 - l);
@@ -42,7 +47,18 @@ struct Lanes {
       modelBase[l] = models;
       models += contexts << bits[l];
     }
+    flagBase = models;
+    if (escape) models += kFlagContexts;
   }
+};
+
+/// Where a walk over a block's words stands between two runs of them: the top lane of the last
+/// word coded through the lanes (the escape word is not), and whether each of the last two
+/// words was the escape word (bit 0 the last), which chooses the flag's model.
+struct WalkState {
+  unsigned previousTop = 0;
+  unsigned flags = 0;
+  [[gnu::always_inline]] void pushFlag(unsigned flag) { flags = ((flags << 1) | flag) & (kFlagContexts - 1); }
 };
 
 /// Cost units per bit of the simulated code length: costs are summed as integers, which add in
@@ -124,11 +140,19 @@ struct BlockModels : LazyTrees<uint16_t> {
   explicit BlockModels(const Lanes &lanes) : LazyTrees<uint16_t>(lanes, kProbInit) {}
 };
 
-/// Calls code(model index, bit) for every bit of `words`' lanes in coding order, the first
-/// word in the context of a previous top lane `previousTop`.
+/// Calls code(model index, bit) for every bit coded of `words` in coding order (with an escape
+/// word, each word's flag, then the lanes of a word that is not it), from `state`.
 template <typename W, typename Code>
-void walkBits(std::span<const W> words, const Lanes &lanes, Code &&code, unsigned previousTop = 0) {
+void walkBits(std::span<const W> words, const Lanes &lanes, const std::optional<uint64_t> &escape, Code &&code,
+              WalkState &state) {
+  unsigned &previousTop = state.previousTop;
   for (uint64_t w : words) {
+    if (escape) {
+      const unsigned flag = w == *escape;
+      code(lanes.flagBase + state.flags, flag);
+      state.pushFlag(flag);
+      if (flag) continue;
+    }
     unsigned context = previousTop;
     for (unsigned l = 0; l < lanes.count; ++l) {
       const unsigned bits = lanes.bits[l];
@@ -279,13 +303,15 @@ struct BothRates {
 /// The simulation of words of one or two lanes, the top one of TopBits bits, the other (if any)
 /// of 8: each lane's steps unrolled, the sums in registers (walkBits' general loop took 34
 /// instructions a step, most of the search's time on small tensors). Adds the words' cost to
-/// `rates`' sums; `previousTop` is the top lane before the first word, and after the last.
-template <typename W, unsigned LaneCount, unsigned TopBits, typename Rates>
+/// `rates`' sums; `state` is where the walk stands before the first word, and after the last.
+/// With Escape, each word's flag is coded first by `flags[state.flags]`.
+template <typename W, unsigned LaneCount, unsigned TopBits, bool Escape, typename Rates>
 void simulateNarrowWords(std::span<const W> words, LazyTrees<typename Rates::Model> &models, Rates &rates,
-                         unsigned &previousTop) {
+                         WalkState &state, typename Rates::Model *flags, W escape) {
   using Model = typename Rates::Model;
   Rates local = rates; // its sums in registers
-  unsigned prev = previousTop;
+  unsigned prev = state.previousTop;
+  WalkState flagState = state;
   // The node of a lane's k-th bit from the top is 1 followed by the bits above it, so each step
   // reads its model off the lane's value: no chain from one step's bit to the next's address.
   auto walk = [&]<unsigned Bits>(Model *tree, unsigned value, std::integral_constant<unsigned, Bits>) {
@@ -299,24 +325,31 @@ void simulateNarrowWords(std::span<const W> words, LazyTrees<typename Rates::Mod
     }(std::make_integer_sequence<unsigned, Bits>{});
   };
   for (const W w : words) {
+    if constexpr (Escape) {
+      const unsigned flag = w == escape;
+      local.step(flags[flagState.flags], flag);
+      flagState.pushFlag(flag);
+      if (flag) continue;
+    }
     const unsigned top = static_cast<unsigned>(uint64_t{w} >> (LaneCount == 2 ? 8 : 0)) & ((1u << TopBits) - 1);
     walk(models.tree(0, prev), top, std::integral_constant<unsigned, TopBits>{});
     prev = top;
     if constexpr (LaneCount == 2) walk(models.tree(1, top), static_cast<unsigned>(w) & 0xff, std::integral_constant<unsigned, 8>{});
   }
   rates = local;
-  previousTop = prev;
+  state = flagState;
+  state.previousTop = prev;
 }
 
-template <typename W, typename Rates>
+template <typename W, bool Escape, typename Rates>
 void simulateNarrowWords(std::span<const W> words, const Lanes &lanes, LazyTrees<typename Rates::Model> &models,
-                         Rates &rates, unsigned &previousTop) {
+                         Rates &rates, WalkState &state, typename Rates::Model *flags, W escape) {
   const bool two = lanes.count == 2;
   switch (lanes.bits[0]) {
 #define BREVIS_TOP_BITS(b)                                                                                               \
   case b:                                                                                                                \
-    return two ? simulateNarrowWords<W, 2, b>(words, models, rates, previousTop)                                         \
-               : simulateNarrowWords<W, 1, b>(words, models, rates, previousTop);
+    return two ? simulateNarrowWords<W, 2, b, Escape>(words, models, rates, state, flags, escape)                        \
+               : simulateNarrowWords<W, 1, b, Escape>(words, models, rates, state, flags, escape);
     BREVIS_TOP_BITS(1) BREVIS_TOP_BITS(2) BREVIS_TOP_BITS(3) BREVIS_TOP_BITS(4)
     BREVIS_TOP_BITS(5) BREVIS_TOP_BITS(6) BREVIS_TOP_BITS(7) BREVIS_TOP_BITS(8)
 #undef BREVIS_TOP_BITS
@@ -328,14 +361,18 @@ void simulateNarrowWords(std::span<const W> words, const Lanes &lanes, LazyTrees
 /// `rates`, the second part continuing from the first as one block would.
 template <typename W, typename Rates>
 std::array<std::array<double, 2>, std::size(Rates{}.units)> simulateParts(std::span<const W> words, const Lanes &lanes,
-                                                                         size_t split, Rates rates) {
+                                                                         size_t split, const std::optional<uint64_t> &escape,
+                                                                         Rates rates) {
   constexpr size_t kRates = std::size(Rates{}.units);
   std::array<std::array<double, 2>, kRates> total{};
   LazyTrees<typename Rates::Model> models(lanes, Rates::kEven);
-  unsigned previousTop = 0;
+  typename Rates::Model flags[kFlagContexts];
+  std::fill(std::begin(flags), std::end(flags), Rates::kEven);
+  WalkState state;
   const std::span<const W> parts[2] = {words.first(split), words.subspan(split)};
   for (size_t part = 0; part < 2; ++part) {
-    simulateNarrowWords(parts[part], lanes, models, rates, previousTop);
+    if (escape) simulateNarrowWords<W, true>(parts[part], lanes, models, rates, state, flags, static_cast<W>(*escape));
+    else simulateNarrowWords<W, false>(parts[part], lanes, models, rates, state, flags, W{0});
     for (size_t r = 0; r < kRates; ++r) {
       total[r][part] = static_cast<double>(rates.units[r]) / kCostUnitsPerBit;
       rates.units[r] = 0;
@@ -344,13 +381,15 @@ std::array<std::array<double, 2>, std::size(Rates{}.units)> simulateParts(std::s
   return total;
 }
 
-template <typename W> std::vector<std::array<double, 2>> contextCodeBitsOf(std::span<const W> words, unsigned width, size_t split) {
+template <typename W>
+std::vector<std::array<double, 2>> contextCodeBitsOf(std::span<const W> words, unsigned width, size_t split,
+                                                     const std::optional<uint64_t> &escape) {
   static const SimulationTable simulation;
-  const Lanes lanes(std::clamp(width, 1u, kContextMaxWidth));
+  const Lanes lanes(std::clamp(width, 1u, kContextMaxWidth), escape.has_value());
   split = std::min(split, words.size());
   static_assert(kContextTriedRates == 2, "the rates' models are walked together, in pairs");
   if (lanes.count <= 2) {
-    const auto both = simulateParts(words, lanes, split, BothRates{simulation.interleaved.data()});
+    const auto both = simulateParts(words, lanes, split, escape, BothRates{simulation.interleaved.data()});
     return {both.begin(), both.end()};
   }
   std::vector<std::array<double, 2>> total(kContextTriedRates);
@@ -370,26 +409,31 @@ template <typename W> std::vector<std::array<double, 2>> contextCodeBitsOf(std::
     units[1] += b.cost;
     p = {a.next[0], b.next[1]};
   };
-  walkBits(words.first(split), lanes, cost, 0);
+  WalkState state;
+  walkBits(words.first(split), lanes, escape, cost, state);
   takeUnits(0);
-  walkBits(words.subspan(split), lanes, cost, split ? topLane(words[split - 1], lanes) : 0);
+  walkBits(words.subspan(split), lanes, escape, cost, state);
   takeUnits(1);
   return total;
 }
 
 } // namespace
 
-std::vector<std::array<double, 2>> contextCodeBits(WordsView words, unsigned width, size_t split) {
-  return words.visit([&](auto w) { return contextCodeBitsOf(w, width, split); });
+std::vector<std::array<double, 2>> contextCodeBits(WordsView words, unsigned width, size_t split,
+                                                   const std::optional<uint64_t> &escape) {
+  return words.visit([&](auto w) { return contextCodeBitsOf(w, width, split, escape); });
 }
 
 namespace {
 
-template <typename W> void encodeContextOf(std::span<const W> words, unsigned width, unsigned rate, Bytes &out) {
-  const Lanes lanes(std::clamp(width, 1u, kContextMaxWidth));
+template <typename W>
+void encodeContextOf(std::span<const W> words, unsigned width, unsigned rate, const std::optional<uint64_t> &escape,
+                     Bytes &out) {
+  const Lanes lanes(std::clamp(width, 1u, kContextMaxWidth), escape.has_value());
   rate = std::clamp(rate, kContextMinRate, kContextMaxRate);
   putVarint(out, kContextBlockWords);
-  out.push_back(static_cast<uint8_t>(rate));
+  out.push_back(static_cast<uint8_t>(rate | (escape ? kContextEscapeFlag : 0)));
+  if (escape) putVarint(out, *escape);
   thread_local std::vector<uint16_t> models;
   thread_local Bytes block;
   for (uint64_t begin = 0; begin < words.size(); begin += kContextBlockWords) {
@@ -397,8 +441,9 @@ template <typename W> void encodeContextOf(std::span<const W> words, unsigned wi
     models.assign(lanes.models, kProbInit);
     block.clear();
     RangeEncoder coder(block);
-    walkBits(words.subspan(begin, end - begin), lanes,
-             [&](size_t m, unsigned bit) { coder.encode(models[m], bit, rate); });
+    WalkState state;
+    walkBits(words.subspan(begin, end - begin), lanes, escape,
+             [&](size_t m, unsigned bit) { coder.encode(models[m], bit, rate); }, state);
     coder.finish();
     putVarint(out, block.size());
     out.insert(out.end(), block.begin(), block.end());
@@ -407,8 +452,56 @@ template <typename W> void encodeContextOf(std::span<const W> words, unsigned wi
 
 } // namespace
 
-void encodeContext(WordsView words, unsigned width, unsigned rate, Bytes &out) {
-  return words.visit([&](auto w) { return encodeContextOf(w, width, rate, out); });
+void encodeContext(WordsView words, unsigned width, unsigned rate, const std::optional<uint64_t> &escape, Bytes &out) {
+  assert(!escape || width >= 64 || *escape >> width == 0);
+  return words.visit([&](auto w) { return encodeContextOf(w, width, rate, escape, out); });
+}
+
+std::optional<uint64_t> contextEscapeCandidate(WordsView words, unsigned width) {
+  static_assert(kContextEscapeMinShare > 0.25, "three counters find every word of more than a quarter");
+  const uint64_t n = words.size();
+  if (n == 0) return std::nullopt;
+  uint64_t word = 0, count = 0;
+  if (width <= 16) {
+    // A table of every word: a few instructions a word.
+    const std::optional<WordHistogram> h = histogram(words, width, uint64_t{1} << 16);
+    for (size_t i = 0; h && i < h->words.size(); ++i)
+      if (h->counts[i] > count) {
+        word = h->words[i];
+        count = h->counts[i];
+      }
+  } else {
+    // Misra and Gries' frequent items with three counters: a word of more than a quarter of
+    // the stream holds one at the end; then the held words are counted exactly.
+    std::array<uint64_t, 3> held{}, weight{};
+    words.visit([&](auto w) {
+      for (const uint64_t x : w) {
+        if (x == held[0] && weight[0]) ++weight[0];
+        else if (x == held[1] && weight[1]) ++weight[1];
+        else if (x == held[2] && weight[2]) ++weight[2];
+        else if (!weight[0]) held[0] = x, weight[0] = 1;
+        else if (!weight[1]) held[1] = x, weight[1] = 1;
+        else if (!weight[2]) held[2] = x, weight[2] = 1;
+        else --weight[0], --weight[1], --weight[2];
+      }
+    });
+    std::array<uint64_t, 3> counts{};
+    words.visit([&](auto w) {
+      for (const uint64_t x : w)
+        for (size_t c = 0; c < 3; ++c) counts[c] += weight[c] && x == held[c];
+    });
+    const size_t best = static_cast<size_t>(std::max_element(counts.begin(), counts.end()) - counts.begin());
+    word = held[best];
+    count = counts[best];
+  }
+  if (static_cast<double>(count) < kContextEscapeMinShare * static_cast<double>(n)) return std::nullopt;
+  return word;
+}
+
+std::vector<std::optional<uint64_t>> contextEscapesToTry(WordsView words, unsigned width) {
+  std::vector<std::optional<uint64_t>> tried{std::nullopt};
+  if (auto candidate = contextEscapeCandidate(words, width)) tried.push_back(candidate);
+  return tried;
 }
 
 Result<std::unique_ptr<ContextDecoder>> ContextDecoder::create(ByteSpan bytes, unsigned width, uint64_t count) {
@@ -421,12 +514,22 @@ Result<std::unique_ptr<ContextDecoder>> ContextDecoder::create(ByteSpan bytes, u
   auto blockWords = in.varint();
   if (!blockWords || *blockWords == 0) return Error{"context literal has an invalid block size"};
   d->blockWords_ = *blockWords;
-  auto rate = in.byte();
-  if (!rate) return Error{"context literal is truncated"};
-  if (*rate < kContextMinRate || *rate > kContextMaxRate)
-    return Error{fmt::format("context literal has adaptation rate {}, not {}..{}", *rate, kContextMinRate,
+  auto mode = in.byte();
+  if (!mode) return Error{"context literal is truncated"};
+  if ((*mode & ~(kContextRateMask | kContextEscapeFlag)) != 0)
+    return Error{fmt::format("context literal has unknown flags 0x{:02x}", *mode & ~(kContextRateMask | kContextEscapeFlag))};
+  const unsigned rate = *mode & kContextRateMask;
+  if (rate < kContextMinRate || rate > kContextMaxRate)
+    return Error{fmt::format("context literal has adaptation rate {}, not {}..{}", rate, kContextMinRate,
                              kContextMaxRate)};
-  d->rate_ = *rate;
+  d->rate_ = rate;
+  if (*mode & kContextEscapeFlag) {
+    auto escape = in.varint();
+    if (!escape) return Error{"context literal is truncated"};
+    if (width < 64 && *escape >> width != 0)
+      return Error{fmt::format("context literal's escape word {} does not fit in {} bits", *escape, width)};
+    d->escape_ = *escape;
+  }
   const uint64_t blocks = count / *blockWords + (count % *blockWords != 0);
   // Every block has at least its size varint and the coder's four starting bytes.
   if (blocks > in.remaining() / 5) return Error{"context literal is truncated"};
@@ -447,10 +550,22 @@ namespace {
 
 /// Decodes `length` words of one or two lanes, the top one of TopBits bits, the other (if any)
 /// of 8: with the lanes' widths constant, each lane's bits unroll into straight-line steps.
-template <typename T, unsigned LaneCount, unsigned TopBits>
-void decodeNarrowWords(RangeDecoder &coder, BlockModels &models, unsigned rate, uint64_t length, T *out) {
+/// With Escape, each word's flag comes first, and a flagged word is `escape`.
+template <typename T, unsigned LaneCount, unsigned TopBits, bool Escape>
+void decodeNarrowWords(RangeDecoder &coder, BlockModels &models, unsigned rate, uint64_t length, T *out, T escape) {
   unsigned previousTop = 0;
+  uint16_t flagModels[kFlagContexts];
+  std::fill(std::begin(flagModels), std::end(flagModels), kProbInit);
+  WalkState flags;
   for (uint64_t i = 0; i < length; ++i) {
+    if constexpr (Escape) {
+      const unsigned flag = coder.decode(flagModels[flags.flags], rate);
+      flags.pushFlag(flag);
+      if (flag) {
+        out[i] = escape;
+        continue;
+      }
+    }
     uint16_t *const tree = models.tree(0, previousTop);
     unsigned node = 1;
 #pragma GCC unroll 8
@@ -469,12 +584,12 @@ void decodeNarrowWords(RangeDecoder &coder, BlockModels &models, unsigned rate, 
   }
 }
 
-template <typename T, unsigned LaneCount>
+template <typename T, unsigned LaneCount, bool Escape>
 void decodeNarrowWords(RangeDecoder &coder, BlockModels &models, const Lanes &lanes, unsigned rate, uint64_t length,
-                       T *out) {
+                       T *out, T escape) {
   switch (lanes.bits[0]) {
 #define BREVIS_TOP_BITS(b)                                                                                               \
-  case b: return decodeNarrowWords<T, LaneCount, b>(coder, models, rate, length, out);
+  case b: return decodeNarrowWords<T, LaneCount, b, Escape>(coder, models, rate, length, out, escape);
     BREVIS_TOP_BITS(1) BREVIS_TOP_BITS(2) BREVIS_TOP_BITS(3) BREVIS_TOP_BITS(4)
     BREVIS_TOP_BITS(5) BREVIS_TOP_BITS(6) BREVIS_TOP_BITS(7) BREVIS_TOP_BITS(8)
 #undef BREVIS_TOP_BITS
@@ -484,10 +599,21 @@ void decodeNarrowWords(RangeDecoder &coder, BlockModels &models, const Lanes &la
 
 /// Any number of lanes (words of 17 to 32 bits).
 template <typename T>
-void decodeWideWords(RangeDecoder &coder, BlockModels &models, const Lanes &lanes, unsigned rate, uint64_t length,
-                     T *out) {
+void decodeWideWords(RangeDecoder &coder, BlockModels &models, const Lanes &lanes, unsigned rate,
+                     const std::optional<uint64_t> &escape, uint64_t length, T *out) {
   unsigned previousTop = 0;
+  uint16_t flagModels[kFlagContexts];
+  std::fill(std::begin(flagModels), std::end(flagModels), kProbInit);
+  WalkState flags;
   for (uint64_t i = 0; i < length; ++i) {
+    if (escape) {
+      const unsigned flag = coder.decode(flagModels[flags.flags], rate);
+      flags.pushFlag(flag);
+      if (flag) {
+        out[i] = static_cast<T>(*escape);
+        continue;
+      }
+    }
     unsigned context = previousTop;
     uint64_t word = 0;
     for (unsigned l = 0; l < lanes.count; ++l) {
@@ -512,9 +638,16 @@ template <typename T> Result<void> ContextDecoder::decodeBlock(size_t b, T *out)
   const ByteSpan bytes = blocks_[b];
   RangeDecoder coder(bytes.data(), bytes.data() + bytes.size());
   const uint64_t length = blockLength(b);
-  if (lanes.count == 1) decodeNarrowWords<T, 1>(coder, models, lanes, rate_, length, out);
-  else if (lanes.count == 2) decodeNarrowWords<T, 2>(coder, models, lanes, rate_, length, out);
-  else decodeWideWords(coder, models, lanes, rate_, length, out);
+  const auto escape = static_cast<T>(escape_.value_or(0));
+  if (lanes.count == 1) {
+    if (escape_) decodeNarrowWords<T, 1, true>(coder, models, lanes, rate_, length, out, escape);
+    else decodeNarrowWords<T, 1, false>(coder, models, lanes, rate_, length, out, escape);
+  } else if (lanes.count == 2) {
+    if (escape_) decodeNarrowWords<T, 2, true>(coder, models, lanes, rate_, length, out, escape);
+    else decodeNarrowWords<T, 2, false>(coder, models, lanes, rate_, length, out, escape);
+  } else {
+    decodeWideWords(coder, models, lanes, rate_, escape_, length, out);
+  }
   // A well-formed block holds every byte the decoder reads (the encoder flushes four more than
   // the last bit needs); past its end, the words decoded are not the block's.
   if (coder.overran()) return Error{fmt::format("context block {} is corrupt or truncated: its coder reads past its end", b)};

@@ -4,7 +4,9 @@
 // an adaptive binary range coder whose models are chosen by a context (docs/format/literals.md):
 //
 //   varint B        words per block
-//   u8 rate         models adapt by 1/2^rate of the distance to each bit seen (4..7)
+//   u8 mode         bits 0-3: the rate (4..7), models adapt by 1/2^rate of the distance to
+//                   each bit seen; bit 4: an escape word follows
+//   [varint escape] a word coded by one flag ahead of the lanes
 //   per block: varint size, then the range coder's bytes of the block's words
 //
 // The top lane's context is the previous word's top lane; each further lane's is the lane just
@@ -15,6 +17,11 @@
 // that occur a few times cost little, which is what makes a context affordable on small
 // tensors, where a static order-1 table (rans_o1) costs more than it saves.
 //
+// With an escape word (a sparse tensor's zero, a few-valued tensor's common word), every word
+// first codes whether it is that word, and only the others code their lanes: a run of zeros
+// costs a step a word instead of one a bit, and codes smaller, as the models' 12-bit
+// probabilities charged every certain bit of a zero again.
+//
 // It is the slowest encoding to decode (one range-coder step per bit), and is kept where it
 // wins by the level's margin.
 #include "lang/Result.h"
@@ -23,6 +30,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -32,6 +40,11 @@ inline constexpr unsigned kContextMaxWidth = 32;
 /// Words per block: the models restart at each block, so a decoder can start at any.
 inline constexpr uint64_t kContextBlockWords = uint64_t{1} << 20;
 inline constexpr unsigned kContextMinRate = 4, kContextMaxRate = 7;
+/// The mode byte: the rate in its low bits, and the flag that an escape word follows.
+inline constexpr unsigned kContextRateMask = 0x0f, kContextEscapeFlag = 0x10;
+/// A word is worth an escape flag (worth simulating with one) from this share of the words on:
+/// the flag costs every other word a step and a little code.
+inline constexpr double kContextEscapeMinShare = 1.0 / 3;
 
 /// The rates encodeLit chooses from (kContextMinRate on) and the cost model compares.
 inline constexpr unsigned kContextTriedRates = 2;
@@ -45,11 +58,21 @@ inline constexpr uint64_t kContextRateWords = kContextBlockWords;
 /// coder: per rate, the bits of words [0, split) and of words [split, end). The second part is
 /// coded by models that have learnt from the first, which lets the cost model tell the models'
 /// learning from their steady cost.
-std::vector<std::array<double, 2>> contextCodeBits(WordsView words, unsigned width, size_t split);
+/// With `escape`, as coded with that escape word.
+std::vector<std::array<double, 2>> contextCodeBits(WordsView words, unsigned width, size_t split,
+                                                   const std::optional<uint64_t> &escape = std::nullopt);
+
+/// The word an escape flag may pay for: the most common of `words`, where it is at least
+/// kContextEscapeMinShare of them.
+std::optional<uint64_t> contextEscapeCandidate(WordsView words, unsigned width);
+
+/// The escape words to simulate `words` with, and to keep the smaller code of: none, and the
+/// candidate where there is one.
+std::vector<std::optional<uint64_t>> contextEscapesToTry(WordsView words, unsigned width);
 
 /// Appends the `context` encoding of `words` (each < 2^width, width <= kContextMaxWidth) at
-/// adaptation `rate`.
-void encodeContext(WordsView words, unsigned width, unsigned rate, Bytes &out);
+/// adaptation `rate`, with an escape word or none.
+void encodeContext(WordsView words, unsigned width, unsigned rate, const std::optional<uint64_t> &escape, Bytes &out);
 
 /// A parsed `context` literal: its block layout and rate are checked; a block's bytes are
 /// checked while decoding (a block that needs bytes it does not have is an error).
@@ -66,6 +89,7 @@ public:
 private:
   unsigned width_ = 8;
   unsigned rate_ = kContextMinRate;
+  std::optional<uint64_t> escape_;
   uint64_t count_ = 0;
   uint64_t blockWords_ = 0;
   std::vector<ByteSpan> blocks_;
