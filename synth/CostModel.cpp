@@ -508,26 +508,25 @@ std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigne
   }
   case Encoding::Context: {
     if (n == 0 || width > maxEncodingWidth(encoding)) return std::nullopt;
-    // The code length at the better rate, simulated without a coder: on the whole of a stream
-    // up to kContextEstimateWords. Of a longer stream, a run of that many words from its middle
-    // is simulated in halves: the second half, coded by models that learnt on the first, gives
-    // the cost per word once learnt; the first half, less that, what learning costs (once per
-    // block). Scaling the whole run would count the learning again for every run's length.
-    // With and without an escape word where the stream has a common one, as encodeLit tries
-    // (both find it in the run they simulate).
+    // The code length at kContextEstimateRate (encodeLit tries that rate and another),
+    // simulated without a coder: on the whole of a stream up to kContextEstimateWords. Of a
+    // longer stream, a run of that many words from its middle is simulated in halves: the
+    // second half, coded by models that learnt on the first, gives the cost per word once
+    // learnt; the first half, less that, what learning costs (once per block). Scaling the whole
+    // run would count the learning again for every run's length. With and without an escape
+    // word where the stream has a common one, as encodeLit tries (both find it in the run they
+    // simulate).
     const WordsView run = n <= kContextEstimateWords ? words : words.subspan((n - kContextEstimateWords) / 2, kContextEstimateWords);
     double bits = DBL_MAX;
     for (const std::optional<uint64_t> &escape : contextEscapesToTry(run, width)) {
       if (n <= kContextEstimateWords) {
-        for (const auto &rate : contextCodeBits(words, width, n, escape)) bits = std::min(bits, rate[0]);
+        bits = std::min(bits, contextEstimateBits(words, width, n, escape)[0]);
       } else {
         const uint64_t half = kContextEstimateWords / 2;
-        const auto parts = contextCodeBits(run, width, half, escape);
+        const auto parts = contextEstimateBits(run, width, half, escape);
         const auto blocks = static_cast<double>(blocksOf(n, kContextBlockWords));
-        for (const auto &rate : parts) {
-          const double perWord = rate[1] / static_cast<double>(half);
-          bits = std::min(bits, perWord * static_cast<double>(n) + blocks * std::max(0.0, rate[0] - rate[1]));
-        }
+        const double perWord = parts[1] / static_cast<double>(half);
+        bits = std::min(bits, perWord * static_cast<double>(n) + blocks * std::max(0.0, parts[0] - parts[1]));
       }
     }
     // The block size and mode (and escape word); per block its size and the coder's flush.

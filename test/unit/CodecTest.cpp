@@ -914,6 +914,10 @@ TEST(Codec, ContextCodesEveryWidthAndItsEstimateIsItsSize) {
         for (size_t split : {size_t{0}, size_t{1}, words.size() / 3, words.size()}) {
           const auto parts = contextCodeBits(words, width, split, escape);
           const auto first = contextCodeBits(std::span<const uint64_t>(words).first(split), width, split, escape);
+          // The cost model's estimate simulates its rate alone, to the same sums.
+          const auto estimate = contextEstimateBits(words, width, split, escape);
+          EXPECT_NEAR(estimate[0], parts[kContextEstimateRate - kContextMinRate][0], 1e-9) << "u" << width;
+          EXPECT_NEAR(estimate[1], parts[kContextEstimateRate - kContextMinRate][1], 1e-9) << "u" << width;
           for (unsigned r = 0; r < kContextTriedRates; ++r) {
             EXPECT_EQ(parts[r][0], first[r][0]) << "u" << width << " split " << split << " rate " << r;
             EXPECT_NEAR(parts[r][0] + parts[r][1], bits[r][0], 1e-6 * bits[r][0] + 1e-9)

@@ -300,6 +300,19 @@ struct BothRates {
   }
 };
 
+/// One rate's models and sum: tried rate R (kContextMinRate + R) alone.
+template <unsigned R> struct OneRate {
+  using Model = uint16_t;
+  static constexpr Model kEven = kProbInit;
+  const SimulatedStep *steps;
+  uint64_t units[1] = {0};
+  [[gnu::always_inline]] void step(Model &p, unsigned bit) {
+    const SimulatedStep &a = steps[2 * p + bit];
+    units[0] += a.cost;
+    p = a.next[R];
+  }
+};
+
 /// The simulation of words of one or two lanes, the top one of TopBits bits, the other (if any)
 /// of 8: each lane's steps unrolled, the sums in registers (walkBits' general loop took 34
 /// instructions a step, most of the search's time on small tensors). Adds the words' cost to
@@ -381,13 +394,27 @@ std::array<std::array<double, 2>, std::size(Rates{}.units)> simulateParts(std::s
   return total;
 }
 
+const SimulationTable &simulationTable() {
+  static const SimulationTable simulation;
+  return simulation;
+}
+
+/// With `estimateRateOnly`, words of one or two lanes are simulated at kContextEstimateRate
+/// alone (its entry of the result; the other rate's is left 0); wider words at both rates.
 template <typename W>
 std::vector<std::array<double, 2>> contextCodeBitsOf(std::span<const W> words, unsigned width, size_t split,
-                                                     const std::optional<uint64_t> &escape) {
-  static const SimulationTable simulation;
+                                                     const std::optional<uint64_t> &escape, bool estimateRateOnly) {
+  const SimulationTable &simulation = simulationTable();
   const Lanes lanes(std::clamp(width, 1u, kContextMaxWidth), escape.has_value());
   split = std::min(split, words.size());
   static_assert(kContextTriedRates == 2, "the rates' models are walked together, in pairs");
+  static_assert(kContextEstimateRate - kContextMinRate == 1, "OneRate<1> below is the estimate's rate");
+  if (lanes.count <= 2 && estimateRateOnly) {
+    const auto one = simulateParts(words, lanes, split, escape, OneRate<1>{simulation.interleaved.data()});
+    std::vector<std::array<double, 2>> total(kContextTriedRates);
+    total[kContextEstimateRate - kContextMinRate] = one[0];
+    return total;
+  }
   if (lanes.count <= 2) {
     const auto both = simulateParts(words, lanes, split, escape, BothRates{simulation.interleaved.data()});
     return {both.begin(), both.end()};
@@ -421,7 +448,13 @@ std::vector<std::array<double, 2>> contextCodeBitsOf(std::span<const W> words, u
 
 std::vector<std::array<double, 2>> contextCodeBits(WordsView words, unsigned width, size_t split,
                                                    const std::optional<uint64_t> &escape) {
-  return words.visit([&](auto w) { return contextCodeBitsOf(w, width, split, escape); });
+  return words.visit([&](auto w) { return contextCodeBitsOf(w, width, split, escape, false); });
+}
+
+std::array<double, 2> contextEstimateBits(WordsView words, unsigned width, size_t split,
+                                          const std::optional<uint64_t> &escape) {
+  return words.visit([&](auto w) { return contextCodeBitsOf(w, width, split, escape, true); })[kContextEstimateRate -
+                                                                                               kContextMinRate];
 }
 
 namespace {
