@@ -30,36 +30,17 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
-
-def run(cmd):
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-
-
-def timed(cmd, output):
-    if os.path.exists(output):
-        os.remove(output)
-    os.sync()
-    start = time.perf_counter()
-    run(cmd)
-    return time.perf_counter() - start
+from benchlib import add_common_arguments, run, synthetic_checkpoint, timed, timed_rounds
 
 
 def main():
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("files", nargs="*")
-    p.add_argument("--brevisc", default=os.path.join(root, "build/tools/brevisc/brevisc"))
-    p.add_argument("--baseline", help="another brevisc binary to time on the same archives")
-    p.add_argument("--gen", default=os.path.join(root, "build/tools/gen/brevis-gen"))
-    p.add_argument("--rounds", type=int, default=5)
+    add_common_arguments(p, "another brevisc binary to time on the same archives")
     p.add_argument("--synthetic", help="add a synthetic BF16 checkpoint of this size (e.g. 1GiB)")
     p.add_argument("--small-tensors", help="add a checkpoint of many small BF16 tensors of this size (e.g. 256MiB)")
-    p.add_argument("--workdir", help="where archives and outputs go (default: a temporary directory)")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p.add_argument("--no-jit", action="store_true", help="leave out the --jit rows")
     a = p.parse_args()
@@ -69,15 +50,9 @@ def main():
     os.makedirs(work, exist_ok=True)
     files = list(a.files)
     if a.synthetic:
-        synthetic = os.path.join(work, f"synthetic-{a.synthetic}.safetensors")
-        if not os.path.exists(synthetic):
-            run([a.gen, "--size", a.synthetic, "-o", synthetic])
-        files.append(synthetic)
+        files.append(synthetic_checkpoint(a.gen, work, a.synthetic))
     if a.small_tensors:
-        small = os.path.join(work, f"small-tensors-{a.small_tensors}.safetensors")
-        if not os.path.exists(small):
-            run([a.gen, "--small-tensors", "--size", a.small_tensors, "-o", small])
-        files.append(small)
+        files.append(synthetic_checkpoint(a.gen, work, a.small_tensors, "--small-tensors"))
     if not files:
         sys.exit("decompress_bench: no input (give files, --synthetic SIZE or --small-tensors SIZE)")
 
@@ -104,13 +79,9 @@ def main():
         if shutil.which("taskset"):
             tools["zstd -d, 1 CPU"] = ["taskset", "-c", "0"] + tools["zstd -d"]
             tools["brevisc -T1, 1 CPU"] = ["taskset", "-c", "0"] + tools["brevisc -T1"]
-        times = {t: [] for t in tools}
         for t, cmd in tools.items():  # one warm-up round, untimed
             timed(cmd, out)
-        order = list(tools)
-        for r in range(a.rounds):
-            for t in order[r % len(order):] + order[:r % len(order)]:
-                times[t].append(timed(tools[t], out))
+        times = timed_rounds(tools, a.rounds, out)
         if os.path.exists(out):
             os.remove(out)
         for t, v in times.items():  # every sample, for judging the noise
