@@ -112,14 +112,14 @@ double order1EntropyBits(WordsView words, unsigned width, uint64_t &used) {
     // and reading the whole table was most of the probe's time).
     const size_t side = size_t{1} << width;
     thread_local std::vector<uint32_t> pairs;
-    thread_local std::vector<uint64_t> rowTotals;
+    thread_local std::vector<uint8_t> rowUsed;
     if (pairs.size() < side * side) pairs.assign(side * side, 0);
-    rowTotals.assign(side, 0);
+    rowUsed.assign(side, 0);
     uint64_t previous = 0;
     words.visit([&](auto span) {
       for (uint64_t w : span) {
         ++pairs[previous * side + w];
-        ++rowTotals[previous];
+        rowUsed[previous] = 1; // a store only: a count of each row too was a third of the time
         previous = w;
       }
     });
@@ -134,16 +134,18 @@ double order1EntropyBits(WordsView words, unsigned width, uint64_t &used) {
       return c < cLog2c.size() ? cLog2c[c] : static_cast<double>(c) * std::log2(static_cast<double>(c));
     };
     for (size_t c = 0; c < side; ++c) {
-      if (rowTotals[c] == 0) continue;
+      if (!rowUsed[c]) continue;
       uint32_t *const row = pairs.data() + c * side;
       double sum = 0;
+      uint64_t total = 0;
       for (size_t x = 0; x < side; ++x) {
         if (row[x] == 0) continue;
         ++used;
+        total += row[x];
         sum += xLog2x(row[x]);
         row[x] = 0;
       }
-      bits += xLog2x(rowTotals[c]) - sum;
+      bits += xLog2x(total) - sum;
     }
   }
   return bits;
@@ -246,12 +248,16 @@ bool worthEncoding(Encoding e, WordsView words, unsigned width, uint64_t bestSiz
   };
   const uint64_t n = words.size();
   if (e == Encoding::RansO1 && n >= kOrder1ProbeMinWords && width <= kRansMaxWidth) {
-    // A probe first: the order-1 entropy of a run from the middle, with no tables, scaled.
+    // Probes first: the order-1 entropy of a run from the middle, with no tables, scaled.
     // A short run's plug-in entropy comes out lower than a long one's, so what it rules out
-    // the full estimate would too, unless the run is unlike the rest of its stream.
-    uint64_t used = 0;
-    const double bits = order1EntropyBits(words.subspan((n - kOrder1ProbeWords) / 2, kOrder1ProbeWords), width, used);
-    if (ruledOut(bits / 8 * static_cast<double>(n) / static_cast<double>(kOrder1ProbeWords))) return false;
+    // the full estimate would too, unless the run is unlike the rest of its stream; a quarter
+    // of the run first (an exponent's few dozen symbols make few pairs, and the short run
+    // rules it out already), the whole run where that does not.
+    for (const uint64_t probeWords : {kOrder1ProbeWords / 4, kOrder1ProbeWords}) {
+      uint64_t used = 0;
+      const double bits = order1EntropyBits(words.subspan((n - probeWords) / 2, probeWords), width, used);
+      if (ruledOut(bits / 8 * static_cast<double>(n) / static_cast<double>(probeWords))) return false;
+    }
   }
   auto estimate = estimateWith(e, words, width, counted);
   return estimate && !ruledOut(static_cast<double>(*estimate));
@@ -315,7 +321,10 @@ EncodePolicy policyForLevel(int level) {
   const double contextGain = level <= 1 ? 1.0 : std::max(kMinGain[row] * kContextGainFactor, kContextMinGain);
   EncodePolicy policy{kMinGain[row], kZstdLevel[row], contextGain};
   policy.zstdSmallLevel = kZstdSmallLevel[row];
-  if (level <= 1) policy.estimateRoom = 0;
+  if (level <= 1) {
+    policy.estimateRoom = 0;
+    policy.ransByteShare = 1;
+  }
   return policy;
 }
 
@@ -449,6 +458,53 @@ Encoding encodeSmallestOf(WordsView words, unsigned width, Bytes &out,
 
 std::optional<uint64_t> estimateSize(Encoding encoding, WordsView words, unsigned width) {
   return estimateWith(encoding, words, width, Counted{});
+}
+
+uint64_t estimateSmallest(WordsView words, unsigned width, const EncodePolicy &policy, Encoding *chosen) {
+  if (chosen) *chosen = Encoding::Raw;
+  if (words.empty()) return 0;
+  // Counted once, as encodeSmallest does: a byte stream's counts, or a 9- to 16-bit stream's
+  // histogram, serve huffman's, rans' and bitpack's estimates (a pass each was most of the
+  // cost of scoring a field).
+  uint64_t counts[256] = {};
+  std::optional<WordHistogram> wideHistogram;
+  Counted counted;
+  const bool manySymbols = tableCodersCannotPay(words, width);
+  if (width <= 8) {
+    countWords(words, width, counts);
+    counted.bytes = counts;
+  } else if (width <= 16 && !manySymbols) {
+    wideHistogram = histogram(words, width, kHuffmanMaxSymbols);
+    if (wideHistogram) counted.words = &*wideHistogram;
+  }
+  double best = -1;
+  for (Encoding e : kAllEncodings) {
+    if (!policy.tries(e) || (manySymbols && !hasCheapExactSize(e) && e != Encoding::Zstd)) continue;
+    // zstd is scored only where a probe says it may win (its estimate is an encoding).
+    if (e == Encoding::Zstd && (best < 0 || !zstdWorthTrying(words, width, static_cast<uint64_t>(best), policy)))
+      continue;
+    std::optional<uint64_t> estimate;
+    if (e == Encoding::Bitpack && counted.bytes) {
+      unsigned bits = 0;
+      for (unsigned v = 256; v-- > 0;)
+        if (counts[v]) {
+          bits = static_cast<unsigned>(std::bit_width(v));
+          break;
+        }
+      estimate = bitpackPayloadSize(words.size(), bits);
+    } else if (e == Encoding::Bitpack && counted.words) {
+      estimate = bitpackPayloadSize(words.size(), static_cast<unsigned>(std::bit_width(counted.words->words.back())));
+    } else {
+      estimate = estimateWith(e, words, width, counted);
+    }
+    if (!estimate) continue;
+    const auto size = static_cast<double>(*estimate);
+    if (best < 0 || (size < best * (1 - policy.gainFor(e, width)) && size < best)) {
+      best = size;
+      if (chosen) *chosen = e;
+    }
+  }
+  return static_cast<uint64_t>(best);
 }
 
 namespace {

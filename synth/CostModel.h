@@ -6,6 +6,7 @@
 #include "lang/Ast.h"
 #include "runtime/codecs/LitEncode.h"
 #include "runtime/common/Bytes.h"
+#include "runtime/containers/Archive.h"
 
 #include <algorithm>
 #include <initializer_list>
@@ -25,12 +26,15 @@ struct EncodePolicy {
   /// The gain `context` must bring over the best faster encoding: it decodes one range-coder
   /// step per bit, ten times slower than rans_o1 (0 keeps it wherever it is smallest).
   double contextMinGain = 0.0;
-  /// The gain encoding `e` must bring over the best faster one on words of `width` bits. rans
-  /// on bytes decodes within a tenth of huffman's speed (docs/benchmarks.md, "Literal codecs"):
-  /// it is asked a quarter of the margin there (wider, its tables cost more to build).
+  /// The share of minGain asked of rans over huffman on words of at most 8 bits, where it
+  /// decodes within a tenth of huffman's speed (docs/benchmarks.md, "Literal codecs"): a
+  /// quarter; wider, its tables cost more to build. Level 1 asks the whole margin: there
+  /// huffman's encoder, at twice rans' speed, decides as much as the decoders do.
+  double ransByteShare = 0.25;
+  /// The gain encoding `e` must bring over the best faster one on words of `width` bits.
   double gainFor(Encoding e, unsigned width) const {
     if (e == Encoding::Context) return contextMinGain;
-    return e == Encoding::Rans && width <= 8 ? minGain / 4 : minGain;
+    return e == Encoding::Rans && width <= 8 ? minGain * ransByteShare : minGain;
   }
   /// Whether `e` is tried at all: a gain of 100% or more can never be had.
   bool tries(Encoding e) const { return (e == Encoding::Context ? contextMinGain : minGain) < 1; }
@@ -60,6 +64,10 @@ struct EncodePolicy {
 /// 1 MiB; 1: zstd 1).
 inline constexpr int kDefaultLevel = 5;
 EncodePolicy policyForLevel(int level);
+/// The highest zstd level of an archive's program section at a compression level: level 9
+/// spends zstd 19 on it (0.5% smaller than kProgramZstdLevel, in three times the time), level 1
+/// zstd 9 (40 MB/s, 28% larger): its synthesis of a 134 MB checkpoint takes a quarter second.
+inline int programZstdLevelFor(int level) { return level <= 1 ? 9 : level >= 9 ? 19 : kProgramZstdLevel; }
 
 /// Estimated encoded size from the words' statistics, without encoding; nullopt where the
 /// encoding does not apply. Raw and bitpack are exact; the entropy coders' estimates are the
@@ -68,6 +76,13 @@ EncodePolicy policyForLevel(int level);
 /// synthetic streams). No statistic of the words predicts LZ matches: zstd's estimate is its
 /// exact size at kDefaultZstdLevel, found by encoding (encodeSmallest does not ask for it).
 std::optional<uint64_t> estimateSize(Encoding encoding, WordsView words, unsigned width);
+
+/// The estimated size of the encoding encodeSmallest would pick for `words` under `policy`, and
+/// that encoding in `chosen` where given: estimateSize of each encoding the policy tries, in
+/// decreasing decoding speed, a slower one kept where it wins by the policy's margin (zstd only
+/// where its probe says it may). The words are counted once for every order-0 estimate; 0 and
+/// Raw for no words.
+uint64_t estimateSmallest(WordsView words, unsigned width, const EncodePolicy &policy, Encoding *chosen = nullptr);
 
 /// |estimate - exact| <= kEstimateRelative * exact + kEstimateAbsolute bytes.
 inline constexpr double kEstimateRelative = 0.03;

@@ -149,7 +149,7 @@ Result<uint64_t> ArchiveWriter::finish(const std::vector<ArchiveMember> &members
   }
   Bytes program(ZSTD_compressBound(texts.size()));
   size_t packed = ZSTD_compress(program.data(), program.size(), texts.data(), texts.size(),
-                               programZstdLevel(texts.size()));
+                               std::min(programZstdLevel(texts.size()), programLevelLimit_));
   if (ZSTD_isError(packed)) __builtin_trap(); // only fails on a too-small buffer, which compressBound rules out
   program.resize(packed);
 

@@ -57,6 +57,11 @@ struct Archive {
 
 /// Writes an archive in one pass: payloads stream out as members are ready; the metadata goes at
 /// the end and the header is written in place last (the output must take positional writes).
+/// The zstd level of the program section unless a writer is told otherwise: zstd 19 runs at
+/// under 2 MB/s on program text (a checkpoint of 146 tensors with channel constants: 232 KB in
+/// 135 ms), 15 at 3 MB/s for 0.5% more bytes.
+inline constexpr int kProgramZstdLevel = 15;
+
 class ArchiveWriter {
 public:
   explicit ArchiveWriter(PositionalSink &out) : out_(out) {}
@@ -73,6 +78,9 @@ public:
   /// Writes the padding, the metadata of `members` (their payloadRange from appendPayload) and
   /// the header. Returns the archive's size.
   Result<uint64_t> finish(const std::vector<ArchiveMember> &members, bool directory);
+  /// The most effort spent compressing the program section: a zstd level (default
+  /// kProgramZstdLevel, the default compression level's).
+  void limitProgramZstdLevel(int level) { programLevelLimit_ = level; }
 
 private:
   Result<void> put(ByteSpan bytes);
@@ -80,6 +88,7 @@ private:
   uint64_t at_ = 0;
   uint64_t payloadSize_ = 0;
   bool started_ = false;
+  int programLevelLimit_ = kProgramZstdLevel;
   std::unique_ptr<Xxh3Stream> payloadHash_;
 };
 

@@ -336,24 +336,7 @@ double estimateLitCost(WordsView words, unsigned width, EncodePolicy policy, Enc
   if (chosen) *chosen = Encoding::Raw;
   if (words.empty()) return kLitTextBytes;
   if (words.size() <= kInlineMaxWords) return kNodeTextBytes + kInlineWordBytes * static_cast<double>(words.size());
-  // As encodeSmallest chooses: in decreasing decoding speed, a slower encoding must win by the
-  // policy's margin.
-  const bool manySymbols = tableCodersCannotPay(words, width);
-  double best = -1;
-  for (Encoding e : kAllEncodings) {
-    if (!policy.tries(e) || (manySymbols && !hasCheapExactSize(e) && e != Encoding::Zstd)) continue;
-    // zstd is scored only where a probe says it may win (its estimate is an encoding).
-    if (e == Encoding::Zstd && (best < 0 || !zstdWorthTrying(words, width, static_cast<uint64_t>(best), policy)))
-      continue;
-    auto estimate = estimateSize(e, words, width);
-    if (!estimate) continue;
-    const auto size = static_cast<double>(*estimate);
-    if (best < 0 || (size < best * (1 - policy.gainFor(e, width)) && size < best)) {
-      best = size;
-      if (chosen) *chosen = e;
-    }
-  }
-  return best + kLitTextBytes;
+  return static_cast<double>(estimateSmallest(words, width, policy, chosen)) + kLitTextBytes;
 }
 
 bool HoleSearch::spend() {

@@ -34,9 +34,20 @@ std::vector<uint64_t> learningWords(ByteSpan bytes, unsigned wordBytes) {
 /// larger over the corpus, from 2^17 on 0.002%.
 constexpr size_t kReuseMinWords = kSearchSampleThreshold;
 
+/// A tensor that refits its role's leader is not also encoded as the template where the
+/// leader's program came out at least this much smaller than the leader's template: the
+/// leader's exact comparison stands for its role. (Encoding both for every tensor was a third
+/// of level 5's time on a checkpoint of layers.)
+constexpr double kRoleMargin = 0.005;
+
 /// The structures a leader hands on: at most this many, each within this fraction of its best.
 constexpr size_t kShortlistPlans = 2;
 constexpr double kShortlistMargin = 0.03;
+
+/// Room for a region's own size in its payload, which a literal seldom exceeds: reserved, not
+/// touched, so it costs address space only, where growing by doubling copied the payload and
+/// faulted in twice its pages (a tenth of level 1's time on a large tensor).
+void reservePayload(RegionProgram &out, const RegionInput &region) { out.payload.reserve(region.bytes.size() + 4096); }
 
 } // namespace
 
@@ -143,6 +154,10 @@ void SearchStrategy::prepare(std::span<const RegionInput> regions, unsigned thre
       if (!seen) leader.shortlist.push_back(c.plan);
     }
     if (leader.shortlist.empty()) leader.shortlist.push_back(leader.best);
+    // The exact comparison with the template, once for the role.
+    const Plan baseline = leader.baseline ? *leader.baseline : search.templatePlan(words, width, regionContext(region));
+    keepSmaller(search, leader.best, baseline, words, width, &leader.margin);
+    leader.templateWins = leader.margin < 0;
   });
 }
 
@@ -171,28 +186,39 @@ RegionProgram SearchStrategy::synthesize(const RegionInput &region) const {
   const Plan best = isLeader ? leader->best
                     : leader ? search.solveLike(leader->shortlist, words, width, context)
                              : search.solve(words, width, context);
-  RegionProgram out;
-  // Room for the tensor's own size, which a literal seldom exceeds: reserved, not touched, so it
-  // costs address space only, where growing by doubling copied the payload and faulted in twice
-  // its pages (a tenth of level 1's time on a large tensor).
-  out.payload.reserve(region.bytes.size() + 4096);
-  out.program = search.emit(best, words, width, out.payload);
-
-  // Estimates err by up to kEstimateRelative + kEstimateAbsolute: where the template's estimate
-  // is within that of the winner's, both are encoded and the smaller kept, so that a search result
-  // is never larger than the template's.
-  if (limits_.maxExpansions == 0) return out; // the template's plan is the only one tried
+  auto emitOnly = [&](const Plan &plan) {
+    RegionProgram out;
+    reservePayload(out, region);
+    out.program = search.emit(plan, words, width, out.payload);
+    return out;
+  };
+  if (limits_.maxExpansions == 0) return emitOnly(best); // the template's plan is the only one tried
   const Plan baseline = isLeader && leader->baseline ? *leader->baseline
                         : !isLeader && search.solvedTemplate() ? *search.solvedTemplate()
                                                                 : search.templatePlan(words, width, context);
-  if (!samePlanShape(best, baseline) &&
-      baseline.cost - best.cost < kEstimateRelative * baseline.cost + static_cast<double>(kEstimateAbsolute)) {
-    RegionProgram alternative;
-    alternative.program = search.emit(baseline, words, width, alternative.payload);
-    if (static_cast<double>(alternative.payload.size()) + planTextBytes(baseline) <
-        static_cast<double>(out.payload.size()) + planTextBytes(best))
-      out = std::move(alternative);
-  }
+  if (isLeader) return emitOnly(leader->templateWins ? baseline : best); // prepare compared both
+  if (leader && leader->margin >= kRoleMargin) return emitOnly(best);
+  return keepSmaller(search, best, baseline, words, width, nullptr);
+}
+
+RegionProgram SearchStrategy::keepSmaller(HoleSearch &search, const Plan &best, const Plan &baseline, WordsView words,
+                                          unsigned width, double *margin) const {
+  RegionProgram out;
+  out.payload.reserve(words.size() * ((width + 7) / 8) + 4096); // as reservePayload
+  out.program = search.emit(best, words, width, out.payload);
+  const double bestBytes = static_cast<double>(out.payload.size()) + planTextBytes(best);
+  if (margin) *margin = (baseline.cost - best.cost) / std::max(baseline.cost, 1.0);
+  // Estimates err by up to kEstimateRelative + kEstimateAbsolute: where the template's estimate
+  // is within that of the winner's, both are encoded and the smaller kept, so that a search result
+  // is never larger than the template's.
+  if (samePlanShape(best, baseline) ||
+      baseline.cost - best.cost >= kEstimateRelative * baseline.cost + static_cast<double>(kEstimateAbsolute))
+    return out;
+  RegionProgram alternative;
+  alternative.program = search.emit(baseline, words, width, alternative.payload);
+  const double baselineBytes = static_cast<double>(alternative.payload.size()) + planTextBytes(baseline);
+  if (margin) *margin = (baselineBytes - bestBytes) / std::max(std::max(baselineBytes, bestBytes), 1.0);
+  if (baselineBytes < bestBytes) out = std::move(alternative);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include "synth/CostModel.h"
 #include "synth/Literals.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -178,6 +179,42 @@ TEST(CostModel, LevelPoliciesOnLargeLiteralsChooseWhatTryingEveryEncodingWould) 
       Bytes chosen;
       EXPECT_EQ(encodeSmallest(words, width, chosen, policy), best) << name << ", level " << level;
       EXPECT_EQ(chosen.size(), bestSize) << name << ", level " << level;
+    }
+  }
+}
+
+TEST(CostModel, TheSmallestEstimateCountsOnceAndChoosesAsEstimatingEachEncodingWould) {
+  // estimateSmallest shares one count of the words among the order-0 estimates and bitpack's;
+  // the reference estimates every encoding on its own and applies the policy's rules.
+  std::mt19937_64 rng(44);
+  std::vector<std::pair<unsigned, std::vector<uint64_t>>> streams;
+  for (unsigned width : {1u, 5u, 8u, 12u, 16u})
+    for (Shape shape : {Shape::Skewed, Shape::Uniform, Shape::FewSymbols})
+      for (size_t n : {size_t{3}, size_t{700}, size_t{40000}}) streams.push_back({width, makeWords(rng, n, width, shape)});
+  streams.push_back({8, jsonHeaderBytes(30000)});
+  for (int level : {1, 5, 9}) {
+    const EncodePolicy policy = policyForLevel(level);
+    for (const auto &[width, words] : streams) {
+      const bool manySymbols = tableCodersCannotPay(words, width);
+      double best = -1;
+      Encoding expected = Encoding::Raw;
+      for (Encoding e : kAllEncodings) {
+        if (!policy.tries(e) || (manySymbols && !hasCheapExactSize(e) && e != Encoding::Zstd)) continue;
+        if (e == Encoding::Zstd && (best < 0 || !zstdWorthTrying(words, width, static_cast<uint64_t>(best), policy)))
+          continue;
+        const auto estimate = estimateSize(e, words, width);
+        if (!estimate) continue;
+        const auto size = static_cast<double>(*estimate);
+        if (best < 0 || (size < best * (1 - policy.gainFor(e, width)) && size < best)) {
+          best = size;
+          expected = e;
+        }
+      }
+      Encoding chosen = Encoding::Raw;
+      const uint64_t size = estimateSmallest(words, width, policy, &chosen);
+      const std::string what = fmt::format("u{} of {} words at level {}", width, words.size(), level);
+      EXPECT_EQ(chosen, expected) << what;
+      EXPECT_EQ(size, static_cast<uint64_t>(best)) << what;
     }
   }
 }

@@ -184,116 +184,149 @@ std::vector<uint8_t> huffmanLengths(std::span<const uint64_t> counts, unsigned l
 
 namespace {
 
-/// Four runs' starts in a block and the bits before each, from every word's lookup weight and
-/// code length: start s is the first word whose weights before it reach s/4 of the block's
-/// (std::lower_bound over the running sums; the block's end where none does).
-struct BlockSplit {
-  uint64_t starts[kHuffmanStreams + 1];
-  uint64_t bitsBefore[kHuffmanStreams + 1];
-};
-
 /// Alphabets of at most 2^kDirectWidth values code each word through tables indexed by the word
 /// itself: two passes over the block to split it, one to write it. (Through symbol indices, a
 /// table of running weights and a bit writer that tested for room after every code, a word took
 /// thirty instructions.)
 constexpr unsigned kDirectWidth = 12;
 
+/// One run's bit writer: codes go into `acc` LSB first, whole bytes are stored 8 at a time.
+struct RunWriter {
+  uint8_t *p = nullptr;
+  uint64_t acc = 0;
+  unsigned filled = 0;
+  /// Adds a table entry: the code in the low 16 bits, its length above.
+  [[gnu::always_inline]] void put(uint32_t entry) {
+    acc |= uint64_t{entry & 0xffffu} << filled;
+    filled += entry >> 16;
+  }
+  /// Stores the whole bytes (filled <= 7 + 4 * 14 < 64 between stores: the shift stays below 64).
+  [[gnu::always_inline]] void store() {
+    std::memcpy(p, &acc, 8); // little-endian host
+    p += filled >> 3;
+    acc >>= filled & ~7u;
+    filled &= 7;
+  }
+  /// Writes the last partial byte; returns the run's size from `begin`.
+  uint64_t finish(const uint8_t *begin) {
+    if (filled) *p++ = static_cast<uint8_t>(acc);
+    return static_cast<uint64_t>(p - begin);
+  }
+};
+
+/// Codes `count` words (a multiple of 4) of each of two runs, a group of four of each in turn
+/// (two runs' state and sources fit the registers; four spilled).
+template <typename W>
+void writeTwoRuns(const W *w0, const W *w1, uint64_t count, const uint32_t *entryOf, RunWriter &run0, RunWriter &run1) {
+  RunWriter r0 = run0, r1 = run1;
+  for (uint64_t j = 0; j < count; j += 4) {
+    r0.put(entryOf[w0[j]]);
+    r1.put(entryOf[w1[j]]);
+    r0.put(entryOf[w0[j + 1]]);
+    r1.put(entryOf[w1[j + 1]]);
+    r0.put(entryOf[w0[j + 2]]);
+    r1.put(entryOf[w1[j + 2]]);
+    r0.put(entryOf[w0[j + 3]]);
+    r1.put(entryOf[w1[j + 3]]);
+    r0.store();
+    r1.store();
+  }
+  run0 = r0;
+  run1 = r1;
+}
+
+/// Codes `count` words of one run.
+template <typename W> void writeRun(const W *from, uint64_t count, const uint32_t *entryOf, RunWriter &run) {
+  uint64_t j = 0;
+  for (; j + 4 <= count; j += 4) {
+    run.put(entryOf[from[j]]);
+    run.put(entryOf[from[j + 1]]);
+    run.put(entryOf[from[j + 2]]);
+    run.put(entryOf[from[j + 3]]);
+    run.store();
+  }
+  for (; j < count; ++j) {
+    run.put(entryOf[from[j]]);
+    run.store();
+  }
+}
+
+/// The four runs' starts in a block of m words whose word i weighs weightAt(i) lookups: the
+/// runs take about equally many lookups, so that the decoder's four streams end together. The
+/// starts are written in the block, so they need not split its weight exactly: they fall on
+/// chunks of kSplitChunk words, weighed by every kSplitStride-th word (a lookup for every word,
+/// in one chain of sums, took a third of the encoder's time).
+template <typename WeightAt>
+void splitBlock(uint64_t m, WeightAt weightAt, std::vector<uint64_t> &running, uint64_t (&starts)[kHuffmanStreams + 1]) {
+  constexpr uint64_t kSplitChunk = 64, kSplitStride = 4;
+  const uint64_t chunks = (m + kSplitChunk - 1) / kSplitChunk;
+  running.resize(chunks + 1);
+  running[0] = 0;
+  for (uint64_t c = 0; c < chunks; ++c) {
+    const uint64_t from = c * kSplitChunk, to = std::min(m, from + kSplitChunk);
+    uint32_t sum = 0;
+    for (uint64_t i = from; i < to; i += kSplitStride) sum += weightAt(i);
+    running[c + 1] = running[c] + sum;
+  }
+  const uint64_t total = running[chunks];
+  starts[0] = 0;
+  starts[kHuffmanStreams] = m;
+  for (unsigned r = 1; r < kHuffmanStreams; ++r) {
+    const uint64_t bound = total * r / kHuffmanStreams;
+    const auto c = static_cast<uint64_t>(std::lower_bound(running.begin(), running.end(), bound) - running.begin());
+    starts[r] = std::max(starts[r - 1], std::min(m, c * kSplitChunk));
+  }
+}
+
 template <typename W>
 void encodeBlocksDirect(std::span<const W> words, unsigned width, const HuffmanCode &code,
                         const std::vector<uint32_t> &codes, const std::vector<uint8_t> &weight, Bytes &out) {
   static_assert(kHuffmanStreams == 4);
-  // Per value: the lookup weight over the code length, so that one sum gives both; and the code
-  // beside its length.
+  // Per value: its lookup weight, and its code beside its length.
   const size_t values = size_t{1} << width;
-  std::vector<uint64_t> costOf(values, 0);
+  std::vector<uint8_t> weightOf(values, 0);
   std::vector<uint32_t> entryOf(values, 0);
   for (size_t s = 0; s < code.words.size(); ++s) {
-    costOf[code.words[s]] = uint64_t{weight[s]} << 32 | code.lengths[s];
+    weightOf[code.words[s]] = weight[s];
     entryOf[code.words[s]] = codes[s] | uint32_t{code.lengths[s]} << 16;
   }
   // Four codes of at most 14 bits and up to 7 bits left from the last store fit the 64-bit
   // accumulator; longer codes (alphabets of more than 2^14 values) never reach this path.
   if (code.maxLength > 14) __builtin_trap();
-  constexpr uint64_t kLow = 0xffffffffu;
-  constexpr uint64_t kSplitChunk = 64;
   std::vector<uint64_t> running;
+  thread_local std::vector<uint8_t> runBytes[kHuffmanStreams];
   for (uint64_t begin = 0; begin < words.size(); begin += kHuffmanBlockWords) {
     const uint64_t m = std::min<uint64_t>(words.size() - begin, kHuffmanBlockWords);
     const W *w = words.data() + begin;
-    // Running sums at every 64th word, then each run's start found between two of them.
-    const uint64_t chunks = (m + kSplitChunk - 1) / kSplitChunk;
-    running.resize(chunks + 1);
-    running[0] = 0;
-    for (uint64_t c = 0; c < chunks; ++c) {
-      const uint64_t from = c * kSplitChunk, to = std::min(m, from + kSplitChunk);
-      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      uint64_t i = from;
-      for (; i + 4 <= to; i += 4) {
-        s0 += costOf[w[i]];
-        s1 += costOf[w[i + 1]];
-        s2 += costOf[w[i + 2]];
-        s3 += costOf[w[i + 3]];
-      }
-      for (; i < to; ++i) s0 += costOf[w[i]];
-      running[c + 1] = running[c] + s0 + s1 + s2 + s3;
-    }
-    const uint64_t sum = running[chunks];
-    const uint64_t total = sum >> 32;
-    BlockSplit split{{0, m, m, m, m}, {0, sum & kLow, sum & kLow, sum & kLow, sum & kLow}};
-    for (unsigned r = 1; r < kHuffmanStreams; ++r) {
-      const uint64_t bound = total * r / kHuffmanStreams << 32;
-      const uint64_t c = static_cast<uint64_t>(std::lower_bound(running.begin(), running.end(), bound) - running.begin());
-      if (c > chunks) continue; // past the block's weight: the run starts (empty) at its end
-      uint64_t i = c == 0 ? 0 : (c - 1) * kSplitChunk;
-      uint64_t before = c == 0 ? 0 : running[c - 1];
-      while (i < m && before < bound) before += costOf[w[i++]];
-      split.starts[r] = i;
-      split.bitsBefore[r] = before & kLow;
-    }
-    for (unsigned r = 1; r < kHuffmanStreams; ++r) putVarint(out, split.starts[r] - split.starts[r - 1]);
-    uint64_t streamBytes[kHuffmanStreams], all = 0;
+    uint64_t starts[kHuffmanStreams + 1];
+    splitBlock(m, [&](uint64_t i) { return weightOf[w[i]]; }, running, starts);
+    // The runs are written two together, a word of each in turn, so that two chains of shifts
+    // and additions overlap (one run after another, each word waited on the last one's bit
+    // count). Each run goes into a buffer of its own, as a store may spill up to 8 bytes
+    // past its end, and then into `out`.
+    RunWriter runs[kHuffmanStreams];
+    uint64_t left[kHuffmanStreams];
+    const W *from[kHuffmanStreams];
     for (unsigned r = 0; r < kHuffmanStreams; ++r) {
-      streamBytes[r] = (split.bitsBefore[r + 1] - split.bitsBefore[r] + 7) / 8;
-      all += streamBytes[r];
-      putVarint(out, streamBytes[r]);
+      left[r] = starts[r + 1] - starts[r];
+      from[r] = w + starts[r];
+      // At most 14 bits a word, and the last store's 8 bytes.
+      const size_t room = (left[r] * 14 + 7) / 8 + 8;
+      if (runBytes[r].size() < room) runBytes[r].resize(room);
+      runs[r].p = runBytes[r].data();
     }
-    // The runs one after another, straight into `out`: each store may spill up to 8 bytes past
-    // its run, into the next run's place (written after it) or the slack trimmed at the end.
-    const size_t at = out.size();
-    out.resize(at + all + 8);
-    uint8_t *p = out.data() + at;
-    for (unsigned r = 0; r < kHuffmanStreams; ++r) {
-      uint8_t *const runStart = p;
-      uint64_t acc = 0;
-      unsigned filled = 0;
-      auto put = [&](W word) {
-        const uint32_t e = entryOf[word];
-        acc |= uint64_t{e & 0xffffu} << filled;
-        filled += e >> 16;
-      };
-      auto store = [&] { // filled <= 7 + 4 * 14 < 64: the shift stays below the width
-        std::memcpy(p, &acc, 8); // little-endian host
-        p += filled >> 3;
-        acc >>= filled & ~7u;
-        filled &= 7;
-      };
-      uint64_t j = split.starts[r];
-      const uint64_t to = split.starts[r + 1];
-      for (; j + 4 <= to; j += 4) {
-        put(w[j]);
-        put(w[j + 1]);
-        put(w[j + 2]);
-        put(w[j + 3]);
-        store();
+    uint64_t sizes[kHuffmanStreams];
+    for (unsigned r = 0; r < kHuffmanStreams; r += 2) {
+      const uint64_t together = std::min(left[r], left[r + 1]) / 4 * 4;
+      writeTwoRuns(from[r], from[r + 1], together, entryOf.data(), runs[r], runs[r + 1]);
+      for (unsigned k = r; k < r + 2; ++k) {
+        writeRun(from[k] + together, left[k] - together, entryOf.data(), runs[k]);
+        sizes[k] = runs[k].finish(runBytes[k].data());
       }
-      for (; j < to; ++j) {
-        put(w[j]);
-        store();
-      }
-      if (filled) *p++ = static_cast<uint8_t>(acc);
-      if (static_cast<uint64_t>(p - runStart) != streamBytes[r]) __builtin_trap(); // the split's bit counts disagree
     }
-    out.resize(at + all);
+    for (unsigned r = 1; r < kHuffmanStreams; ++r) putVarint(out, left[r - 1]);
+    for (unsigned r = 0; r < kHuffmanStreams; ++r) putVarint(out, sizes[r]);
+    for (unsigned r = 0; r < kHuffmanStreams; ++r) out.insert(out.end(), runBytes[r].data(), runBytes[r].data() + sizes[r]);
   }
 }
 
@@ -342,26 +375,15 @@ template <typename W> bool encodeHuffmanOf(std::span<const W> words, unsigned wi
   };
 
   std::vector<uint16_t> symbols; // of the block being coded (K <= 65536)
-  std::vector<uint32_t> cost;    // the weight of words [0, i)
+  std::vector<uint64_t> running;
   Bytes streams[kHuffmanStreams];
   for (uint64_t begin = 0; begin < words.size(); begin += kHuffmanBlockWords) {
     uint64_t end = std::min<uint64_t>(words.size(), begin + kHuffmanBlockWords);
     const uint64_t m = end - begin;
     symbols.resize(m);
-    cost.resize(m + 1);
-    uint32_t total = 0;
-    for (uint64_t i = 0; i < m; ++i) {
-      uint32_t sym = symbolOf(words[begin + i]);
-      symbols[i] = static_cast<uint16_t>(sym);
-      cost[i] = total;
-      total += weight[sym];
-    }
-    cost[m] = total;
-    uint64_t starts[kHuffmanStreams + 1] = {0, 0, 0, 0, m};
-    for (unsigned s = 1; s < kHuffmanStreams; ++s) {
-      uint32_t target = static_cast<uint32_t>(uint64_t{total} * s / kHuffmanStreams);
-      starts[s] = static_cast<uint64_t>(std::lower_bound(cost.begin(), cost.end() - 1, target) - cost.begin());
-    }
+    for (uint64_t i = 0; i < m; ++i) symbols[i] = static_cast<uint16_t>(symbolOf(words[begin + i]));
+    uint64_t starts[kHuffmanStreams + 1];
+    splitBlock(m, [&](uint64_t i) { return weight[symbols[i]]; }, running, starts);
     for (unsigned s = 1; s < kHuffmanStreams; ++s) putVarint(out, starts[s] - starts[s - 1]);
     for (unsigned s = 0; s < kHuffmanStreams; ++s) {
       uint64_t from = starts[s], to = starts[s + 1];
