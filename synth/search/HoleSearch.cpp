@@ -130,9 +130,12 @@ ColumnExponents exponentsByChannel(WordsView words, const DTypeInfo &f, uint64_t
   auto exponent = [&](uint64_t w) { return static_cast<uint16_t>((w >> f.mantissaBits) & mask); };
   std::vector<uint16_t> cells(channels * taken);
   if (rows) {
+    // The same evenly spaced words of every row (a division for every cell was most of the time).
+    std::vector<uint64_t> at(taken);
+    for (uint64_t k = 0; k < taken; ++k) at[k] = k * length / taken;
     for (uint64_t r = 0; r < channels; ++r)
       words.subspan(r * length, length).visit([&](auto w) {
-        for (uint64_t k = 0; k < taken; ++k) cells[r * taken + k] = exponent(w[k * length / taken]);
+        for (uint64_t k = 0; k < taken; ++k) cells[r * taken + k] = exponent(w[at[k]]);
       });
   } else {
     for (uint64_t k = 0; k < taken; ++k)
@@ -345,10 +348,12 @@ bool HoleSearch::spend() {
   return true;
 }
 
-void HoleSearch::scoreLit(Plan &lit, WordsView sample, unsigned width, double scale, bool mantissa) const {
+void HoleSearch::scoreLit(Plan &lit, WordsView sample, unsigned width, double scale, bool mantissa,
+                          bool contextLost) const {
   Encoding chosen = Encoding::Raw;
   EncodePolicy policy = policy_;
-  if (mantissa && policy.tries(Encoding::Context) && mantissaLooksRandom(sample, width)) policy.contextMinGain = 1;
+  if (contextLost || (mantissa && policy.tries(Encoding::Context) && mantissaLooksRandom(sample, width)))
+    policy.contextMinGain = 1;
   lit.cost = estimateLitCost(sample, width, policy, &chosen) * scale;
   // Scored whole (scale 1), the stream gets the very estimate emit would make. A sample may
   // misjudge it: levels that ask for a gain accept that, level 9 (the smallest archive) does
@@ -380,13 +385,15 @@ Plan HoleSearch::mergePlan(const Hole &hole, const HoleContext &context, const s
     } else {
       child.op = PlanOp::Lit;
       const uint64_t key = uint64_t{shifts[k]} << 8 | layout[k];
+      const FieldVerdict *const verdict = verdictFor(key);
       auto known = memo ? std::find_if(memo->begin(), memo->end(), [&](const auto &e) { return e.first == key; })
                         : FieldCosts::iterator{};
       if (memo && known != memo->end()) {
         child = known->second;
       } else if (scoring_) {
         const bool mantissa = context.floatType && shifts[k] + layout[k] <= context.floatType->mantissaBits;
-        scoreLit(child, extractField(hole.sample.words, shifts[k], layout[k]), layout[k], hole.sample.scale, mantissa);
+        scoreLit(child, extractField(hole.sample.words, shifts[k], layout[k]), layout[k], hole.sample.scale, mantissa,
+                 verdict && verdict->contextLost);
         if (memo) memo->emplace_back(key, child);
       }
       if (columnOffsets_ && scoring_ && context.floatType) {
@@ -449,7 +456,8 @@ Plan HoleSearch::channelOffsetsPlan(const Hole &hole, const HoleContext &context
   Plan lit;
   lit.op = PlanOp::Lit;
   lit.production = "lit";
-  scoreLit(lit, sample, width, hole.sample.scale);
+  const FieldVerdict *const verdict = verdictFor(uint64_t{shift} << 8 | width);
+  scoreLit(lit, sample, width, hole.sample.scale, false, verdict && verdict->contextLost);
   // The text's cost first: an argument moved from may be evaluated before the others.
   const double text = kNodeTextBytes + kPeriodicWordBytes * static_cast<double>(constants.size());
   Plan map = planOf(PlanOp::Map, rows ? "map:rows" : "map:columns");
@@ -510,7 +518,29 @@ Plan HoleSearch::solveHole(WordsView words, unsigned width, const HoleContext &c
   return best;
 }
 
-Plan HoleSearch::solveLike(std::span<const Plan> shortlist, WordsView words, unsigned width, const HoleContext &context) {
+void HoleSearch::collectVerdicts(const Plan &plan, FieldVerdicts &out) {
+  if (plan.op != PlanOp::Merge || plan.children.size() != plan.fieldWidths.size()) return;
+  const std::vector<unsigned> shifts = mergeFieldShifts(plan.fieldWidths);
+  for (size_t k = 0; k < plan.children.size(); ++k) {
+    const Plan &field = plan.children[k];
+    const Plan *lit = field.op == PlanOp::Map && field.children.size() == 1 ? &field.children[0] : &field;
+    if (lit->op != PlanOp::Lit) continue; // a constant field tells nothing of literals
+    const uint64_t key = uint64_t{shifts[k]} << 8 | plan.fieldWidths[k];
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto &e) { return e.first == key; });
+    if (it == out.end()) it = out.insert(out.end(), {key, FieldVerdict{}});
+    // A field several of the leader's plans have: context is skipped only where it lost in all.
+    it->second.contextLost = it->second.contextLost && lit->contextLost;
+  }
+}
+
+const HoleSearch::FieldVerdict *HoleSearch::verdictFor(uint64_t key) const {
+  if (!verdicts_) return nullptr;
+  auto it = std::find_if(verdicts_->begin(), verdicts_->end(), [&](const auto &e) { return e.first == key; });
+  return it == verdicts_->end() ? nullptr : &it->second;
+}
+
+Plan HoleSearch::solveLike(std::span<const Plan> shortlist, WordsView words, unsigned width, const HoleContext &context,
+                           const Plan *leaderTemplate) {
   expansions_ = 0;
   scoring_ = true;
   solvedTemplate_.reset();
@@ -519,6 +549,10 @@ Plan HoleSearch::solveLike(std::span<const Plan> shortlist, WordsView words, uns
   // own: the search looks for them.
   const bool runs = !words.empty() && words.visit([&](auto w) { return runPieces(w, kMinRunLengths[0]).size() >= 2; });
   if (words.empty() || hole.uniform() || runs) return solve(words, width, context);
+  FieldVerdicts verdicts;
+  for (const Plan &leader : shortlist) collectVerdicts(leader, verdicts);
+  if (leaderTemplate) collectVerdicts(*leaderTemplate, verdicts);
+  verdicts_ = &verdicts;
   FieldCosts memo;
   Plan best = templatePlan(hole, context, &memo);
   solvedTemplate_ = best;
@@ -526,9 +560,10 @@ Plan HoleSearch::solveLike(std::span<const Plan> shortlist, WordsView words, uns
   for (const Plan &leader : shortlist)
     if (std::optional<Plan> p = refitPlan(leader, hole, context, memo); p && (!refit || p->cost < refit->cost))
       refit = std::move(p);
+  verdicts_ = nullptr;
   if (refit && refit->cost <= best.cost) return std::move(*refit);
   // A miss: the structures cost more here than the template. The search, with what it scored
-  // so far.
+  // so far (fields scored by the leader's verdicts among them).
   const std::string priorKey = prior_ ? priorContext(words, width, context.floatType, true) : std::string();
   tryStructural(hole, context, limits_.maxDepth, best, trace_, priorKey, memo);
   return best;

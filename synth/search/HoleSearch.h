@@ -52,7 +52,15 @@ public:
   /// literals of these words), scored beside the template only; where none carries over (other
   /// operators, a stream with long runs, every refit scored above the template), the search
   /// `solve` makes. solvedTemplate() gives the template as scored here.
-  Plan solveLike(std::span<const Plan> shortlist, WordsView words, unsigned width, const HoleContext &context);
+  /// `leaderTemplate`, where given, is the template as the leader's search scored it. The
+  /// fields of these structures and of the template (and their channel constants) are scored
+  /// without simulating `context` where it lost on the leader's field: the leader's verdict
+  /// stands for its role (simulating context for every field of every tensor was a fifth of
+  /// level 5's instructions on a checkpoint of layers). Channel constants are computed from
+  /// these words: a layer's scales are its own (where only the leader's were tried, a pose
+  /// model's archive came out 0.1% larger).
+  Plan solveLike(std::span<const Plan> shortlist, WordsView words, unsigned width, const HoleContext &context,
+                 const Plan *leaderTemplate = nullptr);
 
   /// The template's plan: a float tensor's IEEE fields, or one literal; what `solve` returns
   /// with a budget of 0, and the baseline no search result may exceed.
@@ -93,7 +101,15 @@ private:
   /// Gives `lit` the estimated cost of a literal of `sample` (scaled by `scale`) and whether
   /// context lost there; a float's `mantissa` bits that look like noise are not scored for
   /// context (it loses, as far as they tell).
-  void scoreLit(Plan &lit, WordsView sample, unsigned width, double scale, bool mantissa = false) const;
+  void scoreLit(Plan &lit, WordsView sample, unsigned width, double scale, bool mantissa = false,
+                bool contextLost = false) const;
+  /// What a leader's plans tell of a field, by (shift, width): whether `context` lost on it.
+  struct FieldVerdict {
+    bool contextLost = true;
+  };
+  using FieldVerdicts = std::vector<std::pair<uint64_t, FieldVerdict>>;
+  static void collectVerdicts(const Plan &plan, FieldVerdicts &out);
+  const FieldVerdict *verdictFor(uint64_t key) const;
   /// Estimated costs of fields already scored for the hole being expanded, by (shift, width):
   /// layouts share most of their fields, the template's among them.
   using FieldCosts = std::vector<std::pair<uint64_t, Plan>>;
@@ -125,6 +141,7 @@ private:
   bool scoring_ = true; ///< whether plans get estimated costs (solve: not where none is compared)
   mutable bool columnOffsets_ = true; ///< whether mergePlan tries column offsets (not for the template)
   std::optional<Plan> solvedTemplate_;
+  const FieldVerdicts *verdicts_ = nullptr; ///< solveLike's: the leader's, for its fields
 };
 
 /// Estimated bytes of a literal of `words` in the encoding `policy` would pick, program text

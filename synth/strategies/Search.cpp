@@ -184,7 +184,8 @@ RegionProgram SearchStrategy::synthesize(const RegionInput &region) const {
   const Leader *leader = group != leaderOf_.end() ? &leaders_[group->second] : nullptr;
   const bool isLeader = leader && leader->name == region.name;
   const Plan best = isLeader ? leader->best
-                    : leader ? search.solveLike(leader->shortlist, words, width, context)
+                    : leader ? search.solveLike(leader->shortlist, words, width, context,
+                                                leader->baseline ? &*leader->baseline : nullptr)
                              : search.solve(words, width, context);
   auto emitOnly = [&](const Plan &plan) {
     RegionProgram out;

@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -544,6 +545,65 @@ TEST(Reuse, AFollowerRefitsTheLeadersLayoutOrIsSearchedWhereItDoesNotCarryOver) 
   const Plan instead = search.solveLike(std::span<const Plan>(&repeat, 1), follower, 16, context);
   EXPECT_GT(search.expansions(), 0u);
   EXPECT_NE(instead.op, PlanOp::Repeat);
+}
+
+namespace {
+
+/// Whether any literal of `e` is context-coded.
+bool usesContext(const Expr &e) {
+  if (e.kind == NodeKind::Lit) return static_cast<const Lit &>(e).encoding == Encoding::Context;
+  bool any = false;
+  forEachChild(e, [&](const Expr &child) { any = any || usesContext(child); });
+  return any;
+}
+
+} // namespace
+
+// A follower's fields are scored as its leader's came out: where context lost on the leader's
+// field, the follower's is neither scored nor emitted with it; where it won, it is tried.
+TEST(Reuse, AFollowerTriesContextWhereItsLeadersFieldDid) {
+  std::mt19937_64 rng(9);
+  const std::vector<uint64_t> shape{512, 512};
+  const HoleContext context{&dtypeInfo(DType::BF16), shape};
+  HoleSearch search(policyForLevel(kDefaultLevel), SearchLimits{});
+  search.solve(sparseHalves(rng, 512 * 512), 16, context);
+  // The leader's template (the IEEE fields) as the structure its role refits.
+  ASSERT_NE(search.solvedTemplate(), nullptr);
+  const Plan leader = *search.solvedTemplate(), leaderTemplate = leader;
+  ASSERT_EQ(leader.op, PlanOp::Merge) << describePlan(leader);
+  ASSERT_TRUE(std::any_of(leader.children.begin(), leader.children.end(),
+                          [](const Plan &f) { return f.op == PlanOp::Lit && !f.contextLost; }))
+      << "context wins on a field of the leader";
+  // The same plans, as if context had lost on every field.
+  auto lost = [](Plan p) {
+    std::function<void(Plan &)> mark = [&](Plan &q) {
+      if (q.op == PlanOp::Lit) q.contextLost = true;
+      for (Plan &c : q.children) mark(c);
+    };
+    mark(p);
+    return p;
+  };
+  const Plan lostLeader = lost(leader), lostTemplate = lost(leaderTemplate);
+
+  const std::vector<uint64_t> follower = sparseHalves(rng, 512 * 512);
+  for (const bool contextLostThere : {false, true}) {
+    const Plan &shortlisted = contextLostThere ? lostLeader : leader;
+    const Plan refit = search.solveLike(std::span<const Plan>(&shortlisted, 1), follower, 16, context,
+                                        contextLostThere ? &lostTemplate : &leaderTemplate);
+    EXPECT_EQ(search.expansions(), 0u) << "a refit: " << describePlan(refit);
+    Bytes payload;
+    const ExprPtr program = search.emit(refit, follower, 16, payload);
+    // Scored with context where the leader's field was (and there it wins again), without it
+    // where it lost: then it is not emitted with it either.
+    ASSERT_EQ(refit.op, PlanOp::Merge) << describePlan(refit);
+    const bool triedAndWon = std::any_of(refit.children.begin(), refit.children.end(),
+                                         [](const Plan &f) { return f.op == PlanOp::Lit && !f.contextLost; });
+    EXPECT_EQ(triedAndWon, !contextLostThere) << describePlan(refit);
+    if (contextLostThere) EXPECT_FALSE(usesContext(*program)) << printExpr(*program);
+    auto bytes = evaluate(*program, Payload::fromBytes(payload));
+    ASSERT_TRUE(bytes);
+    EXPECT_EQ(*bytes, bytesOf16(follower));
+  }
 }
 
 // Over a checkpoint of layers: the archive is the same on any thread count, every tensor
