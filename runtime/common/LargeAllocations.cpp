@@ -8,18 +8,10 @@
 // Where the kernel offers transparent huge pages only on request ("madvise", Debian's default),
 // asking for them on every block of 2 MiB or more makes one fault per 2 MiB.
 //
-// Freed memory is kept for the next tensor: glibc hands blocks from 128 KiB up to a threshold
-// that grows to 32 MiB back to the kernel when they are freed (each one mmap'd afresh) and trims
-// the heap's top whenever 2x that is free, so every tensor's buffers came as new pages again
-// (on a 134 MB checkpoint at level 1, 0.15 s of system time in 0.5 s). Blocks below 32 MiB now
-// always come from the heap, which is never trimmed; larger ones are still mapped and unmapped
-// (a tensor that large is worth its own pages, and keeping them would hold its size twice).
-//
 // This file replaces the global operator new of the executables that link it (brevisc,
 // brevis-bench, brevis-gen): the block still comes from malloc, so that the library's operator
 // delete (free) releases it; only the advice is added. Not linked in sanitizer builds, whose
 // runtimes replace operator new themselves and check that what it returned is released by it.
-#include <malloc.h>
 #include <sys/mman.h>
 
 #include <cstdint>
@@ -38,15 +30,6 @@ void adviseHugePages(void *p, std::size_t n) {
   const auto end = (reinterpret_cast<std::uintptr_t>(p) + n) & ~(kHugePage - 1);
   if (begin < end) ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_HUGEPAGE);
 }
-
-constexpr int kLargestHeapBlock = 32 << 20; // glibc's largest mmap threshold (HEAP_MAX_SIZE / 2)
-
-/// Sets the allocation policy above before main runs.
-[[maybe_unused]] const bool kHeapKept = [] {
-  ::mallopt(M_MMAP_THRESHOLD, kLargestHeapBlock);
-  ::mallopt(M_TRIM_THRESHOLD, INT32_MAX);
-  return true;
-}();
 
 } // namespace
 
