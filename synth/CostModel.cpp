@@ -415,8 +415,8 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
     // Candidates come in decreasing decoding speed: a slower one must win by the policy's margin.
     // The coders that count the words take the counts made above.
     bool encoded;
-    if (e == Encoding::Huffman && counted.words) encoded = encodeHuffman(words, width, candidate, *counted.words);
-    else if (e == Encoding::Huffman) encoded = !words.empty() && encodeHuffman(words, width, candidate, byteCounts);
+    if (e == Encoding::Huffman && counted.words) encoded = encodeHuffman(words, width, candidate, *counted.words, runBlocks);
+    else if (e == Encoding::Huffman) encoded = !words.empty() && encodeHuffman(words, width, candidate, byteCounts, runBlocks);
     else if (e == Encoding::Rans && byteCounts) encoded = (encodeRans(words, 0, candidate, blockCounts, runBlocks), true);
     else if (e == Encoding::Rans && counted.words) encoded = encodeRans16(words, width, candidate, counted.words);
     else encoded = encodeLit(e, words, width, candidate, policy.zstdLevelFor(words.size()));

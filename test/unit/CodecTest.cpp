@@ -668,6 +668,25 @@ TEST(Codec, RansPatchesTheRarestBytesAndRoundTrips) {
   EXPECT_EQ(planRarePatches(flat, 16000).patches, 0u);
 }
 
+// Huffman's blocks coded out of order (as on threads) are the same bytes, for the narrow
+// alphabets' path and the wide one's.
+TEST(Codec, HuffmanBlocksCodedInAnyOrderAreTheSameBytes) {
+  std::mt19937_64 rng(31);
+  const RunBlocks backwards = [](size_t blocks, const std::function<void(size_t)> &codeBlock) {
+    for (size_t b = blocks; b-- > 0;) codeBlock(b);
+  };
+  std::geometric_distribution<uint64_t> geometric(0.2);
+  for (unsigned width : {8u, 16u}) {
+    std::vector<uint64_t> words(kHuffmanBlockWords * 2 + 777);
+    for (auto &x : words) x = (geometric(rng) * 0x9e37u) & widthMask(width);
+    Bytes inOrder, outOfOrder;
+    ASSERT_TRUE(encodeHuffman(words, width, inOrder));
+    ASSERT_TRUE(encodeHuffman(words, width, outOfOrder, nullptr, &backwards));
+    EXPECT_EQ(outOfOrder, inOrder) << "u" << width;
+    expectRoundTrip(Encoding::Huffman, words, width, fmt::format("huffman u{}, three blocks", width));
+  }
+}
+
 TEST(Codec, RansPatchListsAreChecked) {
   std::vector<uint64_t> words(100);
   for (size_t i = 0; i < words.size(); ++i) words[i] = i % 3;

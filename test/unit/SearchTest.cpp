@@ -599,7 +599,9 @@ TEST(Reuse, AFollowerTriesContextWhereItsLeadersFieldDid) {
     const bool triedAndWon = std::any_of(refit.children.begin(), refit.children.end(),
                                          [](const Plan &f) { return f.op == PlanOp::Lit && !f.contextLost; });
     EXPECT_EQ(triedAndWon, !contextLostThere) << describePlan(refit);
-    if (contextLostThere) EXPECT_FALSE(usesContext(*program)) << printExpr(*program);
+    if (contextLostThere) {
+      EXPECT_FALSE(usesContext(*program)) << printExpr(*program);
+    }
     auto bytes = evaluate(*program, Payload::fromBytes(payload));
     ASSERT_TRUE(bytes);
     EXPECT_EQ(*bytes, bytesOf16(follower));

@@ -278,9 +278,23 @@ void splitBlock(uint64_t m, WeightAt weightAt, std::vector<uint64_t> &running, u
   }
 }
 
+/// Codes the blocks of `words`, block b by codeBlock(b, out), one after another into `out`,
+/// or each into a buffer of its own by `run` and then into `out` in order: the same bytes.
+template <typename CodeBlock> void codeBlocks(uint64_t n, Bytes &out, const RunBlocks *run, CodeBlock codeBlock) {
+  const size_t blocks = static_cast<size_t>((n + kHuffmanBlockWords - 1) / kHuffmanBlockWords);
+  if (!run || blocks < 2) {
+    for (size_t b = 0; b < blocks; ++b) codeBlock(b, out);
+    return;
+  }
+  std::vector<Bytes> coded(blocks);
+  (*run)(blocks, [&](size_t b) { codeBlock(b, coded[b]); });
+  for (const Bytes &c : coded) out.insert(out.end(), c.begin(), c.end());
+}
+
 template <typename W>
 void encodeBlocksDirect(std::span<const W> words, unsigned width, const HuffmanCode &code,
-                        const std::vector<uint32_t> &codes, const std::vector<uint8_t> &weight, Bytes &out) {
+                        const std::vector<uint32_t> &codes, const std::vector<uint8_t> &weight, Bytes &out,
+                        const RunBlocks *run) {
   static_assert(kHuffmanStreams == 4);
   // Per value: its lookup weight, and its code beside its length.
   const size_t values = size_t{1} << width;
@@ -293,9 +307,10 @@ void encodeBlocksDirect(std::span<const W> words, unsigned width, const HuffmanC
   // Four codes of at most 14 bits and up to 7 bits left from the last store fit the 64-bit
   // accumulator; longer codes (alphabets of more than 2^14 values) never reach this path.
   if (code.maxLength > 14) __builtin_trap();
-  std::vector<uint64_t> running;
-  thread_local std::vector<uint8_t> runBytes[kHuffmanStreams];
-  for (uint64_t begin = 0; begin < words.size(); begin += kHuffmanBlockWords) {
+  codeBlocks(words.size(), out, run, [&](size_t b, Bytes &into) {
+    thread_local std::vector<uint64_t> running;
+    thread_local std::vector<uint8_t> runBytes[kHuffmanStreams];
+    const uint64_t begin = b * kHuffmanBlockWords;
     const uint64_t m = std::min<uint64_t>(words.size() - begin, kHuffmanBlockWords);
     const W *w = words.data() + begin;
     uint64_t starts[kHuffmanStreams + 1];
@@ -324,13 +339,16 @@ void encodeBlocksDirect(std::span<const W> words, unsigned width, const HuffmanC
         sizes[k] = runs[k].finish(runBytes[k].data());
       }
     }
-    for (unsigned r = 1; r < kHuffmanStreams; ++r) putVarint(out, left[r - 1]);
-    for (unsigned r = 0; r < kHuffmanStreams; ++r) putVarint(out, sizes[r]);
-    for (unsigned r = 0; r < kHuffmanStreams; ++r) out.insert(out.end(), runBytes[r].data(), runBytes[r].data() + sizes[r]);
-  }
+    for (unsigned r = 1; r < kHuffmanStreams; ++r) putVarint(into, left[r - 1]);
+    for (unsigned r = 0; r < kHuffmanStreams; ++r) putVarint(into, sizes[r]);
+    for (unsigned r = 0; r < kHuffmanStreams; ++r)
+      into.insert(into.end(), runBytes[r].data(), runBytes[r].data() + sizes[r]);
+  });
 }
 
-template <typename W> bool encodeHuffmanOf(std::span<const W> words, unsigned width, Bytes &out, const WordHistogram *counted) {
+template <typename W>
+bool encodeHuffmanOf(std::span<const W> words, unsigned width, Bytes &out, const WordHistogram *counted,
+                     const RunBlocks *run) {
   std::optional<WordHistogram> made;
   if (!counted && (made = histogram(words, width, kHuffmanMaxSymbols))) counted = &*made;
   const WordHistogram *const h = counted;
@@ -360,7 +378,7 @@ template <typename W> bool encodeHuffmanOf(std::span<const W> words, unsigned wi
 
   putVarint(out, kHuffmanBlockWords);
   if (width <= kDirectWidth) {
-    encodeBlocksDirect(words, width, code, codes, weight, out);
+    encodeBlocksDirect(words, width, code, codes, weight, out, run);
     return true;
   }
   // Symbol of each word: a direct table for narrow words, binary search otherwise.
@@ -374,17 +392,17 @@ template <typename W> bool encodeHuffmanOf(std::span<const W> words, unsigned wi
     return static_cast<uint32_t>(std::lower_bound(code.words.begin(), code.words.end(), w) - code.words.begin());
   };
 
-  std::vector<uint16_t> symbols; // of the block being coded (K <= 65536)
-  std::vector<uint64_t> running;
-  Bytes streams[kHuffmanStreams];
-  for (uint64_t begin = 0; begin < words.size(); begin += kHuffmanBlockWords) {
-    uint64_t end = std::min<uint64_t>(words.size(), begin + kHuffmanBlockWords);
-    const uint64_t m = end - begin;
+  codeBlocks(words.size(), out, run, [&](size_t b, Bytes &into) {
+    thread_local std::vector<uint16_t> symbols; // of the block being coded (K <= 65536)
+    thread_local std::vector<uint64_t> running;
+    thread_local Bytes streams[kHuffmanStreams];
+    const uint64_t begin = b * kHuffmanBlockWords;
+    const uint64_t m = std::min<uint64_t>(words.size() - begin, kHuffmanBlockWords);
     symbols.resize(m);
     for (uint64_t i = 0; i < m; ++i) symbols[i] = static_cast<uint16_t>(symbolOf(words[begin + i]));
     uint64_t starts[kHuffmanStreams + 1];
     splitBlock(m, [&](uint64_t i) { return weight[symbols[i]]; }, running, starts);
-    for (unsigned s = 1; s < kHuffmanStreams; ++s) putVarint(out, starts[s] - starts[s - 1]);
+    for (unsigned s = 1; s < kHuffmanStreams; ++s) putVarint(into, starts[s] - starts[s - 1]);
     for (unsigned s = 0; s < kHuffmanStreams; ++s) {
       uint64_t from = starts[s], to = starts[s + 1];
       // At most L bits per word, plus the writer's 8 bytes of slack.
@@ -396,21 +414,21 @@ template <typename W> bool encodeHuffmanOf(std::span<const W> words, unsigned wi
       }
       streams[s].resize(writer.finish());
     }
-    for (const auto &s : streams) putVarint(out, s.size());
-    for (const auto &s : streams) out.insert(out.end(), s.begin(), s.end());
-  }
+    for (const auto &s : streams) putVarint(into, s.size());
+    for (const auto &s : streams) into.insert(into.end(), s.begin(), s.end());
+  });
   return true;
 }
 
 } // namespace
 
-bool encodeHuffman(WordsView words, unsigned width, Bytes &out, const WordHistogram &counted) {
-  return words.visit([&](auto w) { return encodeHuffmanOf(w, width, out, &counted); });
+bool encodeHuffman(WordsView words, unsigned width, Bytes &out, const WordHistogram &counted, const RunBlocks *run) {
+  return words.visit([&](auto w) { return encodeHuffmanOf(w, width, out, &counted, run); });
 }
 
-bool encodeHuffman(WordsView words, unsigned width, Bytes &out, const uint64_t *byteCounts) {
-  if (byteCounts && width <= 8) return encodeHuffman(words, width, out, histogramOfBytes(byteCounts));
-  return words.visit([&](auto w) { return encodeHuffmanOf(w, width, out, nullptr); });
+bool encodeHuffman(WordsView words, unsigned width, Bytes &out, const uint64_t *byteCounts, const RunBlocks *run) {
+  if (byteCounts && width <= 8) return encodeHuffman(words, width, out, histogramOfBytes(byteCounts), run);
+  return words.visit([&](auto w) { return encodeHuffmanOf(w, width, out, nullptr, run); });
 }
 
 } // namespace brevis

@@ -14,6 +14,7 @@
 // mode in their place costs ~0.05%. The entropy coding itself is htscodecs'.
 #include "lang/Result.h"
 #include "runtime/common/Bytes.h"
+#include "runtime/common/RunBlocks.h"
 #include "runtime/common/Words.h"
 
 #include <array>
@@ -31,10 +32,8 @@ inline constexpr uint64_t kRansBlockWords = uint64_t{1} << 20;
 /// bytes of each block into patches where a size model says that pays; order 1 writes none.
 /// `blockCounts`, where given, holds how often each byte occurs in each block of `words`
 /// (kRansBlockWords words a block), so that an order-0 stream is not counted again. `run`,
-/// where given, runs codeBlock(b) for each of `blocks` blocks, on several threads as it likes:
-/// blocks are coded independently, into the same bytes in any order.
+/// where given, codes the blocks (RunBlocks.h).
 using ByteCounts = std::array<uint64_t, 256>;
-using RunBlocks = std::function<void(size_t blocks, const std::function<void(size_t)> &codeBlock)>;
 void encodeRans(WordsView words, unsigned order, Bytes &out, std::span<const ByteCounts> blockCounts = {},
                 const RunBlocks *run = nullptr);
 
