@@ -4,6 +4,7 @@
 #include "synth/Literals.h"
 
 #include <algorithm>
+#include <mutex>
 
 namespace brevis {
 
@@ -33,6 +34,11 @@ std::vector<uint64_t> learningWords(ByteSpan bytes, unsigned wordBytes) {
 /// differ in which layout codes them best: reused from 2^14 words on, archives came out 0.007%
 /// larger over the corpus, from 2^17 on 0.002%.
 constexpr size_t kReuseMinWords = kSearchSampleThreshold;
+
+/// A leader's program, made by prepare's comparison with the template, is kept for synthesize
+/// where its tensor is at most this large (larger ones are made again: keeping them would hold
+/// a large tensor's payload once per role).
+constexpr size_t kKeptLeaderMaxBytes = size_t{8} << 20;
 
 /// A tensor that refits its role's leader is not also encoded as the template where the
 /// leader's program came out at least this much smaller than the leader's template: the
@@ -156,8 +162,11 @@ void SearchStrategy::prepare(std::span<const RegionInput> regions, unsigned thre
     if (leader.shortlist.empty()) leader.shortlist.push_back(leader.best);
     // The exact comparison with the template, once for the role.
     const Plan baseline = leader.baseline ? *leader.baseline : search.templatePlan(words, width, regionContext(region));
-    keepSmaller(search, leader.best, baseline, words, width, &leader.margin);
+    RegionProgram kept = keepSmaller(search, leader.best, baseline, words, width, &leader.margin);
     leader.templateWins = leader.margin < 0;
+    // Kept for synthesize where small: emitting it a third time was a twentieth of level 5's
+    // time on a checkpoint of many roles of few tensors each (face_recognition).
+    if (region.bytes.size() <= kKeptLeaderMaxBytes) leader.program = std::move(kept);
   });
 }
 
@@ -197,7 +206,14 @@ RegionProgram SearchStrategy::synthesize(const RegionInput &region) const {
   const Plan baseline = isLeader && leader->baseline ? *leader->baseline
                         : !isLeader && search.solvedTemplate() ? *search.solvedTemplate()
                                                                 : search.templatePlan(words, width, context);
-  if (isLeader) return emitOnly(leader->templateWins ? baseline : best); // prepare compared both
+  if (isLeader) { // prepare compared both, and kept the smaller where it was small
+    std::optional<RegionProgram> kept;
+    {
+      std::lock_guard lock(keptMutex_);
+      kept = std::exchange(leader->program, std::nullopt);
+    }
+    return kept ? std::move(*kept) : emitOnly(leader->templateWins ? baseline : best);
+  }
   if (leader && leader->margin >= kRoleMargin) return emitOnly(best);
   return keepSmaller(search, best, baseline, words, width, nullptr);
 }

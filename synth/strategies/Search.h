@@ -5,6 +5,7 @@
 #include "synth/Strategy.h"
 #include "synth/search/HoleSearch.h"
 
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -55,7 +56,10 @@ private:
     /// How much smaller `best`'s program came out than the template's, relatively (negative
     /// where the template's was smaller; the estimated margin where both were not encoded).
     double margin = 0;
+    /// The smaller of the two, made by prepare, until synthesize takes it (small tensors only).
+    mutable std::optional<RegionProgram> program;
   };
+  mutable std::mutex keptMutex_; ///< guards Leader::program, taken by concurrent synthesize calls
   /// The program of `best` for `region`, or the template's (`baseline`) where that is smaller;
   /// with `margin`, how much smaller the one kept is than the other (relatively; the
   /// estimated margin where only `best` was encoded).

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
-#include <queue>
 
 namespace brevis {
 
@@ -136,21 +135,31 @@ WordHistogram histogramOfBytes(const uint64_t *counts) {
 
 std::vector<uint8_t> huffmanLengths(std::span<const uint64_t> counts, unsigned limit) {
   const size_t k = counts.size();
-  // Plain Huffman over a min-heap; parents recorded to read off depths.
-  using Node = std::pair<uint64_t, uint32_t>; // (weight, node id)
-  std::priority_queue<Node, std::vector<Node>, std::greater<>> heap;
+  // Huffman's merges, smallest (weight, node id) first, from two queues: the leaves by count
+  // (ties by symbol), and the merged nodes in the order they are made, whose weights never
+  // decrease. The same tree a min-heap of (weight, id) makes (leaves, ids 0..k-1, before merged
+  // nodes of equal weight), without a heap: on 2^16 symbols the heap was a twentieth of the
+  // search's time. Parents recorded to read off depths.
+  std::vector<uint32_t> leaves(k);
+  std::iota(leaves.begin(), leaves.end(), 0);
+  std::stable_sort(leaves.begin(), leaves.end(), [&](uint32_t a, uint32_t b) { return counts[a] < counts[b]; });
+  std::vector<uint64_t> merged(k - 1); // weight of node k + i
   std::vector<uint32_t> parent(2 * k - 1, 0);
-  for (uint32_t i = 0; i < k; ++i) heap.push({counts[i], i});
-  uint32_t next = static_cast<uint32_t>(k);
-  while (heap.size() > 1) {
-    auto a = heap.top();
-    heap.pop();
-    auto b = heap.top();
-    heap.pop();
-    parent[a.second] = parent[b.second] = next;
-    heap.push({a.first + b.first, next++});
+  size_t leaf = 0, made = 0, taken = 0;
+  auto smallest = [&]() -> std::pair<uint64_t, uint32_t> {
+    if (leaf < k && (taken == made || counts[leaves[leaf]] <= merged[taken])) {
+      const uint32_t s = leaves[leaf++];
+      return {counts[s], s};
+    }
+    const auto id = static_cast<uint32_t>(k + taken);
+    return {merged[taken++], id};
+  };
+  for (; made + 1 < k; ++made) {
+    const auto a = smallest(), b = smallest();
+    parent[a.second] = parent[b.second] = static_cast<uint32_t>(k + made);
+    merged[made] = a.first + b.first;
   }
-  const uint32_t root = next - 1;
+  const uint32_t root = static_cast<uint32_t>(2 * k - 2);
   std::vector<unsigned> depth(2 * k - 1, 0);
   for (uint32_t n = root; n-- > 0;) depth[n] = depth[parent[n]] + 1; // parents have larger ids
   unsigned maxDepth = 0;
