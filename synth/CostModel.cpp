@@ -29,10 +29,6 @@ double entropyBits(std::span<const uint64_t> counts, uint64_t total) {
   return bits;
 }
 
-/// Literals up to this many words estimate rans_o1 from their sorted (previous, word) pairs
-/// rather than from a table of all 65,536.
-constexpr uint64_t kSparsePairsMaxWords = 4096;
-
 uint64_t blocksOf(uint64_t n, uint64_t blockWords) { return n / blockWords + (n % blockWords != 0); }
 
 /// From this size of the best encoding so far, estimates decide which slower candidates to try.
@@ -76,85 +72,51 @@ constexpr uint64_t kZstdMinBytes = 14;
 
 /// c log2 c, from a table for the counts below 2^16: a logarithm for every used pair was a sixth
 /// of level 1's time. A row of counts c (T their sum) codes in T log2 T - sum of c log2 c bits.
-double xLog2x(uint64_t c) {
-  static const std::vector<double> table = [] {
-    std::vector<double> t(size_t{1} << 16, 0.0);
-    for (size_t x = 1; x < t.size(); ++x) t[x] = static_cast<double>(x) * std::log2(static_cast<double>(x));
-    return t;
-  }();
-  return c < table.size() ? table[c] : static_cast<double>(c) * std::log2(static_cast<double>(c));
+const std::vector<double> kXLog2X = [] {
+  std::vector<double> t(size_t{1} << 16, 0.0);
+  for (size_t x = 1; x < t.size(); ++x) t[x] = static_cast<double>(x) * std::log2(static_cast<double>(x));
+  return t;
+}();
+inline double xLog2x(uint64_t c) {
+  return c < kXLog2X.size() ? kXLog2X[c] : static_cast<double>(c) * std::log2(static_cast<double>(c));
 }
 
 /// The order-1 entropy of `words` in bits: each word coded by the statistics of the words that
 /// follow the same previous word (the first follows 0), summed with no table cost; `used`
-/// receives the number of distinct (previous, word) pairs.
-double order1EntropyBits(WordsView words, unsigned width, uint64_t &used) {
-  const uint64_t n = words.size();
+/// receives the number of distinct (previous, word) pairs. Words of at most 8 bits.
+double order1EntropyBits(WordsView words, uint64_t &used) {
   double bits = 0;
   used = 0;
-  if (n <= kSparsePairsMaxWords) {
-    // Counters of every pair, kept zero between calls: the pairs this stream touched are
-    // listed, then read and cleared (a table of every pair cleared for each small literal was
-    // most of the synthesis time of a checkpoint of many small tensors; sorting the pairs
-    // instead, a twentieth of the search's time on the corpus).
-    thread_local std::vector<uint16_t> cells(size_t{1} << 16); // counts of at most 4096
-    thread_local std::array<uint32_t, 256> rows{};
-    thread_local std::vector<uint16_t> touched;
-    touched.clear();
-    uint64_t previous = 0;
-    words.visit([&](auto span) {
-      for (uint64_t w : span) {
-        const auto pair = static_cast<uint16_t>(previous << 8 | w);
-        if (cells[pair]++ == 0) touched.push_back(pair);
-        ++rows[previous];
-        previous = w;
-      }
-    });
-    double sum = 0;
-    for (const uint16_t pair : touched) {
-      sum += xLog2x(cells[pair]);
-      cells[pair] = 0;
+  // Counters of every (previous, word) pair, kept zero between calls: the pairs this stream
+  // touched are listed, then read and cleared, and the rows' totals summed from them. (A table
+  // cleared for each literal was most of the synthesis time of a checkpoint of many small
+  // tensors; sorting the pairs instead, a twentieth of the search's time on the corpus; reading
+  // the used rows whole, a third of a probe's time on byte streams, whose rows are all used.)
+  thread_local std::vector<uint32_t> cells(size_t{1} << 16);
+  thread_local std::array<uint64_t, 256> rows{};
+  thread_local std::vector<uint16_t> touched;
+  touched.clear();
+  uint64_t previous = 0;
+  words.visit([&](auto span) {
+    for (uint64_t w : span) {
+      const auto pair = static_cast<uint16_t>(previous << 8 | w);
+      if (cells[pair]++ == 0) touched.push_back(pair);
+      previous = w;
     }
-    for (uint32_t &total : rows)
-      if (total) {
-        bits += xLog2x(total);
-        total = 0;
-      }
-    bits -= sum;
-    used = touched.size();
-  } else {
-    // A row per previous word, a column per word: 2^width of each (a 7-bit field's table is a
-    // quarter of a byte stream's, a sign's four counters), kept zero between calls: only the
-    // rows a stream used are read and cleared (an exponent uses a few dozen of 256; clearing
-    // and reading the whole table was most of the probe's time).
-    const size_t side = size_t{1} << width;
-    thread_local std::vector<uint32_t> pairs;
-    thread_local std::vector<uint8_t> rowUsed;
-    if (pairs.size() < side * side) pairs.assign(side * side, 0);
-    rowUsed.assign(side, 0);
-    uint64_t previous = 0;
-    words.visit([&](auto span) {
-      for (uint64_t w : span) {
-        ++pairs[previous * side + w];
-        rowUsed[previous] = 1; // a store only: a count of each row too was a third of the time
-        previous = w;
-      }
-    });
-    for (size_t c = 0; c < side; ++c) {
-      if (!rowUsed[c]) continue;
-      uint32_t *const row = pairs.data() + c * side;
-      double sum = 0;
-      uint64_t total = 0;
-      for (size_t x = 0; x < side; ++x) {
-        if (row[x] == 0) continue;
-        ++used;
-        total += row[x];
-        sum += xLog2x(row[x]);
-        row[x] = 0;
-      }
-      bits += xLog2x(total) - sum;
-    }
+  });
+  double sum = 0;
+  for (const uint16_t pair : touched) {
+    sum += xLog2x(cells[pair]);
+    rows[pair >> 8] += cells[pair];
+    cells[pair] = 0;
   }
+  for (uint64_t &total : rows)
+    if (total) {
+      bits += xLog2x(total);
+      total = 0;
+    }
+  bits -= sum;
+  used = touched.size();
   return bits;
 }
 
@@ -262,7 +224,7 @@ bool worthEncoding(Encoding e, WordsView words, unsigned width, uint64_t bestSiz
     // rules it out already), the whole run where that does not.
     for (const uint64_t probeWords : {kOrder1ProbeWords / 4, kOrder1ProbeWords}) {
       uint64_t used = 0;
-      const double bits = order1EntropyBits(words.subspan((n - probeWords) / 2, probeWords), width, used);
+      const double bits = order1EntropyBits(words.subspan((n - probeWords) / 2, probeWords), used);
       if (ruledOut(bits / 8 * static_cast<double>(n) / static_cast<double>(probeWords))) return false;
     }
   }
@@ -607,7 +569,7 @@ std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigne
                                     static_cast<double>(kOrder1EstimateWords));
     }
     uint64_t used = 0;
-    const double bits = order1EntropyBits(words, width, used);
+    const double bits = order1EntropyBits(words, used);
     uint64_t blocks = blocksOf(n, kRansBlockWords);
     // Order-1 tables: about 0.55 bytes per used (context, symbol) pair (measured on real
     // exponent and mantissa streams); stored as is when coding would not help.

@@ -392,8 +392,9 @@ Plan HoleSearch::mergePlan(const Hole &hole, const HoleContext &context, const s
         child = known->second;
       } else if (scoring_) {
         const bool mantissa = context.floatType && shifts[k] + layout[k] <= context.floatType->mantissaBits;
-        scoreLit(child, extractField(hole.sample.words, shifts[k], layout[k]), layout[k], hole.sample.scale, mantissa,
-                 verdict && verdict->contextLost);
+        PooledFieldBuffers buffers; // the field in its narrowest words, in pages already touched
+        const WordsView field = extractField(hole.sample.words, shifts[k], layout[k], *buffers);
+        scoreLit(child, field, layout[k], hole.sample.scale, mantissa, verdict && verdict->contextLost);
         if (memo) memo->emplace_back(key, child);
       }
       if (columnOffsets_ && scoring_ && context.floatType) {
