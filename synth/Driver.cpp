@@ -47,16 +47,22 @@ std::vector<Region> tileRegions(ByteSpan file, std::optional<std::string> &notSa
 }
 
 std::vector<size_t> firstWithSameBytes(const std::vector<Region> &regions, ByteSpan file,
-                                       std::vector<uint64_t> *digests) {
+                                       std::vector<uint64_t> *digests, unsigned threads) {
   std::vector<size_t> first(regions.size());
   std::unordered_multimap<uint64_t, size_t> seen;
-  if (digests) digests->clear();
+  // The regions' digests on the threads (one after another, before the first region could
+  // start, they took 18-23 ms of a 134 MB checkpoint's 200 ms at level 1 on two threads), then
+  // the repeats in file order.
+  std::vector<uint64_t> keys(regions.size());
+  parallelFor(regions.size(), threads, [&](size_t i) {
+    keys[i] = regionDigest(file.subspan(regions[i].bytes.offset, regions[i].bytes.size));
+  });
+  if (digests) *digests = keys;
   for (size_t i = 0; i < regions.size(); ++i) {
     first[i] = i;
     const Region &r = regions[i];
     const ByteSpan bytes = file.subspan(r.bytes.offset, r.bytes.size);
-    const uint64_t key = regionDigest(bytes);
-    if (digests) digests->push_back(key);
+    const uint64_t key = keys[i];
     if (r.bytes.size == 0) continue;
     auto [begin, end] = seen.equal_range(key);
     for (auto it = begin; it != end; ++it) {
@@ -113,7 +119,7 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
   std::vector<char> done(n, 0);
   size_t joined = 0;
   std::mutex joining;
-  const std::vector<size_t> first = firstWithSameBytes(c.regions, file, &out.digests);
+  const std::vector<size_t> first = firstWithSameBytes(c.regions, file, &out.digests, options.threads);
   // Room for every byte of the file, reserved, not touched: a payload seldom exceeds its input.
   if (!options.payloadWriter) out.payload.reserve(file.size() + kPayloadSlack);
   uint64_t payloadSize = 0;

@@ -46,9 +46,9 @@ std::vector<Region> tileRegions(ByteSpan file, std::optional<std::string> &notSa
 /// (its own index if none is earlier). Checkpoints repeat whole tensors (a shared bias, a copied
 /// block); synthesizeCheckpoint gives a repeat the first one's program, reading the same payload
 /// bytes, at no payload cost. Regions are told apart by their regionDigest, stored in `digests`
-/// where given (one pass over the file serves both).
+/// where given (one pass over the file serves both), taken on up to `threads` threads.
 std::vector<size_t> firstWithSameBytes(const std::vector<Region> &regions, ByteSpan file,
-                                       std::vector<uint64_t> *digests = nullptr);
+                                       std::vector<uint64_t> *digests = nullptr, unsigned threads = 1);
 
 /// Writes `c`'s header region as the list of its tensors (`safetensors(…)`,
 /// lang/SafetensorsIndex.h) where that makes exactly the header's bytes in `file`; the header
