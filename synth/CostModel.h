@@ -6,7 +6,6 @@
 #include "lang/Ast.h"
 #include "runtime/codecs/LitEncode.h"
 #include "runtime/common/Bytes.h"
-#include "runtime/containers/Archive.h"
 
 #include <algorithm>
 #include <initializer_list>
@@ -64,10 +63,6 @@ struct EncodePolicy {
 /// 1 MiB; 1: zstd 1).
 inline constexpr int kDefaultLevel = 5;
 EncodePolicy policyForLevel(int level);
-/// The highest zstd level of an archive's program section at a compression level: level 9
-/// spends zstd 19 on it (2% smaller than kProgramZstdLevel, in two and a half times the time), level 1
-/// zstd 9 (40 MB/s, 28% larger): its synthesis of a 134 MB checkpoint takes a quarter second.
-inline int programZstdLevelFor(int level) { return level <= 1 ? 9 : level >= 9 ? 19 : kProgramZstdLevel; }
 
 /// Estimated encoded size from the words' statistics, without encoding; nullopt where the
 /// encoding does not apply. Raw and bitpack are exact; the entropy coders' estimates are the

@@ -18,15 +18,10 @@ constexpr uint32_t kFlagDirectory = 1;
 constexpr size_t kPayloadPadding = 16; // = kPayloadSlack: zeros after the payload section
 constexpr size_t kTrailerSize = 8;
 
-/// The zstd level of the program section. Program text is usually small, so it is worth the
-/// slowest level, which makes it a third smaller than level 9; but that level runs at under
-/// 1 MB/s, and slower on larger inputs: the 36 MB of text of a checkpoint of 200,000 tensors took
-/// 52 s (most of its compression) at level 19, 6.5 s at 16 and 0.7 s at 9 (2.8 MB, not 1.8).
-int programZstdLevel(size_t textSize) {
-  if (textSize <= (size_t{2} << 20)) return 19;
-  if (textSize <= (size_t{8} << 20)) return 16;
-  return 9;
-}
+/// The zstd level of the program section (Archive.h, kProgramZstdLevel), lower for large texts:
+/// the 36 MB of text of a checkpoint of 200,000 tensors took 52 s (most of its compression) at
+/// level 19, 6.5 s at 16 and 0.7 s at 9 (2.8 MB, not 1.8).
+int programZstdLevel(size_t textSize) { return textSize <= (size_t{8} << 20) ? kProgramZstdLevel : 9; }
 
 void putU16(Bytes &out, uint16_t v) {
   for (int i = 0; i < 2; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
@@ -149,7 +144,7 @@ Result<uint64_t> ArchiveWriter::finish(const std::vector<ArchiveMember> &members
   }
   Bytes program(ZSTD_compressBound(texts.size()));
   size_t packed = ZSTD_compress(program.data(), program.size(), texts.data(), texts.size(),
-                               std::min(programZstdLevel(texts.size()), programLevelLimit_));
+                               programZstdLevel(texts.size()));
   if (ZSTD_isError(packed)) __builtin_trap(); // only fails on a too-small buffer, which compressBound rules out
   program.resize(packed);
 

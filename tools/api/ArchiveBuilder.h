@@ -58,8 +58,6 @@ public:
   Result<void> appendPayload(ByteSpan part);
   /// Writes the metadata and, for a file, renames it into place; returns the archive's size.
   Result<uint64_t> finish(bool directory);
-  /// See ArchiveWriter::limitProgramZstdLevel.
-  void limitProgramZstdLevel(int level) { writer_.limitProgramZstdLevel(level); }
 
 private:
   explicit ArchiveBuilder(std::unique_ptr<OutputFile> out) : file_(std::move(out)), writer_(*file_) {}

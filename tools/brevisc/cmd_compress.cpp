@@ -6,7 +6,6 @@
 
 #include "runtime/containers/Checksum.h"
 #include "runtime/containers/FileIO.h"
-#include "synth/CostModel.h"
 #include "synth/Driver.h"
 
 #include <nlohmann/json.hpp>
@@ -94,7 +93,6 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
     return fail("refusing to write an archive to a terminal; use -o FILE or redirect standard output");
   auto builder = ArchiveBuilder::create(std::move(*sink));
   if (!builder) return fail(builder.error().message);
-  (*builder)->limitProgramZstdLevel(programZstdLevelFor(o.level));
 
   const DecodeOptions options = decodeOptions(/*jit=*/false, resolveThreads(o.threads));
   const bool showProgress = !v.quiet && stderrIsTerminal();
