@@ -81,42 +81,78 @@ inline double xLog2x(uint64_t c) {
   return c < kXLog2X.size() ? kXLog2X[c] : static_cast<double>(c) * std::log2(static_cast<double>(c));
 }
 
+/// Streams up to this many words list the (previous, word) pairs they touch (order1EntropyBits).
+constexpr uint64_t kListedPairsMaxWords = 4096;
+
 /// The order-1 entropy of `words` in bits: each word coded by the statistics of the words that
 /// follow the same previous word (the first follows 0), summed with no table cost; `used`
 /// receives the number of distinct (previous, word) pairs. Words of at most 8 bits.
-double order1EntropyBits(WordsView words, uint64_t &used) {
+double order1EntropyBits(WordsView words, unsigned width, uint64_t &used) {
   double bits = 0;
   used = 0;
-  // Counters of every (previous, word) pair, kept zero between calls: the pairs this stream
-  // touched are listed, then read and cleared, and the rows' totals summed from them. (A table
-  // cleared for each literal was most of the synthesis time of a checkpoint of many small
-  // tensors; sorting the pairs instead, a twentieth of the search's time on the corpus; reading
-  // the used rows whole, a third of a probe's time on byte streams, whose rows are all used.)
-  thread_local std::vector<uint32_t> cells(size_t{1} << 16);
-  thread_local std::array<uint64_t, 256> rows{};
-  thread_local std::vector<uint16_t> touched;
-  touched.clear();
+  if (words.size() <= kListedPairsMaxWords) {
+    // Counters of every (previous, word) pair, kept zero between calls: the pairs this stream
+    // touched are listed, then read and cleared, and the rows' totals summed from them (a
+    // table cleared for each literal was most of the synthesis time of a checkpoint of many
+    // small tensors; sorting the pairs instead, a twentieth of the search's time on the corpus).
+    thread_local std::vector<uint32_t> cells(size_t{1} << 16);
+    thread_local std::array<uint64_t, 256> rows{};
+    thread_local std::vector<uint16_t> touched;
+    touched.clear();
+    uint64_t previous = 0;
+    words.visit([&](auto span) {
+      for (uint64_t w : span) {
+        const auto pair = static_cast<uint16_t>(previous << 8 | w);
+        if (cells[pair]++ == 0) touched.push_back(pair);
+        previous = w;
+      }
+    });
+    double sum = 0;
+    for (const uint16_t pair : touched) {
+      sum += xLog2x(cells[pair]);
+      rows[pair >> 8] += cells[pair];
+      cells[pair] = 0;
+    }
+    for (uint64_t &total : rows)
+      if (total) {
+        bits += xLog2x(total);
+        total = 0;
+      }
+    used = touched.size();
+    return bits - sum;
+  }
+  // A longer stream: a row per previous word, a column per word, 2^width of each (a 7-bit
+  // field's table is a quarter of a byte stream's, a sign's four counters), kept zero between
+  // calls; only the rows the stream used are read and cleared (an exponent uses a few dozen of
+  // 256; clearing and reading the whole table was most of a probe's time). Listing the touched
+  // pairs here, a test for every word, doubled level 1's time in its probes.
+  const size_t side = size_t{1} << width;
+  thread_local std::vector<uint32_t> pairs;
+  thread_local std::vector<uint8_t> rowUsed;
+  if (pairs.size() < side * side) pairs.assign(side * side, 0);
+  rowUsed.assign(side, 0);
   uint64_t previous = 0;
   words.visit([&](auto span) {
     for (uint64_t w : span) {
-      const auto pair = static_cast<uint16_t>(previous << 8 | w);
-      if (cells[pair]++ == 0) touched.push_back(pair);
+      ++pairs[previous * side + w];
+      rowUsed[previous] = 1; // a store only: a count of each row too was a third of the time
       previous = w;
     }
   });
-  double sum = 0;
-  for (const uint16_t pair : touched) {
-    sum += xLog2x(cells[pair]);
-    rows[pair >> 8] += cells[pair];
-    cells[pair] = 0;
-  }
-  for (uint64_t &total : rows)
-    if (total) {
-      bits += xLog2x(total);
-      total = 0;
+  for (size_t c = 0; c < side; ++c) {
+    if (!rowUsed[c]) continue;
+    uint32_t *const row = pairs.data() + c * side;
+    double sum = 0;
+    uint64_t total = 0;
+    for (size_t x = 0; x < side; ++x) {
+      if (row[x] == 0) continue;
+      ++used;
+      total += row[x];
+      sum += xLog2x(row[x]);
+      row[x] = 0;
     }
-  bits -= sum;
-  used = touched.size();
+    bits += xLog2x(total) - sum;
+  }
   return bits;
 }
 
@@ -224,7 +260,7 @@ bool worthEncoding(Encoding e, WordsView words, unsigned width, uint64_t bestSiz
     // rules it out already), the whole run where that does not.
     for (const uint64_t probeWords : {kOrder1ProbeWords / 4, kOrder1ProbeWords}) {
       uint64_t used = 0;
-      const double bits = order1EntropyBits(words.subspan((n - probeWords) / 2, probeWords), used);
+      const double bits = order1EntropyBits(words.subspan((n - probeWords) / 2, probeWords), width, used);
       if (ruledOut(bits / 8 * static_cast<double>(n) / static_cast<double>(probeWords))) return false;
     }
   }
@@ -572,7 +608,7 @@ std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigne
                                     static_cast<double>(kOrder1EstimateWords));
     }
     uint64_t used = 0;
-    const double bits = order1EntropyBits(words, used);
+    const double bits = order1EntropyBits(words, width, used);
     uint64_t blocks = blocksOf(n, kRansBlockWords);
     // Order-1 tables: about 0.55 bytes per used (context, symbol) pair (measured on real
     // exponent and mantissa streams); stored as is when coding would not help.
