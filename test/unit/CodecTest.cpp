@@ -918,8 +918,12 @@ TEST(Codec, ContextCodesEveryWidthAndItsEstimateIsItsSize) {
       Bytes coded;
       ASSERT_TRUE(encodeLit(Encoding::Context, words, width, coded));
       const auto escapes = contextEscapesToTry(words, width);
-      if (shape == Shape::OneSymbol) EXPECT_EQ(escapes.size(), 2u) << "u" << width;
-      if (shape == Shape::Uniform && width >= 4) EXPECT_EQ(escapes.size(), 1u) << "u" << width;
+      if (shape == Shape::OneSymbol) {
+        EXPECT_EQ(escapes.size(), 2u) << "u" << width;
+      }
+      if (shape == Shape::Uniform && width >= 4) {
+        EXPECT_EQ(escapes.size(), 1u) << "u" << width;
+      }
       double best = DBL_MAX;
       for (const auto &escape : escapes) {
         const auto bits = contextCodeBits(words, width, words.size(), escape);
