@@ -156,6 +156,13 @@ double order1EntropyBits(WordsView words, unsigned width, uint64_t &used) {
   return bits;
 }
 
+/// Bitpack's bit count of the bytes counted in counts[0..256): the largest value present's width.
+unsigned bitpackBitsOfCounts(const uint64_t *counts) {
+  for (unsigned v = 256; v-- > 0;)
+    if (counts[v]) return static_cast<unsigned>(std::bit_width(v));
+  return 0;
+}
+
 /// Whether zstd at policy.zstdLevel may beat `bestSize` by the policy's gain, judged by zstd at
 /// the probe level on (a sample of) the stream.
 bool zstdMayWin(WordsView words, uint64_t bestSize, const EncodePolicy &policy) {
@@ -378,11 +385,7 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
       for (size_t v = 0; v < 256; ++v) counts[v] += blockCounts[b][v];
     }
     byteCounts = counts;
-    for (unsigned v = 256; v-- > 0;)
-      if (counts[v]) {
-        bits = static_cast<unsigned>(std::bit_width(v));
-        break;
-      }
+    bits = bitpackBitsOfCounts(counts);
   } else {
     bits = bitpackBits(words); // one pass, for bitpack's size and its encoding
   }
@@ -493,13 +496,7 @@ uint64_t estimateSmallest(WordsView words, unsigned width, const EncodePolicy &p
       continue;
     std::optional<uint64_t> estimate;
     if (e == Encoding::Bitpack && counted.bytes) {
-      unsigned bits = 0;
-      for (unsigned v = 256; v-- > 0;)
-        if (counts[v]) {
-          bits = static_cast<unsigned>(std::bit_width(v));
-          break;
-        }
-      estimate = bitpackPayloadSize(words.size(), bits);
+      estimate = bitpackPayloadSize(words.size(), bitpackBitsOfCounts(counts));
     } else if (e == Encoding::Bitpack && counted.words) {
       estimate = bitpackPayloadSize(words.size(), static_cast<unsigned>(std::bit_width(counted.words->words.back())));
     } else {

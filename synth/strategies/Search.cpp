@@ -162,8 +162,7 @@ void SearchStrategy::prepare(std::span<const RegionInput> regions, unsigned thre
     if (leader.shortlist.empty()) leader.shortlist.push_back(leader.best);
     // The exact comparison with the template, once for the role.
     const Plan baseline = leader.baseline ? *leader.baseline : search.templatePlan(words, width, regionContext(region));
-    RegionProgram kept = keepSmaller(search, leader.best, baseline, words, width, &leader.margin);
-    leader.templateWins = leader.margin < 0;
+    RegionProgram kept = keepSmaller(search, leader.best, baseline, region, words, width, &leader.margin);
     // Kept for synthesize where small: emitting it a third time was a twentieth of level 5's
     // time on a checkpoint of many roles of few tensors each (face_recognition).
     if (region.bytes.size() <= kKeptLeaderMaxBytes) leader.program = std::move(kept);
@@ -212,16 +211,17 @@ RegionProgram SearchStrategy::synthesize(const RegionInput &region) const {
       std::lock_guard lock(keptMutex_);
       kept = std::exchange(leader->program, std::nullopt);
     }
-    return kept ? std::move(*kept) : emitOnly(leader->templateWins ? baseline : best);
+    return kept ? std::move(*kept) : emitOnly(leader->margin < 0 ? baseline : best);
   }
   if (leader && leader->margin >= kRoleMargin) return emitOnly(best);
-  return keepSmaller(search, best, baseline, words, width, nullptr);
+  return keepSmaller(search, best, baseline, region, words, width, nullptr);
 }
 
-RegionProgram SearchStrategy::keepSmaller(HoleSearch &search, const Plan &best, const Plan &baseline, WordsView words,
-                                          unsigned width, double *margin) const {
+RegionProgram SearchStrategy::keepSmaller(HoleSearch &search, const Plan &best, const Plan &baseline,
+                                          const RegionInput &region, WordsView words, unsigned width,
+                                          double *margin) const {
   RegionProgram out;
-  out.payload.reserve(words.size() * ((width + 7) / 8) + 4096); // as reservePayload
+  reservePayload(out, region);
   out.program = search.emit(best, words, width, out.payload);
   const double bestBytes = static_cast<double>(out.payload.size()) + planTextBytes(best);
   if (margin) *margin = (baseline.cost - best.cost) / std::max(baseline.cost, 1.0);

@@ -50,11 +50,9 @@ private:
     Plan best;
     std::optional<Plan> baseline; ///< the template as that search scored it
     std::vector<Plan> shortlist;
-    /// Whether the template's program came out smaller than `best`'s when both were encoded
-    /// (prepare decides for the leader, as synthesize does for a tensor searched alone).
-    bool templateWins = false;
     /// How much smaller `best`'s program came out than the template's, relatively (negative
-    /// where the template's was smaller; the estimated margin where both were not encoded).
+    /// where the template's was smaller; the estimated margin where both were not encoded):
+    /// prepare decides for the leader, as synthesize does for a tensor searched alone.
     double margin = 0;
     /// The smaller of the two, made by prepare, until synthesize takes it (small tensors only).
     mutable std::optional<RegionProgram> program;
@@ -63,8 +61,8 @@ private:
   /// The program of `best` for `region`, or the template's (`baseline`) where that is smaller;
   /// with `margin`, how much smaller the one kept is than the other (relatively; the
   /// estimated margin where only `best` was encoded).
-  RegionProgram keepSmaller(HoleSearch &search, const Plan &best, const Plan &baseline, WordsView words,
-                            unsigned width, double *margin) const;
+  RegionProgram keepSmaller(HoleSearch &search, const Plan &best, const Plan &baseline, const RegionInput &region,
+                            WordsView words, unsigned width, double *margin) const;
   std::vector<Leader> leaders_;
   std::unordered_map<std::string, size_t> leaderOf_; ///< tensor name -> its role's leader
 };

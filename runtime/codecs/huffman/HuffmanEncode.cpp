@@ -10,37 +10,6 @@ namespace brevis {
 
 namespace {
 
-/// Writes bits LSB first into a buffer sized in advance (with 8 bytes of slack), storing the
-/// accumulator 8 bytes at a time.
-class BitWriter {
-public:
-  explicit BitWriter(uint8_t *out) : begin_(out), p_(out) {}
-  void put(uint32_t bits, unsigned count) { // count <= 16
-    acc_ |= uint64_t{bits} << filled_;
-    filled_ += count;
-    if (filled_ >= 48) flush();
-  }
-  /// Writes what remains and returns the bytes written in all.
-  size_t finish() {
-    flush();
-    if (filled_) *p_++ = static_cast<uint8_t>(acc_);
-    return static_cast<size_t>(p_ - begin_);
-  }
-
-private:
-  void flush() {
-    std::memcpy(p_, &acc_, 8); // little-endian host
-    unsigned bytes = filled_ >> 3;
-    p_ += bytes;
-    acc_ = bytes == 8 ? 0 : acc_ >> (8 * bytes);
-    filled_ &= 7;
-  }
-  uint8_t *begin_;
-  uint8_t *p_;
-  uint64_t acc_ = 0;
-  unsigned filled_ = 0;
-};
-
 unsigned ceilLog2(uint64_t n) { return n <= 1 ? 0 : 64 - static_cast<unsigned>(__builtin_clzll(n - 1)); }
 
 } // namespace
@@ -209,7 +178,14 @@ struct RunWriter {
     acc |= uint64_t{entry & 0xffffu} << filled;
     filled += entry >> 16;
   }
-  /// Stores the whole bytes (filled <= 7 + 4 * 14 < 64 between stores: the shift stays below 64).
+  /// Adds a code of `length` bits (up to 16), storing once 48 bits are held: for alphabets whose
+  /// codes may pass 14 bits, four to a store no longer fit.
+  void putCode(uint32_t code, unsigned length) {
+    acc |= uint64_t{code} << filled;
+    filled += length;
+    if (filled >= 48) store();
+  }
+  /// Stores the whole bytes (filled <= 63 between stores: the shift stays below 64).
   [[gnu::always_inline]] void store() {
     std::memcpy(p, &acc, 8); // little-endian host
     p += filled >> 3;
@@ -416,12 +392,13 @@ bool encodeHuffmanOf(std::span<const W> words, unsigned width, Bytes &out, const
       uint64_t from = starts[s], to = starts[s + 1];
       // At most L bits per word, plus the writer's 8 bytes of slack.
       streams[s].resize(static_cast<size_t>(((to - from) * code.maxLength + 7) / 8 + 8));
-      BitWriter writer(streams[s].data());
+      RunWriter writer{streams[s].data()};
       for (uint64_t i = from; i < to; ++i) {
         uint32_t sym = symbols[i];
-        writer.put(codes[sym], code.lengths[sym]);
+        writer.putCode(codes[sym], code.lengths[sym]);
       }
-      streams[s].resize(writer.finish());
+      writer.store();
+      streams[s].resize(writer.finish(streams[s].data()));
     }
     for (const auto &s : streams) putVarint(into, s.size());
     for (const auto &s : streams) into.insert(into.end(), s.begin(), s.end());
