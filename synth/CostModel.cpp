@@ -336,6 +336,7 @@ EncodePolicy policyForLevel(int level) {
   if (level <= 1) {
     policy.estimateRoom = 0;
     policy.ransByteShare = 1;
+    policy.triesOrder1 = false;
   }
   return policy;
 }

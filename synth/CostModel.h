@@ -35,8 +35,14 @@ struct EncodePolicy {
     if (e == Encoding::Context) return contextMinGain;
     return e == Encoding::Rans && width <= 8 ? minGain * ransByteShare : minGain;
   }
+  /// Whether rans_o1 is tried: level 1 keeps to the faster decoders, and its probes and
+  /// estimates (order-1 counts of every field) were a fifteenth of level 1's time.
+  bool triesOrder1 = true;
   /// Whether `e` is tried at all: a gain of 100% or more can never be had.
-  bool tries(Encoding e) const { return (e == Encoding::Context ? contextMinGain : minGain) < 1; }
+  bool tries(Encoding e) const {
+    if (e == Encoding::RansO1 && !triesOrder1) return false;
+    return (e == Encoding::Context ? contextMinGain : minGain) < 1;
+  }
   /// The level for streams of at most kZstdSmallStreamBytes, where zstd's time is small against
   /// the search's: a structured tensor of 66 KB words (a filter bank) came out 7% smaller at 15
   /// than at 9, which runs four times as fast on large streams.
@@ -58,7 +64,8 @@ struct EncodePolicy {
 
 /// Compression levels (brevisc --level): 9 keeps the exact smallest encoding; lower levels ask
 /// slower encodings for a larger gain (level 5, the default: 1%; level 1: 5%; `rans` of bytes a
-/// quarter of that; `context` five times that, and 1% at least; level 1 does not try `context`)
+/// quarter of that; `context` five times that, and 1% at least; level 1 tries neither `context`
+/// nor `rans_o1`)
 /// and code zstd literals at lower zstd levels (9: zstd 15, 19 up to 1 MiB; 5: zstd 9, 15 up to
 /// 1 MiB; 1: zstd 1).
 inline constexpr int kDefaultLevel = 5;

@@ -299,9 +299,21 @@ TEST(CostModel, LevelsAskZstdForMoreWorkAsTheyRise) {
   EXPECT_EQ(noZstd.zstdLevelFor(small), 0);
 }
 
-namespace {
-
-} // namespace
+TEST(CostModel, LevelOneKeepsToOrderZeroCoders) {
+  // Bytes that follow their predecessor (each word one of four successors of the previous):
+  // order 1 codes them in about 2 bits, order 0 in 8. The default level takes rans_o1; level 1,
+  // for its speed of compression and decoding, does not try it.
+  std::mt19937_64 rng(5);
+  std::vector<uint64_t> words(1 << 17);
+  for (size_t i = 1; i < words.size(); ++i) words[i] = (words[i - 1] * 37 + 11 + (rng() & 3)) & 0xff;
+  Bytes chosen;
+  EXPECT_EQ(encodeSmallest(words, 8, chosen, policyForLevel(kDefaultLevel)), Encoding::RansO1);
+  EXPECT_FALSE(policyForLevel(1).tries(Encoding::RansO1));
+  Bytes fast;
+  const Encoding atLevelOne = encodeSmallest(words, 8, fast, policyForLevel(1));
+  EXPECT_NE(atLevelOne, Encoding::RansO1);
+  EXPECT_GT(fast.size(), chosen.size() * 2);
+}
 
 TEST(CostModel, ContextCodesSparseStreamsBelowOrderZeroAndOrderOneTables) {
   // An order-0 code pays for every zero's fields; a static order-1 table (rans_o1) pays for its

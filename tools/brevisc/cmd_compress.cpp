@@ -205,7 +205,7 @@ void registerCompress(CLI::App &app, Context &ctx) {
                   "1-9: how long the search for each tensor's program runs (1: none, the template's program; 5: 64 "
                   "candidates; 9: 512) and how much smaller a slower-decoding literal encoding must be to be chosen "
                   "(1: 5%, the fastest decoding; 5: 1%; 9: any gain, the smallest archive; the `context` encoding, ten times "
-                  "slower to decode than any other, five times that and 1% at least, and not tried at level 1)")
+                  "slower to decode than any other, five times that and 1% at least; neither it nor `rans_o1` is tried at level 1)")
       ->check(CLI::Range(1, 9))
       ->capture_default_str();
   cmd->add_option("--prior", o->prior, kPriorHelp)->check([](const std::string &value) {
