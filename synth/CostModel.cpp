@@ -72,13 +72,19 @@ constexpr uint64_t kZstdMinBytes = 14;
 
 /// c log2 c, from a table for the counts below 2^16: a logarithm for every used pair was a sixth
 /// of level 1's time. A row of counts c (T their sum) codes in T log2 T - sum of c log2 c bits.
-const std::vector<double> kXLog2X = [] {
-  std::vector<double> t(size_t{1} << 16, 0.0);
-  for (size_t x = 1; x < t.size(); ++x) t[x] = static_cast<double>(x) * std::log2(static_cast<double>(x));
-  return t;
-}();
+/// Built on first use: before main, its 65,536 logarithms were two fifths of the user time of
+/// every command's start-up (`brevisc --version`), which decoding a small file pays.
+const std::vector<double> &xLog2xTable() {
+  static const std::vector<double> table = [] {
+    std::vector<double> t(size_t{1} << 16, 0.0);
+    for (size_t x = 1; x < t.size(); ++x) t[x] = static_cast<double>(x) * std::log2(static_cast<double>(x));
+    return t;
+  }();
+  return table;
+}
 inline double xLog2x(uint64_t c) {
-  return c < kXLog2X.size() ? kXLog2X[c] : static_cast<double>(c) * std::log2(static_cast<double>(c));
+  const std::vector<double> &table = xLog2xTable();
+  return c < table.size() ? table[c] : static_cast<double>(c) * std::log2(static_cast<double>(c));
 }
 
 /// Streams up to this many words list the (previous, word) pairs they touch (order1EntropyBits).
