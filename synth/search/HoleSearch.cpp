@@ -352,8 +352,13 @@ void HoleSearch::scoreLit(Plan &lit, WordsView sample, unsigned width, double sc
                           bool contextLost) const {
   Encoding chosen = Encoding::Raw;
   EncodePolicy policy = policy_;
-  if (contextLost || (mantissa && policy.tries(Encoding::Context) && mantissaLooksRandom(sample, width)))
-    policy.contextMinGain = 1;
+  // A mantissa whose bits look random gives neither context model anything to predict: not
+  // `context`'s, nor rans_o1's previous byte (whose count of pairs was a tenth of the search's
+  // time on the corpus).
+  const bool randomMantissa = mantissa && (policy.tries(Encoding::Context) || policy.tries(Encoding::RansO1)) &&
+                              mantissaLooksRandom(sample, width);
+  if (contextLost || randomMantissa) policy.contextMinGain = 1;
+  if (randomMantissa) policy.triesOrder1 = false;
   lit.cost = estimateLitCost(sample, width, policy, &chosen) * scale;
   // Scored whole (scale 1), the stream gets the very estimate emit would make. A sample may
   // misjudge it: levels that ask for a gain accept that, level 9 (the smallest archive) does
