@@ -1,6 +1,9 @@
 #include "tools/api/ArchiveReader.h"
 
 #include "lang/Printer.h"
+#include "runtime/containers/Safetensors.h"
+#include "runtime/execution/DeclarationCheck.h"
+#include "runtime/execution/Interpreter.h"
 #include "runtime/execution/ParallelDecode.h"
 #include "tools/api/Decoding.h"
 #include "tools/api/ProgramText.h"
@@ -8,6 +11,29 @@
 #include <fmt/format.h>
 
 namespace brevis {
+
+namespace {
+
+/// A member's tensor declarations held to the safetensors header its program rebuilds: reading a
+/// tensor by name (run --tensor, readTensor, the Python package) trusts them, and the regions'
+/// digests check bytes, not names, so an archive whose program swapped two names would verify
+/// and hand out the other tensor. Decoding a whole member needs no names (its bytes are checked
+/// region by region), and parsing the header there was half the time of opening an archive of
+/// 50,000 tensors: the check is made when a tensor is first read, once per member.
+Result<void> checkMemberDeclarations(const Checkpoint &c, const ArchiveMember &m, const std::string &path) {
+  const Region *h = headerRegion(c);
+  if (!h) return {};
+  auto corrupt = [&](const std::string &what) { return Error{fmt::format("{} is corrupt: member {}: {}", path, m.path, what)}; };
+  if (h->bytes.size > kMaxSafetensorsHeader + 8)
+    return corrupt(fmt::format("its header region has {} bytes, more than a safetensors header may", h->bytes.size));
+  auto header = evaluate(*h->program, m.payload);
+  if (!header) return corrupt("its header region: " + header.error().message);
+  if (std::vector<Error> errors = checkDeclarations(c, *header); !errors.empty())
+    return corrupt(fmt::format("its program, line {}: {}", errors.front().loc.line, errors.front().message));
+  return {};
+}
+
+} // namespace
 
 Result<ArchiveReader> ArchiveReader::open(const std::string &path, ArchiveReadOptions options,
                                           std::string *diagnostics) {
@@ -95,7 +121,20 @@ DecodeJob ArchiveReader::decodeJob(size_t i, PositionalSink &output) const {
   return job;
 }
 
+Result<void> ArchiveReader::declarationsHold(size_t member) const {
+  std::lock_guard lock(declarations_->mutex);
+  if (declarations_->checked.size() != memberCount()) declarations_->checked.assign(memberCount(), std::nullopt);
+  std::optional<std::string> &known = declarations_->checked[member];
+  if (!known) {
+    Result<void> held = checkMemberDeclarations(checkpoint(member), archive_.members[member], path_);
+    known = held ? std::string() : held.error().message;
+  }
+  if (!known->empty()) return Error{*known};
+  return {};
+}
+
 Result<void> ArchiveReader::readTensor(const TensorInfo &t, PositionalSink &sink, const DecodeOptions &options) const {
+  BREVIS_TRY(declarationsHold(t.member));
   ShiftedSink shifted(sink, checkpoint(t.member).regions[t.region].bytes.offset);
   DecodeJob job = decodeJob(t.member, shifted);
   job.onlyRegions = {t.region};
@@ -115,6 +154,7 @@ ByteRange ArchiveReader::tensorPartToDecode(const TensorInfo &t, ByteRange part)
 
 Result<void> ArchiveReader::readTensorPart(const TensorInfo &t, ByteRange part, PositionalSink &sink,
                                            const DecodeOptions &options) const {
+  BREVIS_TRY(declarationsHold(t.member));
   const ByteRange decoded = tensorPartToDecode(t, part);
   if (decoded.size == 0) return {};
   ShiftedSink shifted(sink, checkpoint(t.member).regions[t.region].bytes.offset + decoded.offset);

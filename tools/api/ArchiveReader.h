@@ -17,6 +17,8 @@
 #include "runtime/execution/ParallelDecode.h"
 
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,9 +75,18 @@ public:
                               const DecodeOptions &options = {}) const;
 
 private:
+  /// Whether member `member`'s tensor declarations agree with the header its program rebuilds;
+  /// checked on the first read of one of its tensors, then remembered.
+  Result<void> declarationsHold(size_t member) const;
+
   std::string path_;
   Archive archive_;
   std::vector<Module> modules_; ///< one checkpoint program per member
+  struct DeclarationChecks {
+    std::mutex mutex;
+    std::vector<std::optional<std::string>> checked; ///< per member: unchecked, "" held, or the error
+  };
+  std::shared_ptr<DeclarationChecks> declarations_ = std::make_shared<DeclarationChecks>();
 };
 
 } // namespace brevis

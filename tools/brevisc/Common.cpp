@@ -182,7 +182,11 @@ Result<void> writeProgramFiles(const std::string &programPath, const std::string
   return (*textFile)->commit();
 }
 
-void printJson(const nlohmann::json &result) { std::cout << result.dump() << "\n" << std::flush; }
+void printJson(const nlohmann::json &result) {
+  // Names come from file systems and archives, which need not hold UTF-8: such bytes show as
+  // U+FFFD rather than stopping the program (nlohmann's default throws).
+  std::cout << result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n" << std::flush;
+}
 
 double sizeRatio(uint64_t archive, uint64_t original) {
   return original ? static_cast<double>(archive) / static_cast<double>(original) : 0.0;
@@ -328,6 +332,12 @@ Result<std::vector<std::string>> listFiles(const std::string &dir) {
   for (; it != end; it.increment(ec)) {
     if (ec) return Error{fmt::format("cannot read directory {}: {}", dir, ec.message())};
     const fs::directory_entry &e = *it;
+    // The walk does not enter a symbolic link to a directory (a link may loop back to its own
+    // parent); leaving its files out without a word would lose them, and `verify DIR` walks the
+    // same way and would not miss them either.
+    if (e.is_symlink() && e.is_directory())
+      return Error{fmt::format("cannot archive {}: a symbolic link to a directory (archive the directory it points "
+                               "to, or copy it in)", e.path().string())};
     if (e.is_directory()) continue;
     // Lexically: fs::relative would resolve a symbolic link to wherever its target lies.
     std::string rel = e.path().lexically_relative(dir).generic_string();

@@ -177,6 +177,8 @@ int runCompress(const CompressOptions &o, const Verbosity &v) {
   if (o.inputs.size() > 1 && (o.toStdout || o.output == "-")) return usageError("standard output takes one archive");
   if (std::count(o.inputs.begin(), o.inputs.end(), "-") > 1) return usageError("standard input (-) can be read only once");
   if (o.json && (o.toStdout || o.output == "-")) return usageError("--json and the archive cannot both go to standard output");
+  if (o.toStdout && !o.output.empty() && o.output != "-")
+    return usageError("-c writes to standard output; -o names another output: give one of them");
   int status = kExitOk;
   for (const std::string &input : o.inputs)
     if (int s = compressOne(o, input, v); s != kExitOk) status = s;
@@ -204,7 +206,7 @@ void registerCompress(CLI::App &app, Context &ctx) {
   cmd->add_option("-l,--level", o->level,
                   "1-9: how long the search for each tensor's program runs (1: none, the template's program; 5: 64 "
                   "candidates; 9: 512) and how much smaller a slower-decoding literal encoding must be to be chosen "
-                  "(1: 5%, the fastest decoding; 5: 1%; 9: any gain, the smallest archive; the `context` encoding, ten times "
+                  "(1: 5%, the fastest decoding; 5: 1%; 9: any gain, the smallest archives (the search chooses by estimates: on a file, a lower level can come out a few hundredths of a percent smaller); the `context` encoding, ten times "
                   "slower to decode than any other, five times that and 1% at least; neither it nor `rans_o1` is tried at level 1)")
       ->check(CLI::Range(1, 9))
       ->capture_default_str();

@@ -129,10 +129,15 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
     jobs.push_back(DecodeJob{&archive->checkpoint(i), &archive->payload(i), archive->digests(i), sink,
                              a.directory ? name + ":" + a.members[i].path : name, {}});
   }
-  auto done = runDecodeJobs(jobs, options, "decompress " + baseName(name), !v.quiet && !o.json && stderrIsTerminal());
-  // After decoding, so that damage inside a region is reported by the tensor it hits; this
-  // covers the rest (payload bytes no region reads, the trailer).
-  if (done && !o.skipArchiveChecksum) done = checkArchiveChecksum(file->bytes(), name);
+  // Standard output cannot be taken back: bytes written there stay, so a damaged archive must
+  // be found before the first byte goes out. The whole archive's checksum (one pass at memory
+  // speed) finds any damage there first; a file is written aside and renamed only once all is
+  // checked, so there the check comes after decoding, where damage inside a region is reported
+  // by the tensor it hits, and covers the rest (payload bytes no region reads, the trailer).
+  const bool checkFirst = destination->toStdout && !o.skipArchiveChecksum;
+  Result<void> done = checkFirst ? checkArchiveChecksum(file->bytes(), name) : Result<void>{};
+  if (done) done = runDecodeJobs(jobs, options, "decompress " + baseName(name), !v.quiet && !o.json && stderrIsTerminal());
+  if (done && !o.skipArchiveChecksum && !checkFirst) done = checkArchiveChecksum(file->bytes(), name);
   // A mapped archive that shrank reads as zeros past its new end: say so rather than "corrupt".
   if (auto intact = file->checkIntact(); !intact) done = intact.error();
   for (size_t i = 0; done && i < files.size(); ++i) done = files[i]->commit();
@@ -175,6 +180,8 @@ int runDecompress(const DecompressOptions &o, const Verbosity &v) {
     return usageError("-o names one output; with several archives, leave it out (each is written beside its archive)");
   if (std::count(o.inputs.begin(), o.inputs.end(), "-") > 1) return usageError("standard input (-) can be read only once");
   if (o.json && (o.toStdout || o.output == "-")) return usageError("--json and the decompressed bytes cannot both go to standard output");
+  if (o.toStdout && !o.output.empty() && o.output != "-")
+    return usageError("-c writes to standard output; -o names another output: give one of them");
   int status = kExitOk;
   for (const std::string &input : o.inputs)
     if (int s = decompressOne(o, input, v); s != kExitOk) status = s;
@@ -195,8 +202,9 @@ void registerDecompress(CLI::App &app, Context &ctx) {
                   "existing directory only if it is empty, or with -f, as tar -x does: each file replaced by itself, "
                   "nothing else touched. A file archive given an existing directory (or DIR/) goes into it");
   cmd->add_flag("-c,--stdout", o->toStdout,
-                "write to standard output (file archives). As with zstd -dc, bytes go out as they are decoded: a "
-                "damaged archive fails with exit status 1 after the bytes before the damage were written");
+                "write to standard output (file archives). Bytes go out as they are decoded, after the whole archive's "
+                "checksum: a damaged archive fails with exit status 1 before any byte is written (with "
+                "--no-archive-check, after the bytes before the damage)");
   addThreadsOption(cmd, o->threads, "decoding threads (default 0: all cores)");
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
   cmd->add_flag("-f,--force", o->force, "overwrite existing files (and write into a non-empty directory)");

@@ -135,6 +135,8 @@ int unpackDirectory(ArchiveReader &archive, const PackOptions &o, const Verbosit
 }
 
 int runUnpack(const PackOptions &o, const Verbosity &v) {
+  // A program and its payload are two files named after the archive: standard input has no name.
+  if (o.input == "-" && o.output.empty()) return usageError("unpack of standard input needs -o PROGRAM.bdsl");
   auto archive = loadArchive(o.input);
   if (!archive) return fail(archive.error().message);
   std::string output = o.output;

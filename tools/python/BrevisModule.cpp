@@ -302,7 +302,7 @@ std::string explainJson(const std::string &path, const std::string &tensor, int 
   auto explained = valueOr(explainTensors(file, path, ExplainSettings{tensor, level, threadsFor(threads)}));
   nlohmann::json out = nlohmann::json::array();
   for (const ExplainedTensor &t : explained) out.push_back(explanationJson(t, candidates));
-  return out.dump();
+  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 } // namespace
