@@ -73,11 +73,12 @@ public:
   /// Decodes tensorPartToDecode(tensor, part) to `sink`, at offsets from its start, checked.
   Result<void> readTensorPart(const TensorInfo &tensor, ByteRange part, PositionalSink &sink,
                               const DecodeOptions &options = {}) const;
+  /// Whether member `member`'s tensor declarations (names, dtypes, shapes, places) agree with the
+  /// safetensors header its program rebuilds: checked on the first read of one of its tensors
+  /// (and by brevisc verify), then remembered. Decoding whole members needs no names.
+  Result<void> declarationsHold(size_t member) const;
 
 private:
-  /// Whether member `member`'s tensor declarations agree with the header its program rebuilds;
-  /// checked on the first read of one of its tensors, then remembered.
-  Result<void> declarationsHold(size_t member) const;
 
   std::string path_;
   Archive archive_;

@@ -92,6 +92,9 @@ int runVerify(const VerifyOptions &o, const Verbosity &v) {
     jobs.push_back(DecodeJob{&archive->checkpoint(i), &archive->payload(i), archive->digests(i), sinks.back().get(),
                              a.directory ? o.input + ":" + m.path : o.input, {}});
   }
+  // Not only the bytes: the names that reading a tensor by name goes by too.
+  for (size_t i = 0; i < archive->memberCount(); ++i)
+    if (auto held = archive->declarationsHold(i); !held) return fail(held.error().message);
   const DecodeOptions options = decodeOptions(o.jit, resolveThreads(o.threads), v.verbose);
   if (auto done = runDecodeJobs(jobs, options, "verify " + baseName(o.input), !v.quiet && !o.json && stderrIsTerminal());
       !done) return fail(done.error().message);
