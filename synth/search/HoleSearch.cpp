@@ -82,8 +82,14 @@ struct ColumnExponents {
 ColumnExponents channelExponents(const std::vector<uint16_t> &cells, uint64_t channels, uint64_t taken, uint64_t mask) {
   ColumnExponents out;
   // Medians by counting: exponents take few values, on which selection and sorting are slow.
-  std::vector<uint32_t> counts(mask + 1), all(mask + 1);
-  auto median = [](const std::vector<uint32_t> &histogram, uint64_t lo, uint64_t total) {
+  // Counted in four tables, a word in each in turn: neighbouring words often have the same
+  // exponent, and incrementing one counter again waits for its last increment (a chain of
+  // store-forwarded increments was three quarters of the time). A channel's counts are summed
+  // over the values between its lowest and highest, then cleared there.
+  constexpr size_t kTables = 4;
+  std::vector<uint32_t> counts(kTables * (mask + 1)), all(mask + 1);
+  uint32_t *const table[kTables] = {&counts[0], &counts[mask + 1], &counts[2 * (mask + 1)], &counts[3 * (mask + 1)]};
+  auto median = [](const uint32_t *histogram, uint64_t lo, uint64_t total) {
     uint64_t v = lo, seen = histogram[lo];
     while (seen * 2 <= total) seen += histogram[++v];
     return static_cast<uint16_t>(v);
@@ -91,26 +97,39 @@ ColumnExponents channelExponents(const std::vector<uint16_t> &cells, uint64_t ch
   out.medians.resize(channels);
   for (uint64_t c = 0; c < channels; ++c) {
     const uint16_t *begin = &cells[c * taken], *end = begin + taken;
-    uint16_t lo = *begin;
-    for (const uint16_t *v = begin; v != end; ++v) {
-      ++counts[*v];
-      ++all[*v];
+    uint16_t lo = *begin, hi = *begin;
+    size_t k = 0;
+    for (const uint16_t *v = begin; v != end; ++v, ++k) {
+      ++table[k % kTables][*v];
       lo = std::min(lo, *v);
+      hi = std::max(hi, *v);
     }
-    out.medians[c] = median(counts, lo, taken);
-    for (const uint16_t *v = begin; v != end; ++v) counts[*v] = 0;
+    for (uint64_t v = lo; v <= hi; ++v) {
+      for (size_t t = 1; t < kTables; ++t) {
+        table[0][v] += table[t][v];
+        table[t][v] = 0;
+      }
+      all[v] += table[0][v];
+    }
+    out.medians[c] = median(table[0], lo, taken);
+    std::fill(table[0] + lo, table[0] + hi + 1, 0);
   }
-  out.overall = median(all, 0, cells.size());
-  std::vector<uint32_t> shifted(mask + 1);
-  for (uint64_t c = 0; c < channels; ++c)
-    for (uint64_t k = 0; k < taken; ++k) ++shifted[(cells[c * taken + k] - out.medians[c] + out.overall) & mask];
-  auto entropyBits = [&](const std::vector<uint32_t> &histogram) {
+  out.overall = median(all.data(), 0, cells.size());
+  // The exponents less their channel's median, counted likewise.
+  for (uint64_t c = 0; c < channels; ++c) {
+    const uint16_t *at = &cells[c * taken];
+    const uint32_t offset = static_cast<uint32_t>(out.overall) - out.medians[c];
+    for (uint64_t k = 0; k < taken; ++k) ++table[k % kTables][(at[k] + offset) & mask];
+  }
+  for (size_t t = 1; t < kTables; ++t)
+    for (uint64_t v = 0; v <= mask; ++v) table[0][v] += table[t][v];
+  auto entropyBits = [&](const uint32_t *histogram) {
     double bits = 0;
-    for (uint32_t n : histogram)
-      if (n) bits -= n * std::log2(static_cast<double>(n) / static_cast<double>(cells.size()));
+    for (uint64_t v = 0; v <= mask; ++v)
+      if (const uint32_t n = histogram[v]) bits -= n * std::log2(static_cast<double>(n) / static_cast<double>(cells.size()));
     return bits / static_cast<double>(cells.size());
   };
-  out.gainBits = entropyBits(all) - entropyBits(shifted);
+  out.gainBits = entropyBits(all.data()) - entropyBits(table[0]);
   return out;
 }
 
