@@ -284,18 +284,13 @@ bool scanPieces(std::string_view text, Diagnostics &diags, std::vector<Piece> &p
 /// checkpoint's parse).
 class PieceParser {
 public:
-  explicit PieceParser(std::string fileName) : fileName_(std::move(fileName)), parser_(nullptr) {
-    parser_.removeErrorListeners();
-    parser_.addErrorListener(&listener_);
-    parser_.setErrorHandler(std::make_shared<FirstErrorStrategy>());
-    // The grammar is SLL: full-context prediction (ANTLR's default) only costs time here.
-    parser_.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::SLL);
-  }
+  explicit PieceParser(std::string fileName) : fileName_(std::move(fileName)) {}
 
   /// The tree of `rule` (a member function of the parser) over `text`, which starts at
   /// `line`:`column` (0-based) of the program; nullptr after a syntax error.
   template <typename Context>
   Context *parse(std::string_view text, uint32_t line, uint32_t column, Context *(G::*rule)()) {
+    G &parser_ = parser();
     parser_.setTokenStream(nullptr); // frees the last piece's tree before its tokens go
     listener_ = FirstErrorListener();
     tokens_.reset();
@@ -319,12 +314,26 @@ public:
   }
 
 private:
+  /// Made on the first parse: the generated parser sets up its tables (a fifth of the start-up of
+  /// a command) when the first one is made, and a well-formed program seldom needs one.
+  G &parser() {
+    if (!parser_) {
+      parser_.emplace(nullptr);
+      parser_->removeErrorListeners();
+      parser_->addErrorListener(&listener_);
+      parser_->setErrorHandler(std::make_shared<FirstErrorStrategy>());
+      // The grammar is SLL: full-context prediction (ANTLR's default) only costs time here.
+      parser_->getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::SLL);
+    }
+    return *parser_;
+  }
+
   std::string fileName_;
   std::optional<ByteStream> input_;
   std::optional<Lexer> lexer_;
   std::optional<antlr4::CommonTokenStream> tokens_;
   FirstErrorListener listener_;
-  G parser_;
+  std::optional<G> parser_;
 };
 
 /// Builds the AST from a parse tree without syntax errors, reporting bad names, numbers and
@@ -670,6 +679,42 @@ class FastRegionReader {
 public:
   /// The region `text` holds, which starts at `line`:`column` (0-based); nullopt if ANTLR must read it.
   std::optional<Region> read(std::string_view text, uint32_t line, uint32_t column) {
+    scan(text, line, column);
+    Region r = region();
+    if (failed_ || at_ != tokens_.size()) return std::nullopt;
+    return r;
+  }
+
+  /// The declarations of a checkpoint program before its first region (`brevis 1`, `source`,
+  /// `payload`), which `text` holds; nullopt if ANTLR must read them (an expression program,
+  /// anything unexpected: ANTLR then gives the exact diagnostic).
+  std::optional<Checkpoint> prologue(std::string_view text, uint32_t line, uint32_t column) {
+    scan(text, line, column);
+    Checkpoint c;
+    const ScannedToken *brevis = expect(G::BREVIS);
+    if (!brevis) return std::nullopt;
+    c.loc = locOf(*brevis);
+    c.version = static_cast<unsigned>(std::min<uint64_t>(number(), std::numeric_limits<unsigned>::max()));
+    const ScannedToken *source = expect(G::SOURCE);
+    const ScannedToken *sourceName = expect(G::STRING);
+    if (failed_ || !unquote(textOf(*sourceName), c.source.fileName)) return std::nullopt;
+    c.sourceLoc = locOf(*source);
+    expect(G::SIZE);
+    c.source.size = number();
+    expect(G::XXH64);
+    c.source.xxh64 = number();
+    const ScannedToken *payload = expect(G::PAYLOAD);
+    const ScannedToken *payloadName = expect(G::STRING);
+    if (failed_ || !unquote(textOf(*payloadName), c.payloadFile)) return std::nullopt;
+    c.payloadLoc = locOf(*payload);
+    expect(G::SIZE);
+    c.payloadSize = number();
+    if (failed_ || at_ != tokens_.size()) return std::nullopt;
+    return c;
+  }
+
+private:
+  void scan(std::string_view text, uint32_t line, uint32_t column) {
     text_ = text;
     tokens_.clear();
     at_ = 0;
@@ -677,12 +722,8 @@ public:
     Scanner scanner(text, line, column);
     ScannedToken t;
     while (scanner.next(t)) tokens_.push_back(t);
-    Region r = region();
-    if (failed_ || at_ != tokens_.size()) return std::nullopt;
-    return r;
   }
 
-private:
   size_t peek(size_t ahead = 0) const { return at_ + ahead < tokens_.size() ? tokens_[at_ + ahead].type : 0; }
   std::string_view textOf(const ScannedToken &t) const { return text_.substr(t.start, t.length); }
   static SourceLoc locOf(const ScannedToken &t) {
@@ -736,19 +777,49 @@ private:
       fail();
       return r;
     }
-    if (peek() == G::AT)
-      r.bytes = byteRange();
-    else if (r.kind == RegionKind::Tensor)
-      r.bytes = ByteRange{kImpliedOffset, kImpliedSize};
-    else
-      fail(); // AstBuilder reports it, or reads a safetensors(…) header
+    const bool ranged = peek() == G::AT;
+    r.bytes = ranged ? byteRange() : ByteRange{kImpliedOffset, kImpliedSize};
     if (peek() == G::DIGEST) {
       ++at_;
       r.digest = number();
     }
     expect(G::EQUALS);
+    if (r.kind == RegionKind::Header && peek() == G::SAFETENSORS) {
+      r.index = safetensorsIndex();
+      return r;
+    }
+    // A tensor may leave its range out; the others go to AstBuilder, which reports it.
+    if (!ranged && r.kind != RegionKind::Tensor) fail();
     if (!failed_) r.program = expr();
     return r;
+  }
+
+  /// safetensors(tensors) with the metadata's text before or after: `metadata: 'JSON' …`. Parts
+  /// twice, unknown or without their text go to AstBuilder, which reports them.
+  SafetensorsIndex safetensorsIndex() {
+    SafetensorsIndex index;
+    index.loc = locOf(tokens_[at_++]);
+    expect(G::LPAREN);
+    bool tensors = false, metadata = false;
+    do {
+      const ScannedToken *name = expect(G::IDENT);
+      if (!name) break;
+      if (textOf(*name) == "tensors" && !tensors) {
+        tensors = true;
+      } else if (textOf(*name) == "metadata" && !metadata && expect(G::COLON) && peek() == G::TEXT_STRING) {
+        metadata = true;
+        index.placement = tensors ? SafetensorsIndex::Metadata::Last : SafetensorsIndex::Metadata::First;
+        while (peek() == G::TEXT_STRING) {
+          const std::string_view piece = textOf(tokens_[at_++]);
+          if (decodeEscapes(piece.substr(1, piece.size() - 2), '\'', index.metadata) != std::string_view::npos) fail();
+        }
+      } else {
+        fail();
+      }
+    } while (!failed_ && peek() == G::COMMA && (++at_, true));
+    expect(G::RPAREN);
+    if (!tensors) fail();
+    return index;
   }
 
   ByteRange byteRange() {
@@ -1109,13 +1180,18 @@ std::optional<Module> parseModule(Diagnostics &diags) {
   };
 
   AstBuilder builder(diags);
-  G::ProgramContext *program = parser.parse(textOf(0, 1), pieces[0].line, pieces[0].column, &G::program);
-  if (!program) return syntaxError(0, parser.error());
-  std::optional<Module> module = builder.program(program);
+  FastRegionReader fast;
+  std::optional<Module> module;
+  if (std::optional<Checkpoint> c = fast.prologue(textOf(0, 1), pieces[0].line, pieces[0].column)) {
+    module = Module{std::move(*c)};
+  } else {
+    G::ProgramContext *program = parser.parse(textOf(0, 1), pieces[0].line, pieces[0].column, &G::program);
+    if (!program) return syntaxError(0, parser.error());
+    module = builder.program(program);
+  }
   if (pieces.size() > 1) {
     std::vector<Region> &regions = module->checkpoint().regions;
     regions.reserve(regions.size() + pieces.size() - 1);
-    FastRegionReader fast;
     for (size_t i = 1; i < pieces.size(); ++i) {
       if (auto r = fast.read(textOf(i, i + 1), pieces[i].line, pieces[i].column)) {
         regions.push_back(std::move(*r));

@@ -106,6 +106,47 @@ TEST(FrontendRoundTrip, CheckpointWithoutRegionsAndEscapedNames) {
   EXPECT_EQ(parseOk(text).checkpoint().source.fileName, "a\"b\\c\x01\x7f\xc3\xbc.st");
 }
 
+TEST(FrontendRoundTrip, DeclarationsReadWithoutAntlrMatchWhatAntlrReads) {
+  // Well-formed declarations are read by recursive descent; anything else by ANTLR, which
+  // reports it. Hex and decimal numbers, comments between them, the version saturated.
+  Module m = parseOk("# top\nbrevis 1 # one\nsource \"s\" size 0x10 # sixteen\n xxh64 12\npayload \"p\" size 7\n");
+  const Checkpoint &c = m.checkpoint();
+  EXPECT_EQ(c.version, 1u);
+  EXPECT_EQ(c.source.fileName, "s");
+  EXPECT_EQ(c.source.size, 16u);
+  EXPECT_EQ(c.source.xxh64, 12u);
+  EXPECT_EQ(c.payloadFile, "p");
+  EXPECT_EQ(c.payloadSize, 7u);
+  EXPECT_EQ(c.loc.line, 2u);
+  EXPECT_EQ(firstError("brevis 1\nsource \"s\" size 99999999999999999999 xxh64 0\npayload \"p\" size 0\n"),
+            "t.bdsl:2:17: error: number 99999999999999999999 does not fit in 64 bits");
+  EXPECT_EQ(firstError("brevis 1\nsource \"s\" size 1\npayload \"p\" size 0\n"),
+            "t.bdsl:3:1: error: mismatched input 'payload' expecting 'xxh64'");
+}
+
+TEST(FrontendRoundTrip, SafetensorsHeadersReadWithoutAntlrHaveTheirFields) {
+  const std::string prologue = "brevis 1\nsource \"s\" size 0 xxh64 0\npayload \"p\" size 0\n";
+  Module last = parseOk(prologue + "header @0+9 digest 0x5 = safetensors(tensors, metadata: '{\"a\": ' '\\'x\\'}')\n");
+  const Region &h = last.checkpoint().regions.at(0);
+  ASSERT_TRUE(h.index);
+  EXPECT_EQ(h.index->placement, SafetensorsIndex::Metadata::Last);
+  EXPECT_EQ(h.index->metadata, "{\"a\": 'x'}");
+  EXPECT_EQ(h.index->loc.line, 4u);
+  EXPECT_EQ(h.index->loc.column, 26u);
+  EXPECT_EQ(h.bytes.offset, 0u);
+  EXPECT_EQ(h.bytes.size, 9u);
+  EXPECT_EQ(h.digest, 5u);
+  Module first = parseOk(prologue + "header = safetensors(metadata: '{}', tensors)\n");
+  EXPECT_EQ(first.checkpoint().regions.at(0).index->placement, SafetensorsIndex::Metadata::First);
+  Module none = parseOk(prologue + "header = safetensors(tensors)\n");
+  EXPECT_EQ(none.checkpoint().regions.at(0).index->placement, SafetensorsIndex::Metadata::None);
+  // What the fast reader leaves to ANTLR is still reported as before.
+  EXPECT_EQ(firstError(prologue + "header = safetensors(tensors, tensors)\n"),
+            "t.bdsl:4:31: error: safetensors(…) lists tensors twice");
+  EXPECT_EQ(firstError(prologue + "header = safetensors(metadata)\n"),
+            "t.bdsl:4:22: error: metadata needs its JSON text: metadata: '{…}'");
+}
+
 TEST(FrontendRoundTrip, EveryExpressionForm) {
   const char *forms[] = {
       "lit raw u8[12] @2345+12",
@@ -338,6 +379,8 @@ TEST(FrontendLocations, EveryNodeIsPlaced) {
   auto at = [](SourceLoc loc) { return std::make_pair(loc.line, loc.column); };
   using P = std::pair<uint32_t, uint32_t>;
   EXPECT_EQ(at(c.loc), P(1, 1));
+  EXPECT_EQ(at(c.sourceLoc), P(2, 1));
+  EXPECT_EQ(at(c.payloadLoc), P(3, 1));
   EXPECT_EQ(at(c.regions[0].loc), P(5, 1));
   const auto &concat = as<Concat>(*c.regions[0].program);
   EXPECT_EQ(at(concat.loc), P(5, 14));
