@@ -31,6 +31,21 @@ std::string firstError(const std::string &text) {
   return rendered.substr(0, rendered.find('\n'));
 }
 
+/// A version-1 checkpoint's declarations.
+struct SourceFields {
+  std::string fileName;
+  uint64_t size, xxh64;
+};
+void expectDeclarations(const Checkpoint &c, const SourceFields &source, const std::string &payload,
+                        uint64_t payloadSize) {
+  EXPECT_EQ(c.version, 1u);
+  EXPECT_EQ(c.source.fileName, source.fileName);
+  EXPECT_EQ(c.source.size, source.size);
+  EXPECT_EQ(c.source.xxh64, source.xxh64);
+  EXPECT_EQ(c.payloadFile, payload);
+  EXPECT_EQ(c.payloadSize, payloadSize);
+}
+
 Module parseOk(const std::string &text) {
   Diagnostics diags("t.bdsl", text);
   auto m = parseModule(diags);
@@ -66,12 +81,7 @@ TEST(FrontendRoundTrip, Checkpoint) {
   Module m = parseOk(kCheckpoint);
   ASSERT_TRUE(m.isCheckpoint());
   const Checkpoint &c = m.checkpoint();
-  EXPECT_EQ(c.version, 1u);
-  EXPECT_EQ(c.source.fileName, "model.safetensors");
-  EXPECT_EQ(c.source.size, 533480u);
-  EXPECT_EQ(c.source.xxh64, 0x00ed4cee77c976caull);
-  EXPECT_EQ(c.payloadFile, "model.bdsl.bin");
-  EXPECT_EQ(c.payloadSize, 533489u);
+  expectDeclarations(c, {"model.safetensors", 533480, 0x00ed4cee77c976ca}, "model.bdsl.bin", 533489);
   ASSERT_EQ(c.regions.size(), 5u);
   EXPECT_EQ(c.regions[0].kind, RegionKind::Header);
   EXPECT_EQ(c.regions[1].kind, RegionKind::Bytes);
@@ -111,12 +121,7 @@ TEST(FrontendRoundTrip, DeclarationsReadWithoutAntlrMatchWhatAntlrReads) {
   // reports it. Hex and decimal numbers, comments between them, the version saturated.
   Module m = parseOk("# top\nbrevis 1 # one\nsource \"s\" size 0x10 # sixteen\n xxh64 12\npayload \"p\" size 7\n");
   const Checkpoint &c = m.checkpoint();
-  EXPECT_EQ(c.version, 1u);
-  EXPECT_EQ(c.source.fileName, "s");
-  EXPECT_EQ(c.source.size, 16u);
-  EXPECT_EQ(c.source.xxh64, 12u);
-  EXPECT_EQ(c.payloadFile, "p");
-  EXPECT_EQ(c.payloadSize, 7u);
+  expectDeclarations(c, {"s", 16, 12}, "p", 7);
   EXPECT_EQ(c.loc.line, 2u);
   EXPECT_EQ(firstError("brevis 1\nsource \"s\" size 99999999999999999999 xxh64 0\npayload \"p\" size 0\n"),
             "t.bdsl:2:17: error: number 99999999999999999999 does not fit in 64 bits");
