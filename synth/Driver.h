@@ -27,8 +27,12 @@ struct SynthOutput {
   std::vector<uint64_t> digests;
 };
 
+/// Beyond the machine's cores, threads get at least this much of the file each
+/// (SynthOptions::threads is a most).
+inline constexpr uint64_t kMinBytesPerThread = uint64_t{1} << 20;
+
 struct SynthOptions {
-  unsigned threads = 1; ///< regions are independent; the result does not depend on the count
+  unsigned threads = 1; ///< at most; regions are independent, the result does not depend on the count
   std::atomic<uint64_t> *progress = nullptr; ///< input bytes whose program is done, for progress bars
   bool headerText = false; ///< keep the safetensors header as text (writeHeaderAsIndex not applied)
   /// Where set, the payload goes here part by part, in order, as the regions are joined, instead
