@@ -95,7 +95,8 @@ inline constexpr uint64_t kEstimateAbsolute = 600;
 /// byte stream the search scores with it would be most of the search's time.
 bool zstdWorthTrying(WordsView words, unsigned width, uint64_t bestSize, const EncodePolicy &policy);
 
-/// Whether mantissa bits look like noise, so that `context` cannot gain on them: their order-0
+/// Whether mantissa bits look like noise, so that neither `context` nor rans_o1 can gain on
+/// them (the search scores neither there): their order-0
 /// entropy within 1% of their width, and their top (up to 3) bits telling less than 0.01 bits
 /// of the next word's. A float's low mantissa bits were a third of the steps the search
 /// simulated the context coder for on the corpus, and context won none of them in the end; a
