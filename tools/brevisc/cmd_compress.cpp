@@ -57,7 +57,8 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
       auto [path, slash] = withoutTrailingSlashes(o.output);
       output = path;
       if (slash || fs::is_directory(output, ec)) {
-        if (!fs::is_directory(output, ec)) return fail(o.output + " is not a directory");
+        if (!fs::is_directory(output, ec))
+          return fail(o.output + (fs::exists(output, ec) ? " is not a directory" : " is not an existing directory"));
         if (fromStdin) return usageError(fmt::format("an archive of {} needs a file name: use -o FILE", shownInput));
         output += "/" + baseName(input) + ".brv";
       }

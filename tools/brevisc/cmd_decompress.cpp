@@ -66,7 +66,8 @@ Result<Destination> chooseDestination(const DecompressOptions &o, const std::str
   }
   auto [out, slash] = withoutTrailingSlashes(o.output);
   if (!a.directory && (slash || fs::is_directory(out))) {
-    if (!fs::is_directory(out)) return Error{fmt::format("{} is not a directory", o.output)};
+    if (!fs::is_directory(out))
+      return Error{o.output + (fs::exists(out) ? " is not a directory" : " is not an existing directory")};
     return Destination{out + "/" + baseName(a.members[0].path)};
   }
   return Destination{out};
@@ -198,7 +199,8 @@ void registerDecompress(CLI::App &app, Context &ctx) {
       ->required();
   cmd->add_option("-o,--output", o->output,
                   "file or directory to write; - is standard output (default: the file name recorded in the archive, "
-                  "beside it; for a directory archive, ARCHIVE without .brv). A directory archive goes into an "
+                  "beside it; for a directory archive, ARCHIVE without .brv; standard output when the archive is read "
+                  "from standard input). A directory archive goes into an "
                   "existing directory only if it is empty, or with -f, as tar -x does: each file replaced by itself, "
                   "nothing else touched. A file archive given an existing directory (or DIR/) goes into it");
   cmd->add_flag("-c,--stdout", o->toStdout,
