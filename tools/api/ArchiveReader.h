@@ -79,7 +79,6 @@ public:
   Result<void> declarationsHold(size_t member) const;
 
 private:
-
   std::string path_;
   Archive archive_;
   std::vector<Module> modules_; ///< one checkpoint program per member
