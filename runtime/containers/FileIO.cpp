@@ -437,6 +437,9 @@ Result<void> OutputFile::write(const uint8_t *data, size_t size) {
 
 Result<void> OutputFile::writeAt(uint64_t offset, const uint8_t *data, size_t size) {
   int fd = fileno(file_);
+  for (uint64_t end = offset + size, known = positionalEnd_.load(std::memory_order_relaxed);
+       end > known && !positionalEnd_.compare_exchange_weak(known, end, std::memory_order_relaxed);) {
+  }
   while (size) {
     ssize_t n = ::pwrite(fd, data, size, static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
@@ -462,6 +465,10 @@ Result<PositionalSink::WrittenBytes> OutputFile::readBack(uint64_t offset, uint6
 
 Result<void> OutputFile::commit() {
   bool ok = std::fflush(file_) == 0;
+  // Standard output written with pwrite: its offset still at the start, where a second archive
+  // decompressed to it, or the shell's next command, would write over this one's bytes.
+  if (!ownsFile_ && positional_ && positionalEnd_ > 0)
+    ok = ::lseek(fileno(file_), static_cast<off_t>(positionalEnd_.load()), SEEK_SET) >= 0 && ok;
   if (ownsFile_) ok = std::fclose(file_) == 0 && ok;
   file_ = nullptr;
   if (!ok) return Error{fmt::format("cannot write {}: {}", path_, systemError())};

@@ -21,6 +21,7 @@
 #include "runtime/execution/ByteSink.h"
 #include "runtime/common/Bytes.h"
 
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -117,6 +118,9 @@ private:
   std::string path_, tempPath_;
   std::FILE *file_;
   uint64_t written_ = 0;
+  /// The end of the furthest writeAt(): pwrite leaves the file offset where it was, so standard
+  /// output's is moved there by commit(), for whatever is written to it next.
+  std::atomic<uint64_t> positionalEnd_{0};
   bool committed_ = false;
   bool positional_ = false;
   bool overwrite_ = false;

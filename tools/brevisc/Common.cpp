@@ -332,18 +332,28 @@ Result<std::vector<std::string>> listFiles(const std::string &dir) {
   for (; it != end; it.increment(ec)) {
     if (ec) return Error{fmt::format("cannot read directory {}: {}", dir, ec.message())};
     const fs::directory_entry &e = *it;
+    std::error_code linkError, targetError;
+    const bool link = e.is_symlink(linkError);
+    const fs::file_status target = e.status(targetError); // through a link, to what it names
+    if (linkError || targetError || !fs::exists(target)) {
+      const std::error_code why = targetError ? targetError
+                                  : linkError ? linkError
+                                              : std::make_error_code(std::errc::no_such_file_or_directory);
+      return Error{fmt::format("cannot use {}: {}{}", e.path().string(),
+                               link ? "a symbolic link that leads nowhere: " : "", why.message())};
+    }
     // The walk does not enter a symbolic link to a directory (a link may loop back to its own
     // parent); leaving its files out without a word would lose them, and `verify DIR` walks the
     // same way and would not miss them either.
-    if (e.is_symlink() && e.is_directory())
-      return Error{fmt::format("cannot archive {}: a symbolic link to a directory (archive the directory it points "
-                               "to, or copy it in)", e.path().string())};
-    if (e.is_directory()) continue;
+    if (link && fs::is_directory(target))
+      return Error{fmt::format("cannot use {}: a symbolic link to a directory (give the directory it points to, or "
+                               "copy it in)", e.path().string())};
+    if (fs::is_directory(target)) continue;
     // Lexically: fs::relative would resolve a symbolic link to wherever its target lies.
     std::string rel = e.path().lexically_relative(dir).generic_string();
-    if (!e.is_regular_file()) return Error{fmt::format("cannot archive {}: not a regular file", e.path().string())};
+    if (!fs::is_regular_file(target)) return Error{fmt::format("cannot use {}: not a regular file", e.path().string())};
     if (!isValidMemberPath(rel))
-      return Error{fmt::format("cannot archive {}: unusable file name", e.path().string())};
+      return Error{fmt::format("cannot use {}: unusable file name", e.path().string())};
     files.push_back(rel);
   }
   std::sort(files.begin(), files.end());

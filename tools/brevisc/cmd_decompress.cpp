@@ -180,7 +180,9 @@ int runDecompress(const DecompressOptions &o, const Verbosity &v) {
   if (o.inputs.size() > 1 && !o.output.empty() && o.output != "-")
     return usageError("-o names one output; with several archives, leave it out (each is written beside its archive)");
   if (std::count(o.inputs.begin(), o.inputs.end(), "-") > 1) return usageError("standard input (-) can be read only once");
-  if (o.json && (o.toStdout || o.output == "-")) return usageError("--json and the decompressed bytes cannot both go to standard output");
+  if (o.json && (o.toStdout || o.output == "-" ||
+                 (o.output.empty() && std::count(o.inputs.begin(), o.inputs.end(), "-") > 0)))
+    return usageError("--json and the decompressed bytes cannot both go to standard output");
   if (o.toStdout && !o.output.empty() && o.output != "-")
     return usageError("-c writes to standard output; -o names another output: give one of them");
   int status = kExitOk;
@@ -206,7 +208,8 @@ void registerDecompress(CLI::App &app, Context &ctx) {
   cmd->add_flag("-c,--stdout", o->toStdout,
                 "write to standard output (file archives). Bytes go out as they are decoded, after the whole archive's "
                 "checksum: a damaged archive fails with exit status 1 before any byte is written (with "
-                "--no-archive-check, after the bytes before the damage)");
+                "--no-archive-check, bytes go out as they are decoded, wrong ones and those after them included, "
+                "and the exit status is 1)");
   addThreadsOption(cmd, o->threads, "decoding threads (default 0: all cores)");
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
   cmd->add_flag("-f,--force", o->force, "overwrite existing files (and write into a non-empty directory)");

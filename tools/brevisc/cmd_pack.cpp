@@ -137,6 +137,9 @@ int unpackDirectory(ArchiveReader &archive, const PackOptions &o, const Verbosit
 int runUnpack(const PackOptions &o, const Verbosity &v) {
   // A program and its payload are two files named after the archive: standard input has no name.
   if (o.input == "-" && o.output.empty()) return usageError("unpack of standard input needs -o PROGRAM.bdsl");
+  if (o.output == "-")
+    return usageError("unpack writes a program and its payload, two files: -o names the program (brevisc run -o - "
+                      "ARCHIVE writes the decoded bytes to standard output)");
   auto archive = loadArchive(o.input);
   if (!archive) return fail(archive.error().message);
   std::string output = o.output;

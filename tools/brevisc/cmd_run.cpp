@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 namespace brevis::cli {
 
@@ -21,7 +22,7 @@ struct RunOptions {
   std::string input;
   std::string output;
   std::string payload;
-  std::string tensor;
+  std::optional<std::string> tensor; ///< --tensor NAME (a name may be empty: safetensors allows it)
   unsigned threads = 0;
   std::string maxOutput = "16T";
   bool jit = false;
@@ -66,8 +67,8 @@ int runProgramTensor(const RunOptions &o, const Module &module, const Payload &p
   if (!module.isCheckpoint()) return fail("--tensor needs a checkpoint program or an archive");
   const Region *region = nullptr;
   for (const Region &r : module.checkpoint().regions)
-    if (r.kind == RegionKind::Tensor && r.name == o.tensor) region = &r;
-  if (!region) return fail(fmt::format("{} has no tensor {}", o.input, quoteString(o.tensor)));
+    if (r.kind == RegionKind::Tensor && r.name == *o.tensor) region = &r;
+  if (!region) return fail(fmt::format("{} has no tensor {}", o.input, quoteString(*o.tensor)));
   if (o.output.empty()) return usageError("--tensor needs an output file: use -o FILE");
   auto out = openOutput(o.output, o.force);
   if (!out) return fail(out.error().message);
@@ -80,7 +81,7 @@ int runProgramTensor(const RunOptions &o, const Module &module, const Payload &p
   auto done = runRegion(module.checkpoint(), *region, payload, **decoder, **out, check);
   if (options.summary) options.summary((*decoder)->summary());
   if (done && (*out)->bytesWritten() != region->bytes.size)
-    done = Error{fmt::format("tensor {} produced {} bytes instead of {}", quoteString(o.tensor), (*out)->bytesWritten(),
+    done = Error{fmt::format("tensor {} produced {} bytes instead of {}", quoteString(*o.tensor), (*out)->bytesWritten(),
                              region->bytes.size)};
   if (done) done = (*out)->commit();
   if (!done) return failIn(o.input, done.error());
@@ -94,7 +95,7 @@ int runProgramTensor(const RunOptions &o, const Module &module, const Payload &p
 /// its digest is checked.
 int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive, bool verbose) {
   if (o.output.empty()) return usageError("--tensor needs an output file: use -o FILE");
-  auto tensor = archive.findTensor(o.tensor);
+  auto tensor = archive.findTensor(*o.tensor);
   if (!tensor) return fail(tensor.error().message);
   auto out = openOutput(o.output, o.force);
   if (!out) return fail(out.error().message);
@@ -110,7 +111,7 @@ int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive, bool ver
 /// A directory of programs (as unpack writes a directory archive): every program rebuilds its
 /// file into one output tree, each verified, none renamed into place unless all are.
 int runDirectory(const RunOptions &o, const Verbosity &v) {
-  if (!o.tensor.empty()) return usageError("--tensor takes one program or an archive, not a directory");
+  if (o.tensor) return usageError("--tensor takes one program or an archive, not a directory");
   if (!o.payload.empty()) return usageError("--payload names one program's payload; a directory's programs name their own");
   if (!o.emitLlvm.empty()) return usageError("--emit-llvm takes one program, not a directory");
   std::string input = o.input;
@@ -164,7 +165,7 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
     if (!archive) return fail(archive.error().message);
     if (auto limited = checkOutputLimit(o.input, archive->originalSize(), *parseSize(o.maxOutput)); !limited)
       return fail(limited.error().message);
-    if (!o.tensor.empty()) return runArchiveTensor(o, *archive, v.verbose);
+    if (o.tensor) return runArchiveTensor(o, *archive, v.verbose);
     if (archive->contents().directory)
       return fail(fmt::format("{} holds a directory; use brevisc decompress, or run --tensor NAME", o.input));
     std::string output = o.output;
@@ -219,7 +220,7 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
     if (!loaded) return fail(loaded.error().message);
     payload = std::move(*loaded);
   }
-  if (!o.tensor.empty()) return runProgramTensor(o, *module, payload, v.verbose, v.quiet);
+  if (o.tensor) return runProgramTensor(o, *module, payload, v.verbose, v.quiet);
 
   std::string output = o.output;
   if (output.empty()) {

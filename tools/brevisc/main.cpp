@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <csignal>
 #include <iostream>
 #include <vector>
@@ -128,6 +129,14 @@ int main(int argc, char **argv) {
     }
     std::cerr << "brevisc: error: " << what << "\n";
     return kExitUsage;
+  } catch (const std::filesystem::filesystem_error &e) {
+    // A path the file system will not resolve (a loop of symbolic links, say) where a command
+    // asked without an error code: an error of the input, after the commands' temporary files
+    // went with the unwinding.
+    std::cerr << "brevisc: error: "
+              << (e.path1().empty() ? std::string(e.what()) : fmt::format("cannot use {}: {}", e.path1().string(), e.code().message()))
+              << "\n";
+    return kExitFailure;
   }
   // A result that could not be written (stdout closed, a full disk) is not a success.
   std::cout.flush();
