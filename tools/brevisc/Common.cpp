@@ -36,7 +36,7 @@ Result<std::shared_ptr<const MappedFile>> openInput(const std::string &path, Byt
 
 Result<std::string> programText(const MappedFile &file) {
   ByteSpan b = file.bytes();
-  const std::string &name = file.path() == "-" ? "standard input" : file.path();
+  const std::string name = shownName(file.path());
   if (looksLikeArchive(b))
     return Error{fmt::format("{} is a brevis archive, not program text (brevisc unpack writes its programs)", name)};
   const size_t bad = firstNonUtf8(b);
@@ -74,7 +74,7 @@ Result<ArchiveReader> loadArchive(const std::string &path, ArchiveReadOptions op
   auto file = openInput(path, archiveMagic());
   if (!file) return file.error();
   if (opened) *opened = *file;
-  return loadArchive(*file, path == "-" ? "standard input" : path, options);
+  return loadArchive(*file, shownName(path), options);
 }
 
 Result<ArchiveReader> loadArchive(std::shared_ptr<const MappedFile> file, const std::string &name,
@@ -376,6 +376,8 @@ bool sameFile(const std::string &a, const std::string &b) {
 }
 
 std::string baseName(const std::string &path) { return std::filesystem::path(path).filename().string(); }
+
+std::string shownName(const std::string &input) { return input == "-" ? "standard input" : input; }
 
 uint64_t peakMemoryBytes() {
   struct rusage usage {};

@@ -181,6 +181,8 @@ std::pair<std::string, bool> withoutTrailingSlashes(std::string path);
 bool sameFile(const std::string &a, const std::string &b);
 /// The last component of a path.
 std::string baseName(const std::string &path);
+/// How an input is named in messages: standard input for "-", else as given.
+std::string shownName(const std::string &input);
 
 /// "1.23 MB" style sizes for people.
 std::string humanBytes(uint64_t bytes);

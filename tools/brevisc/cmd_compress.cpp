@@ -43,7 +43,7 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
                                           !fs::is_directory(given, ec));
   const bool directory = !fromStdin && fs::is_directory(given, ec);
   const std::string input = withoutTrailingSlashes(given).first;
-  const std::string shownInput = given == "-" ? "standard input" : given;
+  const std::string shownInput = shownName(given);
 
   // Where the archive goes: -o (an existing directory, or DIR/, receives INPUT.brv), standard
   // output, or INPUT.brv beside the input.

@@ -75,7 +75,7 @@ Result<Destination> chooseDestination(const DecompressOptions &o, const std::str
 
 int decompressOne(const DecompressOptions &o, const std::string &input, const Verbosity &v) {
   auto start = std::chrono::steady_clock::now();
-  const std::string name = input == "-" ? "standard input" : input;
+  const std::string name = shownName(input);
   std::shared_ptr<const MappedFile> file;
   auto archive = loadArchive(input, {}, &file);
   if (!archive) return fail(archive.error().message);

@@ -61,7 +61,7 @@ void printText(const RegionReport &r, size_t candidates) {
 }
 
 int runExplain(const ExplainOptions &o, const Verbosity &) {
-  const std::string inputName = o.input == "-" ? "standard input" : o.input;
+  const std::string inputName = shownName(o.input);
   auto file = openInput(o.input); // a checkpoint or an archive, from a file or a pipe
   if (!file) return fail(file.error().message);
   auto explained = explainTensors(*file, inputName, ExplainSettings{o.tensor, o.level, resolveThreads(o.threads)});

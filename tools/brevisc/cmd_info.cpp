@@ -114,7 +114,7 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
       return j;
     };
     nlohmann::json j = {{"command", "info"},
-                        {"input", o.input == "-" ? "standard input" : o.input},
+                        {"input", shownName(o.input)},
                         {"archive_bytes", archiveSize},
                         {"kind", a.directory ? "directory" : "file"},
                         {"original_bytes", original},
@@ -133,7 +133,7 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
   std::string what = a.directory ? fmt::format("a directory of {} files", archive->memberCount())
                                  : quoteString(archive->checkpoint(0).source.fileName);
   std::cout << fmt::format("{}: {} archive of {} ({}), {} of the original\n",
-                           o.input == "-" ? "standard input" : o.input, humanBytes(archiveSize), what,
+                           shownName(o.input), humanBytes(archiveSize), what,
                            humanBytes(original), percent(archiveSize, original));
   std::cout << fmt::format("  payload {}, programs, index and framing {}\n", humanBytes(payload),
                            humanBytes(archiveSize - payload));

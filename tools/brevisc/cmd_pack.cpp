@@ -128,9 +128,10 @@ int unpackDirectory(ArchiveReader &archive, const PackOptions &o, const Verbosit
   }
   if (auto committed = (*tree)->commit(); !committed) return fail(committed.error().message);
   if (o.json)
-    printJson({{"command", "unpack"}, {"input", o.input}, {"output", output}, {"files", archive.memberCount()}});
+    printJson({{"command", "unpack"}, {"input", shownName(o.input)}, {"output", output}, {"files", archive.memberCount()}});
   else if (!v.quiet)
-    std::cerr << fmt::format("{}: -> {}/ ({} programs with their payloads)\n", o.input, output, archive.memberCount());
+    std::cerr << fmt::format("{}: -> {}/ ({} programs with their payloads)\n", shownName(o.input), output,
+                             archive.memberCount());
   return kExitOk;
 }
 
@@ -161,9 +162,9 @@ int runUnpack(const PackOptions &o, const Verbosity &v) {
                                    o.force);
   if (!written) return fail(written.error().message);
   if (o.json)
-    printJson({{"command", "unpack"}, {"input", o.input}, {"output", output}, {"payload", payloadPath}, {"files", 1}});
+    printJson({{"command", "unpack"}, {"input", shownName(o.input)}, {"output", output}, {"payload", payloadPath}, {"files", 1}});
   else if (!v.quiet)
-    std::cerr << fmt::format("{}: -> {} + {}\n", o.input, output, payloadPath);
+    std::cerr << fmt::format("{}: -> {} + {}\n", shownName(o.input), output, payloadPath);
   return kExitOk;
 }
 

@@ -60,7 +60,7 @@ int runVerify(const VerifyOptions &o, const Verbosity &v) {
   const Archive &a = archive->contents();
   if (auto limited = checkOutputLimit(o.input, archive->originalSize(), *parseSize(o.maxOutput)); !limited)
     return fail(limited.error().message);
-  const std::string name = o.input == "-" ? "standard input" : o.input;
+  const std::string name = shownName(o.input);
   auto start = std::chrono::steady_clock::now();
   if (a.directory && !o.original.empty()) {
     // Identical means the same files: none missing (found below), none extra.
