@@ -290,18 +290,18 @@ public:
   /// `line`:`column` (0-based) of the program; nullptr after a syntax error.
   template <typename Context>
   Context *parse(std::string_view text, uint32_t line, uint32_t column, Context *(G::*rule)()) {
-    G &parser_ = parser();
-    parser_.setTokenStream(nullptr); // frees the last piece's tree before its tokens go
+    G &antlr = parser();
+    antlr.setTokenStream(nullptr); // frees the last piece's tree before its tokens go
     listener_ = FirstErrorListener();
     tokens_.reset();
     lexer_.reset();
     input_.emplace(text, fileName_);
     lexer_.emplace(*input_, line, column); // never fails: stray bytes become tokens that scanPieces reports
     tokens_.emplace(&*lexer_);
-    parser_.setTokenStream(&*tokens_);
+    antlr.setTokenStream(&*tokens_);
     Context *tree = nullptr;
     try {
-      tree = (parser_.*rule)();
+      tree = (antlr.*rule)();
     } catch (const antlr4::ParseCancellationException &) {
       // Thrown by FirstErrorStrategy after the listener has kept the error.
     }
@@ -801,7 +801,7 @@ private:
     index.loc = locOf(tokens_[at_++]);
     expect(G::LPAREN);
     bool tensors = false, metadata = false;
-    do {
+    for (bool more = true; more;) {
       const ScannedToken *name = expect(G::IDENT);
       if (!name) break;
       if (textOf(*name) == "tensors" && !tensors) {
@@ -816,7 +816,9 @@ private:
       } else {
         fail();
       }
-    } while (!failed_ && peek() == G::COMMA && (++at_, true));
+      more = !failed_ && peek() == G::COMMA;
+      if (more) ++at_;
+    }
     expect(G::RPAREN);
     if (!tensors) fail();
     return index;

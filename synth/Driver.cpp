@@ -47,6 +47,11 @@ std::vector<Region> tileRegions(ByteSpan file, std::optional<std::string> &notSa
   return regions;
 }
 
+unsigned usefulThreads(unsigned requested, uint64_t bytes) {
+  const uint64_t useful = std::max<uint64_t>({std::thread::hardware_concurrency(), bytes / kMinBytesPerThread, 1});
+  return static_cast<unsigned>(std::clamp<uint64_t>(requested, 1, useful));
+}
+
 std::vector<size_t> firstWithSameBytes(const std::vector<Region> &regions, ByteSpan file,
                                        std::vector<uint64_t> *digests, unsigned threads) {
   std::vector<size_t> first(regions.size());
@@ -104,11 +109,7 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
   // Before the regions are synthesized: a header written so has no literal to code.
   if (!options.headerText) writeHeaderAsIndex(c, file);
 
-  // No more threads than the machine has cores or the file has mebibytes: each thread keeps
-  // buffers of its own, and 1,024 threads asked for on a 2 MB file held 298 MB where one held
-  // 19 MB. The result does not depend on the count.
-  const uint64_t useful = std::max<uint64_t>(std::thread::hardware_concurrency(), file.size() / kMinBytesPerThread);
-  const auto threads = static_cast<unsigned>(std::clamp<uint64_t>(options.threads, 1, std::max<uint64_t>(useful, 1)));
+  const unsigned threads = usefulThreads(options.threads, file.size());
   std::vector<RegionInput> inputs;
   inputs.reserve(c.regions.size());
   for (const Region &r : c.regions)

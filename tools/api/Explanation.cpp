@@ -4,9 +4,7 @@
 #include "synth/Driver.h"
 #include "tools/api/ArchiveReader.h"
 
-#include <algorithm>
 #include <map>
-#include <thread>
 #include <optional>
 
 namespace brevis {
@@ -97,12 +95,9 @@ Result<std::vector<ExplainedTensor>> explainTensors(std::shared_ptr<const Mapped
   if (!settings.tensor.empty() && jobs.empty()) return Error{name + " has no tensor called \"" + settings.tensor + "\""};
 
   std::vector<ExplainedTensor> out(jobs.size());
-  // As synthesis: no more threads than cores, or mebibytes of tensors (each keeps its buffers).
   uint64_t bytes = 0;
   for (const auto &job : jobs) bytes += job.input.bytes.size();
-  const uint64_t useful = std::max<uint64_t>(std::thread::hardware_concurrency(), bytes / kMinBytesPerThread);
-  const auto threads = static_cast<unsigned>(std::clamp<uint64_t>(settings.threads, 1, std::max<uint64_t>(useful, 1)));
-  parallelFor(jobs.size(), threads, [&](size_t i) {
+  parallelFor(jobs.size(), usefulThreads(settings.threads, bytes), [&](size_t i) {
     out[i].report = explainRegion(jobs[i].input, options, jobs[i].stored);
     out[i].file = jobs[i].file;
     out[i].repeatOf = jobs[i].repeatOf;

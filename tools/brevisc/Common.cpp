@@ -332,16 +332,12 @@ Result<std::vector<std::string>> listFiles(const std::string &dir) {
   for (; it != end; it.increment(ec)) {
     if (ec) return Error{fmt::format("cannot read directory {}: {}", dir, ec.message())};
     const fs::directory_entry &e = *it;
-    std::error_code linkError, targetError;
-    const bool link = e.is_symlink(linkError);
-    const fs::file_status target = e.status(targetError); // through a link, to what it names
-    if (linkError || targetError || !fs::exists(target)) {
-      const std::error_code why = targetError ? targetError
-                                  : linkError ? linkError
-                                              : std::make_error_code(std::errc::no_such_file_or_directory);
+    const bool link = e.is_symlink(ec);
+    const fs::file_status target = e.status(ec); // through a link, to what it names
+    if (ec || !fs::exists(target))
       return Error{fmt::format("cannot use {}: {}{}", e.path().string(),
-                               link ? "a symbolic link that leads nowhere: " : "", why.message())};
-    }
+                               link ? "a symbolic link that leads nowhere: " : "",
+                               (ec ? ec : std::make_error_code(std::errc::no_such_file_or_directory)).message())};
     // The walk does not enter a symbolic link to a directory (a link may loop back to its own
     // parent); leaving its files out without a word would lose them, and `verify DIR` walks the
     // same way and would not miss them either.
@@ -376,6 +372,11 @@ bool sameFile(const std::string &a, const std::string &b) {
 }
 
 std::string baseName(const std::string &path) { return std::filesystem::path(path).filename().string(); }
+
+std::string notADirectory(const std::string &given, const std::string &path) {
+  std::error_code ec;
+  return given + (std::filesystem::exists(path, ec) ? " is not a directory" : " is not an existing directory");
+}
 
 std::string shownName(const std::string &input) { return input == "-" ? "standard input" : input; }
 

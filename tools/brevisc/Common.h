@@ -181,6 +181,9 @@ std::pair<std::string, bool> withoutTrailingSlashes(std::string path);
 bool sameFile(const std::string &a, const std::string &b);
 /// The last component of a path.
 std::string baseName(const std::string &path);
+/// Why `path` (given as `given`, with its trailing slashes) cannot take an output into it: a
+/// file is "not a directory", a missing path "not an existing directory".
+std::string notADirectory(const std::string &given, const std::string &path);
 /// How an input is named in messages: standard input for "-", else as given.
 std::string shownName(const std::string &input);
 

@@ -57,8 +57,7 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
       auto [path, slash] = withoutTrailingSlashes(o.output);
       output = path;
       if (slash || fs::is_directory(output, ec)) {
-        if (!fs::is_directory(output, ec))
-          return fail(o.output + (fs::exists(output, ec) ? " is not a directory" : " is not an existing directory"));
+        if (!fs::is_directory(output, ec)) return fail(notADirectory(o.output, output));
         if (fromStdin) return usageError(fmt::format("an archive of {} needs a file name: use -o FILE", shownInput));
         output += "/" + baseName(input) + ".brv";
       }
@@ -207,8 +206,10 @@ void registerCompress(CLI::App &app, Context &ctx) {
   cmd->add_option("-l,--level", o->level,
                   "1-9: how long the search for each tensor's program runs (1: none, the template's program; 5: 64 "
                   "candidates; 9: 512) and how much smaller a slower-decoding literal encoding must be to be chosen "
-                  "(1: 5%, the fastest decoding; 5: 1%; 9: any gain, the smallest archives (the search chooses by estimates: on a file, a lower level can come out a few hundredths of a percent smaller); the `context` encoding, ten times "
-                  "slower to decode than any other, five times that and 1% at least; neither it nor `rans_o1` is tried at level 1)")
+                  "(1: 5%, the fastest decoding; 5: 1%; 9: any gain, the smallest archives (the search chooses by "
+                  "estimates: on a file, a lower level can come out a few hundredths of a percent smaller); the "
+                  "`context` encoding, ten times slower to decode than any other, five times that and 1% at least; "
+                  "neither it nor `rans_o1` is tried at level 1)")
       ->check(CLI::Range(1, 9))
       ->capture_default_str();
   cmd->add_option("--prior", o->prior, kPriorHelp)->check([](const std::string &value) {

@@ -39,9 +39,15 @@ struct Destination {
   bool toStdout = false;
 };
 
+/// Whether `input` is decompressed to standard output: -c, -o -, or an archive read from standard
+/// input with no -o.
+bool toStandardOutput(const DecompressOptions &o, const std::string &input) {
+  return o.toStdout || o.output == "-" || (o.output.empty() && input == "-");
+}
+
 Result<Destination> chooseDestination(const DecompressOptions &o, const std::string &input, const ArchiveReader &archive) {
   const Archive &a = archive.contents();
-  if (o.toStdout || o.output == "-" || (o.output.empty() && input == "-")) {
+  if (toStandardOutput(o, input)) {
     if (a.directory)
       return Error{fmt::format("{} is an archive of a directory of {} files; it cannot be written to standard output "
                                "(use -o DIR)",
@@ -66,8 +72,7 @@ Result<Destination> chooseDestination(const DecompressOptions &o, const std::str
   }
   auto [out, slash] = withoutTrailingSlashes(o.output);
   if (!a.directory && (slash || fs::is_directory(out))) {
-    if (!fs::is_directory(out))
-      return Error{o.output + (fs::exists(out) ? " is not a directory" : " is not an existing directory")};
+    if (!fs::is_directory(out)) return Error{notADirectory(o.output, out)};
     return Destination{out + "/" + baseName(a.members[0].path)};
   }
   return Destination{out};
@@ -180,8 +185,8 @@ int runDecompress(const DecompressOptions &o, const Verbosity &v) {
   if (o.inputs.size() > 1 && !o.output.empty() && o.output != "-")
     return usageError("-o names one output; with several archives, leave it out (each is written beside its archive)");
   if (std::count(o.inputs.begin(), o.inputs.end(), "-") > 1) return usageError("standard input (-) can be read only once");
-  if (o.json && (o.toStdout || o.output == "-" ||
-                 (o.output.empty() && std::count(o.inputs.begin(), o.inputs.end(), "-") > 0)))
+  const auto writesStandardOutput = [&](const std::string &input) { return toStandardOutput(o, input); };
+  if (o.json && std::any_of(o.inputs.begin(), o.inputs.end(), writesStandardOutput))
     return usageError("--json and the decompressed bytes cannot both go to standard output");
   if (o.toStdout && !o.output.empty() && o.output != "-")
     return usageError("-c writes to standard output; -o names another output: give one of them");

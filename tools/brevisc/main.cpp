@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 #include <vector>
 
@@ -133,9 +133,9 @@ int main(int argc, char **argv) {
     // A path the file system will not resolve (a loop of symbolic links, say) where a command
     // asked without an error code: an error of the input, after the commands' temporary files
     // went with the unwinding.
-    std::cerr << "brevisc: error: "
-              << (e.path1().empty() ? std::string(e.what()) : fmt::format("cannot use {}: {}", e.path1().string(), e.code().message()))
-              << "\n";
+    const std::string what =
+        e.path1().empty() ? e.what() : fmt::format("cannot use {}: {}", e.path1().string(), e.code().message());
+    std::cerr << "brevisc: error: " << what << "\n";
     return kExitFailure;
   }
   // A result that could not be written (stdout closed, a full disk) is not a success.
