@@ -17,4 +17,4 @@ cmake --build "$build" -- -j"$(nproc)"
 # abort_on_error: a finding is a crash that ctest reports, with the sanitizer's report.
 export ASAN_OPTIONS="abort_on_error=1:detect_stack_use_after_return=0:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
-ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -LE slow-under-asan
+ctest --test-dir "$build" --output-on-failure --timeout 900 -j"$(nproc)" -LE slow-under-asan

@@ -230,10 +230,9 @@ Result<std::string> readTextFile(const std::string &path) {
 }
 
 Result<std::shared_ptr<const MappedFile>> MappedFile::open(const std::string &path, ByteSpan prefix) {
-  // Opened without blocking: a named pipe that nothing writes would otherwise hang the open
-  // (it reads as empty instead). Reads block again, as for any pipe.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  // A named pipe is opened as cat or zstd open one: the open waits for its writer, which may
+  // well start after the reader (`brevisc decompress fifo & producer > fifo`).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     struct stat st;
     if (errno == EISDIR || (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
@@ -356,12 +355,9 @@ Result<std::unique_ptr<OutputFile>> OutputFile::create(const std::string &path, 
     return Error{fmt::format("{} already exists; use -f to overwrite it", path)};
   if (exists && !S_ISREG(st.st_mode)) {
     // A device or a pipe (-o /dev/null): written in place; there is nothing to rename over. A
-    // named pipe that nothing reads is refused rather than waited on.
-    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-      return Error{errno == ENXIO ? fmt::format("cannot write {}: it is a named pipe that nothing reads", path)
-                                  : fmt::format("cannot open {}: {}", path, systemError())};
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    // named pipe's open waits for its reader, which may start after the writer.
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return Error{fmt::format("cannot open {}: {}", path, systemError())};
     std::FILE *f = fdopen(fd, "wb");
     if (!f) {
       ::close(fd);

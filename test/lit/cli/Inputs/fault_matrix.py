@@ -49,8 +49,21 @@ def leftovers(d):
     return [n for n in os.listdir(d) if ".brevisc-tmp-" in n]
 
 
+# Every wait is bounded, so that a run that never ends fails the test instead of hanging it.
+LIMIT = 300
+
+
 def run(*args, **kw):
-    return subprocess.run(["brevisc", *args], capture_output=True, text=True, **kw)
+    return subprocess.run(["brevisc", *args], capture_output=True, text=True, timeout=LIMIT, **kw)
+
+
+def finish(p, what):
+    """p's exit status; a process still running after LIMIT seconds is killed and fails `what`."""
+    try:
+        return p.wait(timeout=LIMIT)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        check(False, f"{what}: still running after {LIMIT} s")
 
 
 # A checkpoint of a few MB: big enough that a run takes a noticeable time.
@@ -72,7 +85,7 @@ for cmd, out in (("compress", path("killed.brv")), ("decompress", path("killed.s
         p = subprocess.Popen(["brevisc", cmd, "-q", "-T", "2", src, "-o", out])
         time.sleep(rng.uniform(0.0, 0.4))
         p.send_signal(signal.SIGKILL)
-        p.wait()
+        finish(p, f"{cmd} killed")
         if os.path.exists(out):
             check(digest(out) == (packed if cmd == "compress" else original), f"{cmd} killed: a wrong {out}")
         check(digest(model) == original and digest(archive) == packed, f"{cmd} killed: its input changed")
@@ -84,11 +97,11 @@ print("killed runs: no partial output, inputs intact, temporaries cleaned")
 # 2. A file-size limit (a full disk without root): a clean error, nothing left behind.
 limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
 r = subprocess.run(["brevisc", "decompress", "-T", "2", archive, "-o", path("full.safetensors")],
-                   capture_output=True, text=True, preexec_fn=limit)
+                   capture_output=True, text=True, preexec_fn=limit, timeout=LIMIT)
 check(r.returncode == 1 and "brevisc: error:" in r.stderr, f"file-size limit: {r.returncode} {r.stderr!r}")
 check(not os.path.exists(path("full.safetensors")) and leftovers(work) == [], "file-size limit left files")
 r = subprocess.run(["brevisc", "compress", model, "-o", path("full.brv")], capture_output=True, text=True,
-                   preexec_fn=limit)
+                   preexec_fn=limit, timeout=LIMIT)
 check(r.returncode == 1 and "brevisc: error:" in r.stderr, f"file-size limit on compress: {r.stderr!r}")
 check(not os.path.exists(path("full.brv")) and leftovers(work) == [], "file-size limit left an archive")
 print("file-size limit: one error line, nothing written")
@@ -107,7 +120,7 @@ time.sleep(0.3)  # past start-up (the file is open and mapped), well before the 
 fd = os.open(big, os.O_WRONLY)
 os.pwrite(fd, b"\x7f\x7f", os.path.getsize(big) - 2)
 os.close(fd)
-err = p.communicate()[1]
+err = p.communicate(timeout=LIMIT)[1]
 if p.returncode == 0:
     print("input changed after compression ended (machine too fast); case skipped")
 else:
@@ -134,7 +147,7 @@ def interrupt(target, sig, extra=()):
             p.send_signal(sig)
             break
         time.sleep(0.001)
-    return p.wait()
+    return finish(p, f"decompression interrupted by {sig!r}")
 
 
 interrupted = 0
@@ -158,7 +171,7 @@ p = subprocess.Popen(["brevisc", "decompress", "-q", "-T", "1", path("tree.brv")
                      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
 time.sleep(0.05)
 p.send_signal(signal.SIGINT)
-check(p.wait() == 0 and os.path.isdir(path("ignored")), "an ignored SIGINT stopped decompression")
+check(finish(p, "an ignored SIGINT") == 0 and os.path.isdir(path("ignored")), "an ignored SIGINT stopped decompression")
 subprocess.run(["rm", "-rf", path("ignored")])
 print("interrupted directory decompression: nothing left, nothing else touched; ignored signals stay ignored")
 
@@ -166,20 +179,43 @@ print("interrupted directory decompression: nothing left, nothing else touched; 
 race = path("race.safetensors")
 procs = [subprocess.Popen(["brevisc", "decompress", "-q", "-T", "1", archive, "-o", race], stderr=subprocess.PIPE,
                           text=True) for _ in range(2)]
-results = [(p.wait(), p.stderr.read()) for p in procs]
+results = [(finish(p, "race"), p.stderr.read()) for p in procs]
 check(sorted(code for code, _ in results) == [0, 1], f"race: {results}")
 check(digest(race) == original and leftovers(work) == [], "race: wrong output or leftovers")
 print("two decompressions racing: one wins, the other refuses")
 
-# 6. A FIFO as input.
+# 6. A FIFO as input, whichever end opens it first: the reader's open waits for its writer, as
+#    cat's does (a reader that found no writer yet and read nothing failed at random).
 fifo = path("archive.fifo")
 os.mkfifo(fifo)
-writer = threading.Thread(target=lambda: open(fifo, "wb").write(open(archive, "rb").read()))
-writer.start()
-r = run("decompress", "-q", fifo, "-o", path("fifo.safetensors"))
-writer.join()
-check(r.returncode == 0 and digest(path("fifo.safetensors")) == original, f"fifo: {r.stderr!r}")
-print("archive from a FIFO: decoded")
+
+
+def feed():
+    with open(fifo, "wb") as f:
+        f.write(open(archive, "rb").read())
+
+
+for reader_first in (True, False):
+    out = path("fifo.safetensors")
+    if os.path.exists(out):
+        os.remove(out)
+    writer = threading.Thread(target=feed, daemon=True)
+    if not reader_first:
+        writer.start()
+        time.sleep(0.2)
+    p = subprocess.Popen(["brevisc", "decompress", "-q", fifo, "-o", out], stderr=subprocess.PIPE, text=True)
+    if reader_first:
+        time.sleep(0.2)
+        writer.start()
+    try:
+        err = p.communicate(timeout=LIMIT)[1]
+    except subprocess.TimeoutExpired:
+        p.kill()
+        check(False, f"fifo, reader first {reader_first}: still running after {LIMIT} s")
+    writer.join(timeout=10)  # the reader has ended: the writer is done, or waits for no one
+    check(not writer.is_alive(), f"fifo, reader first {reader_first}: the writer was never read ({err!r})")
+    check(p.returncode == 0 and digest(out) == original, f"fifo, reader first {reader_first}: {err!r}")
+print("archive from a FIFO: decoded, reader or writer first")
 
 # 7. 10,000 tensors.
 many = path("many.safetensors")
