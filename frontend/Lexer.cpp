@@ -3,6 +3,8 @@
 #include "BrevisLexer.h"
 
 #include <array>
+#include <bit>
+#include <cstdint>
 #include <cstring>
 
 namespace brevis {
@@ -11,9 +13,23 @@ namespace {
 
 using L = grammar::BrevisLexer;
 
-bool isIdentStart(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool isDigit(unsigned char c) { return c >= '0' && c <= '9'; }
-bool isIdentPart(unsigned char c) { return isIdentStart(c) || isDigit(c); }
+// Character classes by table: a program of many small tensors is mostly numbers and names,
+// and a load per byte beats a chain of comparisons.
+enum : uint8_t { kSpace = 1, kIdentStart = 2, kDigit = 4, kStringStop = 8 };
+constexpr std::array<uint8_t, 256> kClasses = [] {
+  std::array<uint8_t, 256> t{};
+  for (unsigned char c : {' ', '\t', '\r', '\n'}) t[c] = kSpace;
+  for (unsigned c = 'a'; c <= 'z'; ++c) t[c] = kIdentStart;
+  for (unsigned c = 'A'; c <= 'Z'; ++c) t[c] = kIdentStart;
+  t['_'] = kIdentStart;
+  for (unsigned c = '0'; c <= '9'; ++c) t[c] = kDigit;
+  for (unsigned char c : {'\\', '\r', '\n'}) t[c] |= kStringStop; // a string's escape, or its end
+  return t;
+}();
+bool isSpace(unsigned char c) { return kClasses[c] & kSpace; }
+bool isIdentStart(unsigned char c) { return kClasses[c] & kIdentStart; }
+bool isDigit(unsigned char c) { return kClasses[c] & kDigit; }
+bool isIdentPart(unsigned char c) { return kClasses[c] & (kIdentStart | kDigit); }
 
 struct Keyword {
   std::string_view text;
@@ -28,6 +44,13 @@ constexpr std::array kKeywords = {
     Keyword{"map", L::MAP},       Keyword{"scan", L::SCAN},     Keyword{"merge", L::MERGE},
     Keyword{"digest", L::DIGEST}, Keyword{"text", L::TEXT},     Keyword{"safetensors", L::SAFETENSORS},
 };
+// The keywords by first byte, as bits of kKeywords' indices: an identifier meets one or two.
+constexpr std::array<uint32_t, 128> kKeywordsByFirstByte = [] {
+  std::array<uint32_t, 128> t{};
+  for (size_t i = 0; i < kKeywords.size(); ++i) t[static_cast<unsigned char>(kKeywords[i].text[0])] |= 1u << i;
+  return t;
+}();
+static_assert(kKeywords.size() <= 32);
 
 size_t punctuation(unsigned char c) {
   switch (c) {
@@ -47,49 +70,47 @@ size_t punctuation(unsigned char c) {
 
 } // namespace
 
-void Scanner::advance(size_t n) {
-  for (size_t end = pos_ + n; pos_ < end; ++pos_) {
-    if (text_[pos_] == '\n') {
-      ++line_;
-      column_ = 0;
-    } else {
-      ++column_;
-    }
-  }
-}
-
-// The length of the token at pos_ (longest match, as ANTLR's lexer), and its type; 0 for
-// skipped text (whitespace, comments).
+// The length of the token at pos_ (longest match, as ANTLR's lexer), which is not whitespace
+// or a comment, and its type.
 size_t Scanner::scanToken(size_t &type) const {
   const size_t n = text_.size();
   const auto c = static_cast<unsigned char>(text_[pos_]);
   size_t end = pos_ + 1;
-  if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
-    while (end < n && (text_[end] == ' ' || text_[end] == '\t' || text_[end] == '\r' || text_[end] == '\n')) ++end;
-    type = 0;
-  } else if (c == '#') {
-    while (end < n && text_[end] != '\r' && text_[end] != '\n') ++end;
-    type = 0;
-  } else if (isIdentStart(c)) {
+  if (isIdentStart(c)) {
     while (end < n && isIdentPart(static_cast<unsigned char>(text_[end]))) ++end;
     type = L::IDENT;
-    std::string_view word = text_.substr(pos_, end - pos_);
-    for (const auto &k : kKeywords)
-      if (k.text == word) type = k.type;
+    const std::string_view word = text_.substr(pos_, end - pos_);
+    for (uint32_t m = kKeywordsByFirstByte[c & 127]; m; m &= m - 1) { // c is an ASCII letter or '_'
+      const Keyword &k = kKeywords[static_cast<size_t>(std::countr_zero(m))];
+      if (k.text == word) {
+        type = k.type;
+        break;
+      }
+    }
   } else if (isDigit(c)) {
     while (end < n && isIdentPart(static_cast<unsigned char>(text_[end]))) ++end;
     type = L::NUMBER;
   } else if (c == '"' || c == '\'') {
     type = L::UNTERMINATED_STRING;
+    const auto stops = [c](char d) {
+      return d == static_cast<char>(c) || (kClasses[static_cast<unsigned char>(d)] & kStringStop);
+    };
     while (end < n) {
-      // Most of a long string (a header's JSON) is plain text: find its closing quote, and the
-      // first backslash or line break before it, with memchr rather than a byte at a time.
-      const char *base = text_.data();
-      const auto *quote = static_cast<const char *>(std::memchr(base + end, c, n - end));
-      size_t stop = quote ? static_cast<size_t>(quote - base) : n;
-      for (const char special : {'\\', '\r', '\n'})
-        if (const auto *p = static_cast<const char *>(std::memchr(base + end, special, stop - end)))
-          stop = static_cast<size_t>(p - base);
+      // A short string (a name) byte by byte. Most of a long one (a header's JSON) is plain
+      // text: past its first bytes, find its closing quote, and the first backslash or line
+      // break before it, with memchr.
+      size_t stop = end;
+      const size_t shortEnd = std::min(n, end + 64);
+      while (stop < shortEnd && !stops(text_[stop])) ++stop;
+      if (stop == shortEnd && stop < n) {
+        const char *base = text_.data();
+        const auto *quote = static_cast<const char *>(std::memchr(base + stop, c, n - stop));
+        const size_t from = stop;
+        stop = quote ? static_cast<size_t>(quote - base) : n;
+        for (const char special : {'\\', '\r', '\n'})
+          if (const auto *p = static_cast<const char *>(std::memchr(base + from, special, stop - from)))
+            stop = static_cast<size_t>(p - base);
+      }
       end = stop;
       if (end == n) break;
       char d = text_[end];
@@ -115,17 +136,33 @@ size_t Scanner::scanToken(size_t &type) const {
 }
 
 bool Scanner::next(ScannedToken &token) {
-  while (pos_ < text_.size()) {
-    size_t type = 0;
-    size_t length = scanToken(type);
-    token = ScannedToken{type, pos_, length, line_, column_};
-    if (type != 0) {
-      // No token holds a line break (strings end at one): its bytes are columns.
-      pos_ += length;
-      column_ += length;
-      return true;
+  const size_t n = text_.size();
+  while (pos_ < n) {
+    const auto c = static_cast<unsigned char>(text_[pos_]);
+    if (isSpace(c)) { // line and column as ANTLR counts them: only '\n' starts a line
+      if (c == '\n') {
+        ++line_;
+        column_ = 0;
+      } else {
+        ++column_;
+      }
+      ++pos_;
+      continue;
     }
-    advance(length);
+    if (c == '#') { // a comment, up to its line break
+      size_t end = pos_ + 1;
+      while (end < n && text_[end] != '\r' && text_[end] != '\n') ++end;
+      column_ += end - pos_;
+      pos_ = end;
+      continue;
+    }
+    size_t type = 0;
+    const size_t length = scanToken(type);
+    token = ScannedToken{type, pos_, length, line_, column_};
+    // No token holds a line break (strings end at one): its bytes are columns.
+    pos_ += length;
+    column_ += length;
+    return true;
   }
   return false;
 }

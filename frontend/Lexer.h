@@ -37,8 +37,6 @@ public:
   size_t column() const { return column_; }
 
 private:
-  /// Advances over `n` bytes, keeping line and column as ANTLR counts them.
-  void advance(size_t n);
   size_t scanToken(size_t &type) const;
 
   std::string_view text_;

@@ -1026,6 +1026,13 @@ private:
   std::vector<uint64_t> numberList(std::vector<Radix> *radixes = nullptr) {
     std::vector<uint64_t> out;
     if (peek() != G::NUMBER) return out;
+    // Sized once: a program of many small literals reads a short list per literal.
+    size_t count = 1;
+    for (size_t k = at_ + 1; k + 1 < tokens_.size() && tokens_[k].type == G::COMMA && tokens_[k + 1].type == G::NUMBER;
+         k += 2)
+      ++count;
+    out.reserve(count);
+    if (radixes) radixes->reserve(radixes->size() + count);
     auto one = [&] {
       Radix radix = Radix::Auto;
       out.push_back(number(&radix));

@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
-#include <set>
+#include <algorithm>
+#include <string_view>
+#include <unordered_set>
 
 namespace brevis {
 
@@ -23,11 +25,15 @@ std::optional<StreamType> TypeChecker::derive(const Expr &e) {
     else childrenTyped = false;
   });
   if (const Merge *m = dynAs<Merge>(e)) {
-    // A field is read (and edited) by its name: two of one name would be ambiguous.
-    std::set<std::string_view> names;
-    for (const MergeField &f : m->fields)
-      if (!f.name.empty() && !names.insert(f.name).second)
-        diags_.error(f.expr->loc, fmt::format("merge field name '{}' is used twice", f.name));
+    // A field is read (and edited) by its name: two of one name would be ambiguous. (A merge
+    // has a few fields, at most one per bit of its words: compared pairwise, without a set's
+    // allocations in a program of many small merges.)
+    const auto &fields = m->fields;
+    for (size_t i = 0; i < fields.size(); ++i) {
+      const auto same = [&](const MergeField &g) { return g.name == fields[i].name; };
+      if (!fields[i].name.empty() && std::any_of(fields.begin(), fields.begin() + static_cast<ptrdiff_t>(i), same))
+        diags_.error(fields[i].expr->loc, fmt::format("merge field name '{}' is used twice", fields[i].name));
+    }
   }
   if (!childrenTyped) return std::nullopt;
 
@@ -57,7 +63,8 @@ void TypeChecker::checkCheckpoint(const Checkpoint &c) {
                                     kLanguageVersion));
   payloadSize_ = c.payloadSize;
   uint64_t expectedOffset = 0;
-  std::set<std::string> names;
+  std::unordered_set<std::string_view> names; // of the regions, which outlive the check
+  names.reserve(c.regions.size());
   for (const auto &r : c.regions) {
     if (r.bytes.offset != expectedOffset)
       diags_.error(r.loc, fmt::format("region starts at byte {}, but the previous one ends at byte {}", r.bytes.offset,

@@ -75,3 +75,19 @@ TEST(Lexer, MatchesTheGrammarOnTokenSoupAndRandomBytes) {
     expectSameTokens(text, "bytes round " + std::to_string(round));
   }
 }
+
+// Strings are scanned byte by byte up to a point and by memchr past it: an escape, a line break
+// or the closing quote at every offset around that point, in short and long strings.
+TEST(Lexer, MatchesTheGrammarOnStringsWithTheirEndOrAnEscapeAtAnyOffset) {
+  for (size_t length : {0, 1, 63, 64, 65, 127, 128, 300})
+    for (size_t at = 0; at <= length + 1; at += at < 2 || at + 3 > length || (at > 60 && at < 70) ? 1 : 17)
+      for (const char *special : {"\\\"", "\\", "\n", "\r", "'", "\""}) {
+        for (char quote : {'"', '\''}) {
+          std::string body(length, 'a');
+          body.insert(std::min(at, body.size()), special);
+          const std::string text = "lit " + std::string(1, quote) + body + std::string(1, quote) + " x\n";
+          expectSameTokens(text, "string of " + std::to_string(length) + " with " + special + " at " + std::to_string(at));
+          expectSameTokens(text.substr(0, text.size() / 2), "its first half");
+        }
+      }
+}
