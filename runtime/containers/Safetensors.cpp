@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <numeric>
 #include <optional>
 #include <unordered_set>
 
@@ -25,28 +27,67 @@ std::optional<unsigned> opaqueDtypeBits(const std::string &name) {
   return std::nullopt;
 }
 
-/// SAX events of a JSON text: the first name repeated in its top-level object, and where the
-/// text stops being JSON.
-struct TopLevelKeys {
+/// A header's JSON read in one pass of SAX events, into what the layout needs (a DOM of the
+/// header of a checkpoint of many tensors took half of `verify`'s time). For each top-level
+/// name, in order: what its value is and, for an object, the fields a tensor is described by.
+/// As in a JSON object, the last of a repeated field counts; a repeated top-level name is
+/// noted (the first one, in the text's order), and so is where the text stops being JSON.
+struct HeaderEvents {
   using json = nlohmann::json;
-  int depth = 0;
+  enum class Kind : uint8_t { Null, Object, Other };
+  /// A field that should hold an array of unsigned integers.
+  struct Numbers {
+    bool present = false, isArray = false, allUnsigned = true;
+    size_t elements = 0;          ///< of any kind
+    std::vector<uint64_t> values; ///< the unsigned ones
+  };
+  struct Entry {
+    std::string name;
+    Kind kind = Kind::Other;
+    bool dtypePresent = false, dtypeIsString = false;
+    std::string dtype;
+    Numbers shape, offsets;
+  };
+  std::vector<Entry> entries;
+  std::map<std::string, bool> metadataIsString; ///< __metadata__'s keys: is the (last) value a string
+  bool topIsObject = false;
   std::unordered_set<std::string> seen;
   std::string repeated;
   std::optional<size_t> errorAt; ///< the byte the parser stopped at
   std::string error;             ///< what it expected there
-  bool null() { return true; }
-  bool boolean(bool) { return true; }
-  bool number_integer(json::number_integer_t) { return true; }
-  bool number_unsigned(json::number_unsigned_t) { return true; }
-  bool number_float(json::number_float_t, const json::string_t &) { return true; }
-  bool string(json::string_t &) { return true; }
-  bool binary(json::binary_t &) { return true; }
-  bool start_object(std::size_t) { return ++depth, true; }
-  bool end_object() { return --depth, true; }
-  bool start_array(std::size_t) { return ++depth, true; }
-  bool end_array() { return --depth, true; }
+
+  bool null() { return value(Value::Null); }
+  bool boolean(bool) { return value(Value::Other); }
+  bool number_integer(json::number_integer_t) { return value(Value::Other); }
+  bool number_unsigned(json::number_unsigned_t n) { return value(Value::Unsigned, n); }
+  bool number_float(json::number_float_t, const json::string_t &) { return value(Value::Other); }
+  bool string(json::string_t &text) { return value(Value::String, 0, &text); }
+  bool binary(json::binary_t &) { return value(Value::Other); }
+  bool start_object(std::size_t) { return value(Value::Object), open_.push_back(true), true; }
+  bool start_array(std::size_t) { return value(Value::Array), open_.push_back(false), true; }
+  bool end_object() { return open_.pop_back(), true; }
+  bool end_array() { return open_.pop_back(), true; }
   bool key(json::string_t &k) {
-    if (depth == 1 && !seen.insert(k).second && repeated.empty()) repeated = k;
+    if (open_.size() == 1) { // a name of the header
+      if (!seen.insert(k).second && repeated.empty()) repeated = k;
+      entries.emplace_back().name = k;
+    } else if (inEntryObject()) { // a field of an entry
+      Entry &e = entries.back();
+      field_ = Field::Other;
+      if (e.name == "__metadata__") {
+        field_ = Field::Metadata;
+        metadataKey_ = k;
+      } else if (k == "dtype") {
+        field_ = Field::Dtype;
+        e.dtypePresent = true;
+        e.dtypeIsString = false;
+        e.dtype.clear();
+      } else if (k == "shape" || k == "data_offsets") {
+        field_ = k == "shape" ? Field::Shape : Field::Offsets;
+        numbers(e) = Numbers{};
+        numbers(e).present = true;
+      }
+    }
     return true;
   }
   bool parse_error(std::size_t position, const std::string &, const nlohmann::detail::exception &e) {
@@ -58,6 +99,43 @@ struct TopLevelKeys {
     if (size_t colon = error.find(": "); colon != std::string::npos) error = error.substr(colon + 2);
     return false;
   }
+
+private:
+  enum class Value : uint8_t { Null, Unsigned, String, Object, Array, Other };
+  enum class Field : uint8_t { Dtype, Shape, Offsets, Metadata, Other };
+
+  /// Inside the object that describes one entry (containers open: the header, the entry).
+  bool inEntryObject() const { return open_.size() == 2 && open_[1]; }
+  Numbers &numbers(Entry &e) const { return field_ == Field::Shape ? e.shape : e.offsets; }
+
+  /// A value (a scalar, or the start of an object or array) in the containers open now.
+  bool value(Value v, uint64_t n = 0, const std::string *text = nullptr) {
+    if (open_.empty()) {
+      topIsObject = v == Value::Object;
+    } else if (open_.size() == 1) { // an entry's value
+      entries.back().kind = v == Value::Null ? Kind::Null : v == Value::Object ? Kind::Object : Kind::Other;
+    } else if (inEntryObject()) { // a field's value
+      Entry &e = entries.back();
+      if (field_ == Field::Metadata) {
+        metadataIsString[metadataKey_] = v == Value::String;
+      } else if (field_ == Field::Dtype) {
+        e.dtypeIsString = v == Value::String;
+        if (text) e.dtype = *text;
+      } else if (field_ == Field::Shape || field_ == Field::Offsets) {
+        numbers(e).isArray = v == Value::Array;
+      }
+    } else if (open_.size() == 3 && open_[1] && !open_[2] && (field_ == Field::Shape || field_ == Field::Offsets)) {
+      Numbers &list = numbers(entries.back()); // an element of a shape or data_offsets array
+      ++list.elements;
+      if (v == Value::Unsigned) list.values.push_back(n);
+      else list.allUnsigned = false;
+    }
+    return true;
+  }
+
+  std::vector<bool> open_; ///< the containers open, outermost first: object (true) or array
+  Field field_ = Field::Other;
+  std::string metadataKey_;
 };
 
 } // namespace
@@ -75,54 +153,50 @@ Result<SafetensorsLayout> parseSafetensorsHeader(ByteSpan file, uint64_t fileSiz
   const char *text = reinterpret_cast<const char *>(file.data() + 8);
   if (n == 0 || text[0] != '{') return Error{"header does not start with '{'"};
   if (!isUtf8(ByteSpan(file.data() + 8, n))) return Error{"header is not UTF-8"};
-  auto json = nlohmann::json::parse(text, text + n, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) {
-    TopLevelKeys where;
-    nlohmann::json::sax_parse(text, text + n, &where);
-    if (where.errorAt) // 1-based position in the JSON text; the file's byte is 8 past it, 0-based
-      return Error{fmt::format("header is not JSON at byte {}: {}", 8 + *where.errorAt - 1, where.error)};
-    return Error{"header is not a JSON object"};
-  }
-  if (!json.is_object()) return Error{"header is not a JSON object"};
-  // A JSON object keeps only the last of repeated names; a second pass over the events finds
-  // them. (A parse callback would do it in one pass, but nlohmann's callback parser scans each
-  // finished object's parent again: quadratic in the number of tensors.)
-  TopLevelKeys keys;
-  nlohmann::json::sax_parse(text, text + n, &keys);
-  if (!keys.repeated.empty()) return Error{fmt::format("header names {} twice", quoteString(keys.repeated))};
+  HeaderEvents header;
+  nlohmann::json::sax_parse(text, text + n, &header);
+  if (header.errorAt) // 1-based position in the JSON text; the file's byte is 8 past it, 0-based
+    return Error{fmt::format("header is not JSON at byte {}: {}", 8 + *header.errorAt - 1, header.error)};
+  if (!header.topIsObject) return Error{"header is not a JSON object"};
+  if (!header.repeated.empty()) return Error{fmt::format("header names {} twice", quoteString(header.repeated))};
 
   SafetensorsLayout layout;
   layout.headerSize = 8 + n;
   const uint64_t dataSize = fileSize - layout.headerSize;
+  // In the order of their names, as a JSON object lists them: the first fault so found is the
+  // one reported, and empty tensors at one offset keep that order.
+  // (Indices sorted, not the entries: an entry is large, and a header is often in order already.)
+  std::vector<HeaderEvents::Entry> &entries = header.entries;
+  std::vector<uint32_t> byName(entries.size());
+  std::iota(byName.begin(), byName.end(), 0u);
+  const auto nameOrder = [&](uint32_t a, uint32_t b) { return entries[a].name < entries[b].name; };
+  if (!std::is_sorted(byName.begin(), byName.end(), nameOrder)) std::sort(byName.begin(), byName.end(), nameOrder);
   std::vector<TensorEntry> all; // every tensor, for the tiling check
-  for (const auto &[name, entry] : json.items()) {
+  all.reserve(entries.size());
+  for (uint32_t index : byName) {
+    HeaderEvents::Entry &entry = entries[index];
+    const std::string &name = entry.name;
     if (name == "__metadata__") {
-      if (entry.is_null()) continue; // the safetensors library reads null as no metadata
-      if (!entry.is_object()) return Error{"__metadata__ is not an object"};
-      for (const auto &[key, value] : entry.items())
-        if (!value.is_string()) return Error{fmt::format("__metadata__ value {} is not a string", quoteString(key))};
+      if (entry.kind == HeaderEvents::Kind::Null) continue; // the safetensors library reads null as no metadata
+      if (entry.kind != HeaderEvents::Kind::Object) return Error{"__metadata__ is not an object"};
+      for (const auto &[key, isString] : header.metadataIsString)
+        if (!isString) return Error{fmt::format("__metadata__ value {} is not a string", quoteString(key))};
       continue;
     }
-    if (!entry.is_object()) return Error{fmt::format("tensor {} is not described by an object", name)};
-    auto dtypeField = entry.find("dtype");
-    auto shapeField = entry.find("shape");
-    auto offsetsField = entry.find("data_offsets");
-    if (dtypeField == entry.end() || !dtypeField->is_string() || shapeField == entry.end() ||
-        !shapeField->is_array() || offsetsField == entry.end() || !offsetsField->is_array() ||
-        offsetsField->size() != 2)
+    if (entry.kind != HeaderEvents::Kind::Object)
+      return Error{fmt::format("tensor {} is not described by an object", name)};
+    if (!entry.dtypePresent || !entry.dtypeIsString || !entry.shape.present || !entry.shape.isArray ||
+        !entry.offsets.present || !entry.offsets.isArray || entry.offsets.elements != 2)
       return Error{fmt::format("tensor {} lacks dtype, shape or data_offsets", name)};
-    const std::string dtypeName = dtypeField->get<std::string>();
+    const std::string &dtypeName = entry.dtype;
     auto dtype = dtypeFromSafetensorsName(dtypeName);
     auto opaqueBits = dtype ? std::nullopt : opaqueDtypeBits(dtypeName);
     if (!dtype && !opaqueBits) return Error{fmt::format("tensor {} has unknown dtype {}", name, dtypeName)};
-    TensorEntry t{name, dtype.value_or(DType::U8), {}, 0, 0};
-    for (const auto &d : *shapeField) {
-      if (!d.is_number_unsigned()) return Error{fmt::format("tensor {} has a shape that is not unsigned integers", name)};
-      t.shape.push_back(d.get<uint64_t>());
-    }
-    for (const auto &o : *offsetsField)
-      if (!o.is_number_unsigned()) return Error{fmt::format("tensor {} has non-integer data_offsets", name)};
-    uint64_t b = (*offsetsField)[0].get<uint64_t>(), e = (*offsetsField)[1].get<uint64_t>();
+    if (!entry.shape.allUnsigned)
+      return Error{fmt::format("tensor {} has a shape that is not unsigned integers", name)};
+    if (!entry.offsets.allUnsigned) return Error{fmt::format("tensor {} has non-integer data_offsets", name)};
+    TensorEntry t{name, dtype.value_or(DType::U8), std::move(entry.shape.values), 0, 0};
+    uint64_t b = entry.offsets.values[0], e = entry.offsets.values[1];
     if (b > e || e > dataSize) return Error{fmt::format("tensor {} has data_offsets outside the data", name)};
     auto count = elementCount(t.shape);
     const unsigned bits = dtype ? dtypeInfo(*dtype).wordBits : *opaqueBits;

@@ -109,6 +109,50 @@ TEST(Safetensors, RefusesWhatTheFormatForbids) {
             "tensor a has a shape that is not unsigned integers");
 }
 
+// The header is read as a JSON object reads: of a repeated field the last counts, entries are
+// judged in the order of their names (the first fault in that order is the one reported), and
+// only an entry's own fields describe it.
+TEST(Safetensors, ReadsTheHeaderAsAJsonObject) {
+  auto reason = [](const std::string &json, size_t data) {
+    auto layout = parseSafetensors(safetensors(json, data));
+    return layout ? std::string("accepted") : layout.error().message;
+  };
+  EXPECT_EQ(reason(R"({"a":{"dtype":"Q4","shape":[1],"data_offsets":[0,1],"dtype":"U8"}})", 1), "accepted");
+  EXPECT_EQ(reason(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"dtype":1}})", 1),
+            "tensor a lacks dtype, shape or data_offsets");
+  EXPECT_EQ(reason(R"({"a":{"dtype":"U8","shape":[-1],"data_offsets":[0,1],"shape":[1]}})", 1), "accepted");
+  EXPECT_EQ(reason(R"({"__metadata__":{"k":1,"k":"v"},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})", 1),
+            "accepted");
+  EXPECT_EQ(reason(R"({"__metadata__":{"z":1,"k":[]}})", 0), "__metadata__ value \"k\" is not a string");
+  // By name: "B" < "__metadata__" < "a", whatever the text's order.
+  EXPECT_EQ(reason(R"({"a":1,"__metadata__":[],"B":2})", 0), "tensor B is not described by an object");
+  EXPECT_EQ(reason(R"({"a":1,"__metadata__":[]})", 0), "__metadata__ is not an object");
+  EXPECT_EQ(reason(R"({"b":{"dtype":"Q4","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"Q5"}})", 1),
+            "tensor a lacks dtype, shape or data_offsets");
+  // Two offsets that are not integers are two offsets; nested arrays and objects are not numbers.
+  EXPECT_EQ(reason(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":["0",1.5]}})", 1),
+            "tensor a has non-integer data_offsets");
+  EXPECT_EQ(reason(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,[1]]}})", 1),
+            "tensor a has non-integer data_offsets");
+  EXPECT_EQ(reason(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1,2]}})", 1),
+            "tensor a lacks dtype, shape or data_offsets");
+  EXPECT_EQ(reason(R"({"a":{"dtype":"U8","shape":[[1]],"data_offsets":[0,1]}})", 1),
+            "tensor a has a shape that is not unsigned integers");
+  EXPECT_EQ(reason(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":{"shape":[-1],"dtype":"Q4"}}})", 1),
+            "accepted");
+  EXPECT_EQ(reason(R"({"a":[{"dtype":"U8","shape":[1],"data_offsets":[0,1]}]})", 1),
+            "tensor a is not described by an object");
+  // Empty tensors at one offset keep the order of their names.
+  auto empties = parseSafetensors(safetensors(R"({"c":{"dtype":"U8","shape":[0],"data_offsets":[0,0]},)"
+                                              R"("b":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
+                                              R"("a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}})",
+                                              1));
+  ASSERT_TRUE(empties) << empties.error().message;
+  std::vector<std::string> order;
+  for (const TensorEntry &t : empties->tensors) order.push_back(t.name);
+  EXPECT_EQ(order, (std::vector<std::string>{"a", "c", "b"}));
+}
+
 TEST(Safetensors, RejectsInconsistentHeaders) {
   EXPECT_FALSE(parseSafetensors(Bytes{1, 2, 3}));
   EXPECT_FALSE(parseSafetensors(safetensors("not json", 0)));
