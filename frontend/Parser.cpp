@@ -225,56 +225,102 @@ struct Piece {
 
 bool isRegionKeyword(size_t type) { return type == G::HEADER || type == G::BYTES || type == G::TENSOR; }
 
-/// Splits the text into pieces, and rejects tokens the lexer made only to report them, nesting
-/// deeper than the parser's stack allows, and pieces of more than kMaxRegionTokens tokens, all
-/// before any parsing. Reports the first problem and returns false.
+/// Splits the text into pieces as it scans it, and finds what must be reported before any
+/// parsing: tokens the lexer made only to report them, nesting deeper than the parser's stack
+/// allows, and pieces of more than kMaxRegionTokens tokens. Stops at the first such problem.
 ///
 /// A checkpoint's regions start with a region keyword outside any brackets, and nowhere else
 /// may a keyword stand there: field names (which may be keywords) lie inside `merge(...)`.
-bool scanPieces(std::string_view text, Diagnostics &diags, std::vector<Piece> &pieces) {
-  Scanner scanner(text);
-  ScannedToken t;
-  unsigned depth = 0;
-  bool checkpoint = false;
-  SourceLoc pieceStart;
-  pieces.assign(1, Piece{});
-  while (scanner.next(t)) {
-    const SourceLoc loc{static_cast<uint32_t>(t.line), static_cast<uint32_t>(t.column + 1)};
-    if (!pieceStart.valid()) {
-      checkpoint = t.type == G::BREVIS;
-      pieceStart = loc;
-    } else if (checkpoint && depth == 0 && isRegionKeyword(t.type)) {
-      pieces.push_back(Piece{t.start, static_cast<uint32_t>(t.line), static_cast<uint32_t>(t.column), 0});
-      pieceStart = loc;
+class PieceScanner {
+public:
+  struct Problem {
+    SourceLoc loc;
+    std::string message;
+  };
+
+  explicit PieceScanner(std::string_view text) : text_(text), scanner_(text) {}
+
+  /// The next piece (the first one starts at the text's start, even if empty) and, if `tokens`
+  /// is given, its tokens; false after the last piece, or at a problem.
+  bool next(Piece &piece, std::vector<ScannedToken> *tokens) {
+    if (done_ || problem_) return false;
+    if (tokens) tokens->clear();
+    ScannedToken t;
+    bool have = pending_.has_value();
+    if (have) {
+      t = *pending_;
+      pending_.reset();
+      piece = Piece{t.start, static_cast<uint32_t>(t.line), static_cast<uint32_t>(t.column), 0};
+    } else {
+      piece = Piece{};
+      have = scanner_.next(t);
     }
-    if (++pieces.back().tokens > kMaxRegionTokens) {
-      const char *what = !checkpoint          ? "the expression has"
-                         : pieces.size() == 1 ? "the declarations before the first region have"
-                                              : "the region has";
-      diags.error(pieceStart, fmt::format("{} more than {} tokens, more than brevisc parses", what, kMaxRegionTokens));
-      return false;
-    }
-    switch (t.type) {
-    case G::UNEXPECTED_CHAR:
-      diags.error(loc,
-                  fmt::format("unexpected character '{}'", displayChar(static_cast<unsigned char>(text[t.start]))));
-      return false;
-    case G::UNTERMINATED_STRING:
-      diags.error(loc, "unterminated string");
-      return false;
-    case G::LPAREN:
-    case G::LBRACKET:
-      if (++depth > kMaxNestingDepth) {
-        diags.error(loc, fmt::format("expressions nest deeper than {} levels", kMaxNestingDepth));
-        return false;
+    const bool first = pieces_++ == 0;
+    SourceLoc pieceStart;
+    for (; have; have = scanner_.next(t)) {
+      const SourceLoc loc{static_cast<uint32_t>(t.line), static_cast<uint32_t>(t.column + 1)};
+      if (first && !pieceStart.valid()) {
+        checkpoint_ = t.type == G::BREVIS;
+      } else if (checkpoint_ && depth_ == 0 && isRegionKeyword(t.type) && piece.tokens > 0) {
+        pending_ = t; // the next piece's first token
+        return true;
       }
-      break;
-    case G::RPAREN:
-    case G::RBRACKET:
-      if (depth) --depth;
-      break;
-    default: break;
+      if (!pieceStart.valid()) pieceStart = loc;
+      if (++piece.tokens > kMaxRegionTokens) {
+        const char *what = !checkpoint_ ? "the expression has"
+                           : first      ? "the declarations before the first region have"
+                                        : "the region has";
+        return fail(pieceStart, fmt::format("{} more than {} tokens, more than brevisc parses", what, kMaxRegionTokens));
+      }
+      switch (t.type) {
+      case G::UNEXPECTED_CHAR:
+        return fail(loc,
+                    fmt::format("unexpected character '{}'", displayChar(static_cast<unsigned char>(text_[t.start]))));
+      case G::UNTERMINATED_STRING: return fail(loc, "unterminated string");
+      case G::LPAREN:
+      case G::LBRACKET:
+        if (++depth_ > kMaxNestingDepth)
+          return fail(loc, fmt::format("expressions nest deeper than {} levels", kMaxNestingDepth));
+        break;
+      case G::RPAREN:
+      case G::RBRACKET:
+        if (depth_) --depth_;
+        break;
+      default: break;
+      }
+      if (tokens) tokens->push_back(t);
     }
+    done_ = true;
+    return true;
+  }
+
+  const std::optional<Problem> &problem() const { return problem_; }
+
+private:
+  bool fail(SourceLoc loc, std::string message) {
+    problem_ = Problem{loc, std::move(message)};
+    return false;
+  }
+
+  std::string_view text_;
+  Scanner scanner_;
+  std::optional<ScannedToken> pending_;
+  std::optional<Problem> problem_;
+  size_t pieces_ = 0;
+  unsigned depth_ = 0;
+  bool checkpoint_ = false;
+  bool done_ = false;
+};
+
+/// Every piece of the text, or false after reporting the first problem PieceScanner finds.
+bool scanPieces(std::string_view text, Diagnostics &diags, std::vector<Piece> &pieces) {
+  PieceScanner scanner(text);
+  pieces.clear();
+  Piece piece;
+  while (scanner.next(piece, nullptr)) pieces.push_back(piece);
+  if (const auto &problem = scanner.problem()) {
+    diags.error(problem->loc, problem->message);
+    return false;
   }
   return true;
 }
@@ -674,15 +720,18 @@ private:
 /// recursive descent over the scanner's tokens, building what AstBuilder builds. It gives up at
 /// the first token it does not expect and at any name, number or string AstBuilder would report;
 /// ANTLR then reads the piece and reports precisely. (ANTLR's parser and trees were four fifths
-/// of the time to load a program of many small regions.) Recursion is bounded by scanPieces.
+/// of the time to load a program of many small regions.) Recursion is bounded by PieceScanner.
 class FastRegionReader {
 public:
   /// The region `text` holds, which starts at `line`:`column` (0-based); nullopt if ANTLR must read it.
   std::optional<Region> read(std::string_view text, uint32_t line, uint32_t column) {
     scan(text, line, column);
-    Region r = region();
-    if (failed_ || at_ != tokens_.size()) return std::nullopt;
-    return r;
+    return wholeRegion();
+  }
+  /// The same for a region whose tokens PieceScanner has scanned from `text` (taken).
+  std::optional<Region> read(std::string_view text, std::vector<ScannedToken> &tokens) {
+    take(text, tokens);
+    return wholeRegion();
   }
 
   /// The declarations of a checkpoint program before its first region (`brevis 1`, `source`,
@@ -690,6 +739,23 @@ public:
   /// anything unexpected: ANTLR then gives the exact diagnostic).
   std::optional<Checkpoint> prologue(std::string_view text, uint32_t line, uint32_t column) {
     scan(text, line, column);
+    return prologue();
+  }
+  /// The same for declarations whose tokens PieceScanner has scanned from `text` (taken).
+  std::optional<Checkpoint> prologue(std::string_view text, std::vector<ScannedToken> &tokens) {
+    take(text, tokens);
+    return prologue();
+  }
+
+private:
+  /// The region the tokens hold, all of them.
+  std::optional<Region> wholeRegion() {
+    Region r = region();
+    if (failed_ || at_ != tokens_.size()) return std::nullopt;
+    return r;
+  }
+
+  std::optional<Checkpoint> prologue() {
     Checkpoint c;
     const ScannedToken *brevis = expect(G::BREVIS);
     if (!brevis) return std::nullopt;
@@ -713,7 +779,13 @@ public:
     return c;
   }
 
-private:
+  void take(std::string_view text, std::vector<ScannedToken> &tokens) {
+    text_ = text;
+    tokens_.swap(tokens);
+    at_ = 0;
+    failed_ = false;
+  }
+
   void scan(std::string_view text, uint32_t line, uint32_t column) {
     text_ = text;
     tokens_.clear();
@@ -1155,10 +1227,31 @@ void attachComments(std::string_view text, Module &module) {
   }
 }
 
-} // namespace
+/// A well-formed checkpoint program read in one scan, each piece's tokens read by recursive
+/// descent as they come; nullopt at anything else (an expression, a problem, a piece that
+/// FastRegionReader gives up on), which the pieces' full parse then reads or reports as before.
+std::optional<Module> readWellFormed(std::string_view text) {
+  PieceScanner scanner(text);
+  FastRegionReader fast;
+  std::vector<ScannedToken> tokens;
+  Piece piece;
+  if (!scanner.next(piece, &tokens)) return std::nullopt;
+  std::optional<Checkpoint> c = fast.prologue(text, tokens);
+  if (!c) return std::nullopt;
+  Module module{std::move(*c)};
+  std::vector<Region> &regions = module.checkpoint().regions;
+  while (scanner.next(piece, &tokens)) {
+    std::optional<Region> r = fast.read(text, tokens);
+    if (!r) return std::nullopt;
+    regions.push_back(std::move(*r));
+  }
+  if (scanner.problem()) return std::nullopt;
+  return module;
+}
 
-std::optional<Module> parseModule(Diagnostics &diags) {
-  const std::string_view text = diags.text();
+/// The program, its pieces parsed by FastRegionReader or, where it gives up, by ANTLR, after a
+/// scan of the whole text for the problems to report first; nullopt after reporting an error.
+std::optional<Module> parsePieces(std::string_view text, Diagnostics &diags) {
   std::vector<Piece> pieces;
   if (!scanPieces(text, diags, pieces)) return std::nullopt;
   auto textOf = [&](size_t first, size_t end) {
@@ -1211,7 +1304,17 @@ std::optional<Module> parseModule(Diagnostics &diags) {
       for (G::RegionContext *r : tree->regionList()->region()) regions.push_back(builder.region(r));
     }
   }
-  if (diags.errorCount() != start.errors || !resolveImpliedParts(*module, diags)) return std::nullopt;
+  if (diags.errorCount() != start.errors) return std::nullopt;
+  return module;
+}
+
+} // namespace
+
+std::optional<Module> parseModule(Diagnostics &diags) {
+  const std::string_view text = diags.text();
+  std::optional<Module> module = readWellFormed(text);
+  if (!module) module = parsePieces(text, diags);
+  if (!module || !resolveImpliedParts(*module, diags)) return std::nullopt;
   attachComments(text, *module);
   return module;
 }

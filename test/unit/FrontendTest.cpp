@@ -647,6 +647,23 @@ TEST(FrontendManyRegions, SyntaxErrorsAreTheWholeProgramsFirst) {
             "t.bdsl:3:1: error: mismatched input 'bytes' expecting 'payload'");
 }
 
+// A well-formed program is read as it is scanned; a problem the scan finds anywhere, even
+// after regions already read, or after a region with a syntax error, is the one reported.
+TEST(FrontendManyRegions, AProblemOfTheScanAnywhereIsReportedFirst) {
+  const std::string text = manyRegions(20);
+  const size_t lines = 4 + 2 * 20;
+  EXPECT_EQ(firstError(text + "bytes @20000+1 = const u8[1] 0 %\n"),
+            fmt::format("t.bdsl:{}:32: error: unexpected character '%'", lines));
+  EXPECT_EQ(firstError(text + "tensor \"open\n"), fmt::format("t.bdsl:{}:8: error: unterminated string", lines));
+  // Region 3 unfinished, and a stray character in the last: the stray character.
+  size_t third = 0;
+  for (int i = 0; i < 3; ++i) third = text.find("bytes @", third + 1);
+  const size_t cut = text.find('\n', third) + 1;
+  const std::string broken = text.substr(0, cut) + "  lit u8[1000]\n" + text.substr(text.find("bytes @", cut));
+  EXPECT_EQ(firstError(broken + "bytes @20000+1 = const u8[1] 0 %\n"),
+            fmt::format("t.bdsl:{}:32: error: unexpected character '%'", lines));
+}
+
 TEST(FrontendManyRegions, OneHugeRegionIsRefusedBeforeParsing) {
   std::string text = "brevis 1\nsource \"m\" size 1 xxh64 0x0\npayload \"m.bin\" size 0\nbytes @0+1 = const u8[1] 0\n"
                      "  bytes @1+1 = lit u8[1] [";
