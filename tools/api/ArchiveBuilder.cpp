@@ -6,6 +6,7 @@
 #include "tools/api/ProgramText.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 namespace brevis {
 
@@ -24,17 +25,27 @@ Result<std::vector<uint64_t>> regionDigestsByDecoding(const Checkpoint &c, const
   return digests;
 }
 
+namespace {
+
+Error notSeekable(const std::string &path) {
+  return Error{fmt::format("cannot write an archive to {}: an archive is written with seeks (its header last), "
+                           "so it needs a file written from its start, not a pipe or a file opened for appending",
+                           path)};
+}
+
+} // namespace
+
 Result<std::unique_ptr<ArchiveBuilder>> ArchiveBuilder::create(const std::string &path, bool overwrite) {
+  // A named pipe is refused before its open, which would wait for a reader only to refuse it then.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return notSeekable(path);
   auto out = OutputFile::create(path, overwrite);
   if (!out) return out.error();
   return create(std::move(*out));
 }
 
 Result<std::unique_ptr<ArchiveBuilder>> ArchiveBuilder::create(std::unique_ptr<OutputFile> out) {
-  if (!out->isPositional())
-    return Error{fmt::format("cannot write an archive to {}: an archive is written with seeks (its header last), "
-                             "so it needs a file written from its start, not a pipe or a file opened for appending",
-                             out->path())};
+  if (!out->isPositional()) return notSeekable(out->path());
   return std::unique_ptr<ArchiveBuilder>(new ArchiveBuilder(std::move(out)));
 }
 

@@ -87,11 +87,14 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
   } else {
     files.push_back(sourceName);
   }
-  auto sink = toStdout ? OutputFile::standardOutput() : OutputFile::create(output, o.force);
-  if (!sink) return fail(sink.error().message);
   if (toStdout && ::isatty(STDOUT_FILENO))
     return fail("refusing to write an archive to a terminal; use -o FILE or redirect standard output");
-  auto builder = ArchiveBuilder::create(std::move(*sink));
+  auto builder = [&]() -> Result<std::unique_ptr<ArchiveBuilder>> {
+    if (!toStdout) return ArchiveBuilder::create(output, o.force); // refuses a named pipe before its open
+    auto sink = OutputFile::standardOutput();
+    if (!sink) return sink.error();
+    return ArchiveBuilder::create(std::move(*sink));
+  }();
   if (!builder) return fail(builder.error().message);
 
   const DecodeOptions options = decodeOptions(/*jit=*/false, resolveThreads(o.threads));
