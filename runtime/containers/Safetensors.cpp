@@ -12,7 +12,6 @@
 #include <map>
 #include <numeric>
 #include <optional>
-#include <unordered_set>
 
 namespace brevis {
 
@@ -30,8 +29,8 @@ std::optional<unsigned> opaqueDtypeBits(const std::string &name) {
 /// A header's JSON read in one pass of SAX events, into what the layout needs (a DOM of the
 /// header of a checkpoint of many tensors took half of `verify`'s time). For each top-level
 /// name, in order: what its value is and, for an object, the fields a tensor is described by.
-/// As in a JSON object, the last of a repeated field counts; a repeated top-level name is
-/// noted (the first one, in the text's order), and so is where the text stops being JSON.
+/// As in a JSON object, the last of a repeated field counts; where the text stops being JSON
+/// is noted. (Top-level names repeated are found once the entries are sorted by name.)
 struct HeaderEvents {
   using json = nlohmann::json;
   enum class Kind : uint8_t { Null, Object, Other };
@@ -51,8 +50,6 @@ struct HeaderEvents {
   std::vector<Entry> entries;
   std::map<std::string, bool> metadataIsString; ///< __metadata__'s keys: is the (last) value a string
   bool topIsObject = false;
-  std::unordered_set<std::string> seen;
-  std::string repeated;
   std::optional<size_t> errorAt; ///< the byte the parser stopped at
   std::string error;             ///< what it expected there
 
@@ -69,7 +66,6 @@ struct HeaderEvents {
   bool end_array() { return open_.pop_back(), true; }
   bool key(json::string_t &k) {
     if (open_.size() == 1) { // a name of the header
-      if (!seen.insert(k).second && repeated.empty()) repeated = k;
       entries.emplace_back().name = k;
     } else if (inEntryObject()) { // a field of an entry
       Entry &e = entries.back();
@@ -158,19 +154,28 @@ Result<SafetensorsLayout> parseSafetensorsHeader(ByteSpan file, uint64_t fileSiz
   if (header.errorAt) // 1-based position in the JSON text; the file's byte is 8 past it, 0-based
     return Error{fmt::format("header is not JSON at byte {}: {}", 8 + *header.errorAt - 1, header.error)};
   if (!header.topIsObject) return Error{"header is not a JSON object"};
-  if (!header.repeated.empty()) return Error{fmt::format("header names {} twice", quoteString(header.repeated))};
+
+  // In the order of their names, as a JSON object lists them: the first fault so found is the
+  // one reported, and empty tensors at one offset keep that order. (Indices sorted, not the
+  // entries: an entry is large, and a header is often in order already.)
+  std::vector<HeaderEvents::Entry> &entries = header.entries;
+  std::vector<uint32_t> byName(entries.size());
+  std::iota(byName.begin(), byName.end(), 0u);
+  const auto nameOrder = [&](uint32_t a, uint32_t b) {
+    return entries[a].name != entries[b].name ? entries[a].name < entries[b].name : a < b;
+  };
+  if (!std::is_sorted(byName.begin(), byName.end(), nameOrder)) std::sort(byName.begin(), byName.end(), nameOrder);
+  // A name repeated sits beside its first use; the one reported is the first whose repetition
+  // the text reaches.
+  std::optional<uint32_t> repeated;
+  for (size_t i = 1; i < byName.size(); ++i)
+    if (entries[byName[i]].name == entries[byName[i - 1]].name && (!repeated || byName[i] < *repeated))
+      repeated = byName[i];
+  if (repeated) return Error{fmt::format("header names {} twice", quoteString(entries[*repeated].name))};
 
   SafetensorsLayout layout;
   layout.headerSize = 8 + n;
   const uint64_t dataSize = fileSize - layout.headerSize;
-  // In the order of their names, as a JSON object lists them: the first fault so found is the
-  // one reported, and empty tensors at one offset keep that order.
-  // (Indices sorted, not the entries: an entry is large, and a header is often in order already.)
-  std::vector<HeaderEvents::Entry> &entries = header.entries;
-  std::vector<uint32_t> byName(entries.size());
-  std::iota(byName.begin(), byName.end(), 0u);
-  const auto nameOrder = [&](uint32_t a, uint32_t b) { return entries[a].name < entries[b].name; };
-  if (!std::is_sorted(byName.begin(), byName.end(), nameOrder)) std::sort(byName.begin(), byName.end(), nameOrder);
   std::vector<TensorEntry> all; // every tensor, for the tiling check
   all.reserve(entries.size());
   for (uint32_t index : byName) {
