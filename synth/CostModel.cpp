@@ -437,7 +437,7 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
     else if (e == Encoding::Huffman) encoded = !words.empty() && encodeHuffman(words, width, candidate, byteCounts, runBlocks);
     else if (e == Encoding::Rans && byteCounts) encoded = (encodeRans(words, 0, candidate, blockCounts, runBlocks), true);
     else if (e == Encoding::Rans && counted.words) encoded = encodeRans16(words, width, candidate, counted.words);
-    else encoded = encodeLit(e, words, width, candidate, policy.zstdLevelFor(words.size()));
+    else encoded = encodeLit(e, words, width, candidate, policy.zstdLevelFor(words.size()), policy.minGain);
     if (!encoded ||
         static_cast<double>(candidate.size()) >= static_cast<double>(bestSize) * (1 - policy.gainFor(e, width)) ||
         candidate.size() >= bestSize)

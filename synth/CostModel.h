@@ -19,7 +19,9 @@ namespace brevis {
 /// rans_o1: an entropy coder that saves 0.3% of a mantissa stream would halve that tensor's
 /// decoding speed for nothing a user sees.
 struct EncodePolicy {
-  double minGain = 0.0; ///< relative size reduction required; 0 keeps the exact smallest
+  /// Relative size reduction required; 0 keeps the exact smallest. It is also how much larger
+  /// a `context` literal may be for storing more low bits raw (ContextCodec.h).
+  double minGain = 0.0;
   /// libzstd's compression level of zstd literals (1..22); 0: zstd is not tried.
   int zstdLevel = kDefaultZstdLevel;
   /// The gain `context` must bring over the best faster encoding: it decodes one range-coder

@@ -1,7 +1,5 @@
 #include "runtime/codecs/LitEncode.h"
 
-#include <cfloat>
-
 #include "lang/BitpackFormat.h"
 #include "runtime/codecs/bitpack/BitpackEncode.h"
 #include "runtime/codecs/context/ContextCodec.h"
@@ -28,7 +26,7 @@ bool encodingApplies(Encoding encoding, WordsView words, unsigned width) {
   return false;
 }
 
-bool encodeLit(Encoding encoding, WordsView words, unsigned width, Bytes &out, int zstdLevel) {
+bool encodeLit(Encoding encoding, WordsView words, unsigned width, Bytes &out, int zstdLevel, double contextRawRoom) {
   switch (encoding) {
   case Encoding::Raw: encodeRaw(words, width, out); return true;
   case Encoding::Bitpack: encodeBitpack(words, out); return true;
@@ -45,25 +43,19 @@ bool encodeLit(Encoding encoding, WordsView words, unsigned width, Bytes &out, i
     return true;
   case Encoding::Context: {
     if (width > maxEncodingWidth(encoding)) return false;
-    // The adaptation rate, and whether to code the most common word by an escape flag, that
-    // code these words smallest, judged on at most a run of kContextRateWords from the middle
-    // of a long stream (the common word too): simulating every word before coding it took as
-    // long as the coding.
+    // The adaptation rate, whether to code the most common word by an escape flag, and how many
+    // low bits to store raw (the most within contextRawRoom of the smallest), judged on at most
+    // a run of kContextRateWords from the middle of a long stream (the common word too):
+    // simulating every word before coding it took as long as the coding.
     const uint64_t n = words.size();
     const WordsView run = n <= kContextRateWords ? words : words.subspan((n - kContextRateWords) / 2, kContextRateWords);
-    double best = DBL_MAX;
-    unsigned rate = kContextMinRate;
-    std::optional<uint64_t> escape;
+    std::vector<ContextCoding> codings;
     for (const std::optional<uint64_t> &tried : contextEscapesToTry(run, width)) {
-      const auto bits = contextCodeBits(run, width, run.size(), tried);
-      for (unsigned r = 0; r < bits.size(); ++r)
-        if (bits[r][0] < best) {
-          best = bits[r][0];
-          rate = kContextMinRate + r;
-          escape = tried;
-        }
+      const std::vector<ContextCoding> some = contextCodings(run, width, tried);
+      codings.insert(codings.end(), some.begin(), some.end());
     }
-    encodeContext(words, width, rate, escape, out);
+    const ContextCoding best = chooseContextCoding(codings, contextRawRoom);
+    encodeContext(words, width, best.rate, best.escape, out, best.rawBits);
     return true;
   }
   }

@@ -17,9 +17,10 @@ inline constexpr int kDefaultZstdLevel = 9;
 
 /// Appends the encoding of `words` (each < 2^width) to `out`; false, with nothing appended,
 /// if the encoding does not apply. `zstdLevel` is the compression level of a `zstd` literal;
-/// the other encodings have none.
+/// `contextRawRoom` how much larger (a fraction) a `context` literal may be for storing more
+/// low bits raw, which decode faster (0: the smallest).
 bool encodeLit(Encoding encoding, WordsView words, unsigned width, Bytes &out,
-               int zstdLevel = kDefaultZstdLevel);
+               int zstdLevel = kDefaultZstdLevel, double contextRawRoom = 0.0);
 
 /// Whether encodedSize() gives the encoding's exact size without encoding (raw and bitpack;
 /// an entropy or LZ coder's size is known only by encoding).

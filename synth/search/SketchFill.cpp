@@ -97,7 +97,8 @@ struct Filler {
     Encoding encoding;
     if (h.encoding) {
       encoding = *h.encoding;
-      if (!encodeLit(encoding, view, type.width, payload, search.policy().zstdLevelFor(view.size())))
+      if (!encodeLit(encoding, view, type.width, payload, search.policy().zstdLevelFor(view.size()),
+                     search.policy().minGain))
         return fail(*e, fmt::format("a {} literal cannot hold these words{}", encodingName(encoding),
                                     encoding == Encoding::Huffman ? " (it codes at most 65,536 distinct words)" : ""));
     } else {

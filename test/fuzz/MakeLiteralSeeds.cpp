@@ -37,10 +37,12 @@ int main(int argc, char **argv) {
       // Variant 3: a rans literal long enough for htscodecs' 32-way frame (from 4 KiB on),
       // which the AVX-512 decoder takes; a zstd literal of repeated phrases, which codes
       // matches (the skewed words of variants 1 and 2 code mostly as literals); a context
-      // literal of mostly zeros, coded with an escape word.
+      // literal of mostly zeros, coded with an escape word. Variant 4: a context literal of
+      // words whose low bits are noise, which it stores raw.
       const bool third = kAllEncodings[e] == Encoding::Rans || kAllEncodings[e] == Encoding::Zstd ||
                          kAllEncodings[e] == Encoding::Context;
-      for (unsigned variant = 1; variant <= (third ? 3u : 2u); ++variant) {
+      const unsigned variants = kAllEncodings[e] == Encoding::Context && width > 8 ? 4 : third ? 3 : 2;
+      for (unsigned variant = 1; variant <= variants; ++variant) {
         std::mt19937_64 rng(width * 10 + variant);
         std::geometric_distribution<uint64_t> geometric(variant == 1 ? 0.3 : 0.05);
         std::vector<uint64_t> words(variant == 1 ? 300 : variant == 2 ? 3000 : 6000);
@@ -50,6 +52,8 @@ int main(int argc, char **argv) {
           for (size_t i = 24; i < words.size(); ++i) words[i] = i % 97 == 0 ? rng() & widthMask(width) : words[i - 24];
         if (variant == 3 && kAllEncodings[e] == Encoding::Context)
           for (auto &w : words) w = rng() % 10 < 7 ? 0 : w;
+        if (variant == 4)
+          for (auto &w : words) w = ((geometric(rng) << 6) | (rng() & 63)) & widthMask(width);
         Bytes payload;
         if (!encodingApplies(kAllEncodings[e], words, width) || !encodeLit(kAllEncodings[e], words, width, payload))
           continue;

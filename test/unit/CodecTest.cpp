@@ -924,14 +924,20 @@ TEST(Codec, ContextCodesEveryWidthAndItsEstimateIsItsSize) {
       if (shape == Shape::Uniform && width >= 4) {
         EXPECT_EQ(escapes.size(), 1u) << "u" << width;
       }
-      double best = DBL_MAX;
+      std::vector<ContextCoding> codings;
       for (const auto &escape : escapes) {
         const auto bits = contextCodeBits(words, width, words.size(), escape);
         ASSERT_EQ(bits.size(), kContextTriedRates);
-        for (const auto &rate : bits) {
-          EXPECT_EQ(rate[1], 0.0); // nothing after the split at the end
-          best = std::min(best, rate[0]);
+        for (const auto &rate : bits) EXPECT_EQ(rate[1], 0.0); // nothing after the split at the end
+        // The codings encodeLit weighs: each rate without raw bits is the simulation above, and
+        // with raw bits at most what the words' bits cost.
+        const auto some = contextCodings(words, width, escape);
+        ASSERT_EQ(some.size(), kContextTriedRates * (contextMaxRawBits(width) + 1)) << "u" << width;
+        for (const ContextCoding &c : some) {
+          EXPECT_EQ(c.escape, escape);
+          if (c.rawBits == 0) EXPECT_NEAR(c.bits, bits[c.rate - kContextMinRate][0], 1e-6) << "u" << width;
         }
+        codings.insert(codings.end(), some.begin(), some.end());
         // Split anywhere (the ends too), the parts add up to the whole, and the first is the
         // whole of the words before the split.
         for (size_t split : {size_t{0}, size_t{1}, words.size() / 3, words.size()}) {
@@ -948,8 +954,8 @@ TEST(Codec, ContextCodesEveryWidthAndItsEstimateIsItsSize) {
           }
         }
       }
-      // (Framing: block size, mode, escape word, block size, flush.)
-      EXPECT_NEAR(static_cast<double>(coded.size()), best / 8, 16.0) << "u" << width;
+      // (Framing: block size, mode, escape word, raw bits' count, block sizes, flush.)
+      EXPECT_NEAR(static_cast<double>(coded.size()), chooseContextCoding(codings, 0).bits / 8, 16.0) << "u" << width;
     }
   }
   // Words beyond the widest the coder takes do not apply.
@@ -1025,7 +1031,7 @@ TEST(Codec, ContextRefusesMalformedLiterals) {
     EXPECT_NE(decodeError(Encoding::Context, contextLiteral(kContextBlockWords, bad, {block}), 8, 1000)
                   .find("adaptation rate"),
               std::string::npos);
-  for (uint8_t bad : {0x20, 0x40, 0x80})
+  for (uint8_t bad : {0x40, 0x80})
     EXPECT_NE(decodeError(Encoding::Context, contextLiteral(kContextBlockWords, rate | bad, {block}), 8, 1000)
                   .find("unknown flags"),
               std::string::npos);
@@ -1056,4 +1062,163 @@ TEST(Codec, ContextRefusesMalformedLiterals) {
             std::string::npos);
   // Wider than 32 bits is refused by the checker's rule, and by the decoder alike.
   EXPECT_NE(decodeError(Encoding::Context, good, 40, 1000).find("1 to 32 bits"), std::string::npos);
+}
+
+namespace {
+
+/// Words whose low `noise` bits are uniformly random and whose bits above follow a skewed
+/// distribution: a float's near-random low mantissa under its exponent. With `common`, 60% of
+/// the words are that word.
+std::vector<uint64_t> wordsWithNoiseBelow(std::mt19937_64 &rng, size_t n, unsigned width, unsigned noise,
+                                          std::optional<uint64_t> common = std::nullopt) {
+  std::geometric_distribution<uint64_t> top(0.2);
+  std::vector<uint64_t> words(n);
+  for (uint64_t &w : words)
+    w = common && rng() % 10 < 6 ? *common : ((top(rng) << noise) | (rng() & widthMask(noise))) & widthMask(width);
+  return words;
+}
+
+/// The parts of an encodeContext literal of one block with raw bits.
+struct RawContextParts {
+  uint8_t mode = 0;
+  unsigned rawBits = 0;
+  Bytes coder, raw;
+};
+
+RawContextParts splitRawContext(const Bytes &literal) {
+  RawContextParts parts;
+  ByteReader in(literal);
+  EXPECT_TRUE(in.varint());
+  parts.mode = *in.byte();
+  EXPECT_EQ(parts.mode & kContextEscapeFlag, 0u);
+  EXPECT_NE(parts.mode & kContextRawFlag, 0u);
+  parts.rawBits = *in.byte();
+  auto size = in.varint();
+  parts.coder.assign(in.position(), in.position() + *size);
+  in.take(*size);
+  size = in.varint();
+  parts.raw.assign(in.position(), in.position() + *size);
+  return parts;
+}
+
+Bytes rawContextLiteral(uint8_t mode, std::optional<uint8_t> rawBits, const Bytes &coder, std::optional<Bytes> raw) {
+  Bytes out;
+  putVarint(out, kContextBlockWords);
+  out.push_back(mode);
+  if (rawBits) out.push_back(*rawBits);
+  putVarint(out, coder.size());
+  out.insert(out.end(), coder.begin(), coder.end());
+  if (raw) {
+    putVarint(out, raw->size());
+    out.insert(out.end(), raw->begin(), raw->end());
+  }
+  return out;
+}
+
+} // namespace
+
+TEST(Codec, ContextStoresLowBitsRawAndTheirSizeIsTheSimulations) {
+  std::mt19937_64 rng(31);
+  // Widths of one lane (the raw bits in the lane that is also the next word's context), two
+  // and more (the decoders' loops for each), with and without an escape word.
+  for (unsigned width : {2u, 5u, 8u, 9u, 12u, 16u, 17u, 24u, 32u}) {
+    const unsigned maxRaw = contextMaxRawBits(width);
+    EXPECT_EQ(maxRaw, width > 8 ? 8u : width - 1) << "u" << width;
+    for (const std::optional<uint64_t> common : {std::optional<uint64_t>{}, std::optional<uint64_t>{0}}) {
+      const std::string what = fmt::format("u{}{}", width, common ? " with an escape word" : "");
+      const auto words = wordsWithNoiseBelow(rng, 4000, width, std::min(maxRaw, 6u), common);
+      const auto codings = contextCodings(words, width, common);
+      // Every count of raw bits at every rate decodes to the words, to the simulated size.
+      for (const ContextCoding &c : codings) {
+        Bytes coded;
+        encodeContext(words, width, c.rate, common, coded, c.rawBits);
+        const std::string how = fmt::format("{} rate {} raw {}", what, c.rate, c.rawBits);
+        EXPECT_NEAR(static_cast<double>(coded.size()), c.bits / 8, 16.0) << how;
+        Payload payload = Payload::fromBytes(coded);
+        auto lit = Lit::make(StreamType{width, words.size()}, Encoding::Context, ByteRange{0, coded.size()});
+        ASSERT_TRUE(validateLit(*lit, payload)) << how;
+        auto decoded = decodeLit(*lit, payload);
+        ASSERT_TRUE(decoded) << how << ": " << decoded.error().message;
+        EXPECT_EQ(*decoded, words) << how;
+      }
+      // Random low bits cost their adaptive models more than themselves: the smallest coding of
+      // words of two lanes or more stores some raw, and encodeLit writes it. (A lone lane is
+      // also the next word's context, which noise spreads over so many trees that no model
+      // learns: there coded and raw bits cost the same.)
+      const ContextCoding smallest = chooseContextCoding(codings, 0);
+      if (width > 8) EXPECT_GE(smallest.rawBits, 1u) << what;
+      Bytes chosen, none;
+      ASSERT_TRUE(encodeLit(Encoding::Context, words, width, chosen));
+      encodeContext(words, width, smallest.rate, smallest.escape, none, 0);
+      EXPECT_LE(chosen.size(), none.size()) << what;
+      // With room, at least as many raw bits, and no larger than the room allows.
+      const ContextCoding roomy = chooseContextCoding(codings, 0.05);
+      EXPECT_GE(roomy.rawBits, smallest.rawBits) << what;
+      EXPECT_LE(roomy.bits, smallest.bits * 1.05) << what;
+    }
+  }
+  // Raw bits in two blocks, with an escape word: each block's raw bits stand beside its coder's.
+  std::vector<uint64_t> twoBlocks = wordsWithNoiseBelow(rng, kContextBlockWords + 3000, 16, 8, uint64_t{0});
+  Bytes coded;
+  encodeContext(twoBlocks, 16, kContextMinRate, uint64_t{0}, coded, 8);
+  Payload payload = Payload::fromBytes(coded);
+  auto lit = Lit::make(StreamType{16, twoBlocks.size()}, Encoding::Context, ByteRange{0, coded.size()});
+  auto decoded = decodeLit(*lit, payload);
+  ASSERT_TRUE(decoded) << decoded.error().message;
+  EXPECT_EQ(*decoded, twoBlocks);
+}
+
+TEST(Codec, ContextCodingChoiceTakesTheMostRawBitsWithinItsRoom) {
+  const std::vector<ContextCoding> codings = {{std::nullopt, 4, 0, 1000.0}, {std::nullopt, 4, 2, 1005.0},
+                                              {std::nullopt, 5, 3, 1001.0}, {std::nullopt, 5, 4, 1011.0},
+                                              {std::nullopt, 4, 3, 1009.0}};
+  auto pick = [&](double room) {
+    const ContextCoding c = chooseContextCoding(codings, room);
+    return std::pair{c.rate, c.rawBits};
+  };
+  EXPECT_EQ(pick(0), (std::pair{4u, 0u}));
+  EXPECT_EQ(pick(0.0005), (std::pair{4u, 0u}));
+  EXPECT_EQ(pick(0.01), (std::pair{5u, 3u})); // of the two with 3 raw bits, the smaller
+  EXPECT_EQ(pick(0.02), (std::pair{5u, 4u}));
+}
+
+TEST(Codec, ContextRefusesMalformedRawBits) {
+  std::mt19937_64 rng(33);
+  const auto words = wordsWithNoiseBelow(rng, 1000, 8, 4);
+  Bytes good;
+  encodeContext(words, 8, kContextMinRate, std::nullopt, good, 4);
+  EXPECT_EQ(decodeError(Encoding::Context, good, 8, 1000), "decoded");
+  const RawContextParts parts = splitRawContext(good);
+  ASSERT_EQ(parts.rawBits, 4u);
+  ASSERT_EQ(parts.raw.size(), 500u); // 4 bits of each of 1,000 words
+  EXPECT_EQ(decodeError(Encoding::Context, rawContextLiteral(parts.mode, 4, parts.coder, parts.raw), 8, 1000), "decoded");
+  // A count of raw bits of 0, or more than the last lane allows (a lone lane keeps one bit coded).
+  for (uint8_t bad : {0, 8, 9, 255})
+    EXPECT_NE(decodeError(Encoding::Context, rawContextLiteral(parts.mode, bad, parts.coder, parts.raw), 8, 1000)
+                  .find("raw low bits"),
+              std::string::npos)
+        << int{bad};
+  // The count, or the raw bits' size or bytes, missing.
+  Bytes noCount;
+  putVarint(noCount, kContextBlockWords);
+  noCount.push_back(parts.mode);
+  EXPECT_NE(decodeError(Encoding::Context, noCount, 8, 1000).find("truncated"), std::string::npos);
+  EXPECT_NE(decodeError(Encoding::Context, rawContextLiteral(parts.mode, 4, parts.coder, std::nullopt), 8, 1000)
+                .find("truncated"),
+            std::string::npos);
+  // Raw bits short of the words' needs, or longer.
+  const Bytes shorter(parts.raw.begin(), parts.raw.end() - 1);
+  EXPECT_NE(decodeError(Encoding::Context, rawContextLiteral(parts.mode, 4, parts.coder, shorter), 8, 1000)
+                .find("raw bits do not match"),
+            std::string::npos);
+  Bytes longer = parts.raw;
+  longer.push_back(0);
+  EXPECT_NE(decodeError(Encoding::Context, rawContextLiteral(parts.mode, 4, parts.coder, longer), 8, 1000)
+                .find("raw bits do not match"),
+            std::string::npos);
+  // Without the flag, the same bytes are a coder's block with bytes after it.
+  EXPECT_NE(decodeError(Encoding::Context, rawContextLiteral(parts.mode & ~kContextRawFlag, std::nullopt, parts.coder,
+                                                             parts.raw), 8, 1000)
+                .find("trailing"),
+            std::string::npos);
 }

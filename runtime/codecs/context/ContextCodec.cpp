@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -35,8 +36,9 @@ struct Lanes {
   std::array<size_t, 4> modelBase{};  ///< first model of the lane
   size_t flagBase = 0;                ///< the escape flag's models (after the lanes')
   size_t models = 0;
+  unsigned raw = 0;                   ///< low bits of the last lane stored as they are
 
-  explicit Lanes(unsigned width, bool escape = false) {
+  explicit Lanes(unsigned width, bool escape = false, unsigned rawBits = 0) : raw(rawBits) {
     count = (width + 7) / 8;
     for (unsigned l = 0; l < count; ++l) {
       shift[l] = 8 * (count - 1 - l);
@@ -140,35 +142,104 @@ struct BlockModels : LazyTrees<uint16_t> {
   explicit BlockModels(const Lanes &lanes) : LazyTrees<uint16_t>(lanes, kProbInit) {}
 };
 
-/// Calls code(model index, bit) for every bit coded of `words` in coding order (with an escape
-/// word, each word's flag, then the lanes of a word that is not it), from `state`.
-template <typename W, typename Code>
+/// A bit's level for walkBits' callback outside the last lane.
+constexpr unsigned kNotLastLane = ~0u;
+
+/// Calls code(model index, bit, level) for every bit coded of `words` in coding order (with an
+/// escape word, each word's flag, then the lanes of a word that is not it), from `state`; level
+/// is the bit's place in the last lane (0 its lowest), else kNotLastLane. A word's raw low bits
+/// (lanes.raw of them) go to raw(bits) after its coded ones.
+template <typename W, typename Code, typename Raw>
 void walkBits(std::span<const W> words, const Lanes &lanes, const std::optional<uint64_t> &escape, Code &&code,
-              WalkState &state) {
+              Raw &&raw, WalkState &state) {
   unsigned &previousTop = state.previousTop;
   for (uint64_t w : words) {
     if (escape) {
       const unsigned flag = w == *escape;
-      code(lanes.flagBase + state.flags, flag);
+      code(lanes.flagBase + state.flags, flag, kNotLastLane);
       state.pushFlag(flag);
       if (flag) continue;
     }
     unsigned context = previousTop;
     for (unsigned l = 0; l < lanes.count; ++l) {
       const unsigned bits = lanes.bits[l];
+      const bool last = l + 1 == lanes.count;
       const unsigned value = static_cast<unsigned>(w >> lanes.shift[l]) & ((1u << bits) - 1);
       const size_t base = lanes.modelBase[l] + (size_t{context} << bits);
       unsigned node = 1;
-      for (unsigned i = bits; i-- > 0;) {
+      for (unsigned i = bits; i-- > (last ? lanes.raw : 0);) {
         const unsigned bit = (value >> i) & 1;
-        code(base + node, bit);
+        code(base + node, bit, last ? i : kNotLastLane);
         node = node * 2 + bit;
       }
+      if (last && lanes.raw) raw(value & ((1u << lanes.raw) - 1));
       if (l == 0) previousTop = value;
       context = value;
     }
   }
 }
+
+/// Raw bits appended to bytes from the least significant bit of each.
+class RawBitWriter {
+public:
+  explicit RawBitWriter(Bytes &out) : out_(out) {}
+  void put(unsigned value, unsigned bits) {
+    pending_ |= uint64_t{value} << count_;
+    count_ += bits;
+    for (; count_ >= 8; count_ -= 8, pending_ >>= 8) out_.push_back(static_cast<uint8_t>(pending_));
+  }
+  void finish() {
+    if (count_) out_.push_back(static_cast<uint8_t>(pending_));
+    pending_ = 0;
+    count_ = 0;
+  }
+
+private:
+  Bytes &out_;
+  uint64_t pending_ = 0;
+  unsigned count_ = 0;
+};
+
+/// Reads what RawBitWriter wrote; reading past the end gives zeros and is remembered.
+class RawBitReader {
+public:
+  RawBitReader(const uint8_t *begin, const uint8_t *end) : begin_(begin), p_(begin), end_(end) {}
+  [[gnu::always_inline]] unsigned read(unsigned bits) {
+    if (count_ < bits) [[unlikely]] refill(bits);
+    const auto value = static_cast<unsigned>(pending_ & ((uint64_t{1} << bits) - 1));
+    pending_ >>= bits;
+    count_ -= bits;
+    return value;
+  }
+  /// Whether exactly the bytes the reads needed were there.
+  bool exact() const {
+    const uint64_t read = 8 * static_cast<uint64_t>(p_ - begin_) - count_;
+    return !overrun_ && (read + 7) / 8 == static_cast<uint64_t>(end_ - begin_);
+  }
+
+private:
+  void refill(unsigned bits) {
+    if (end_ - p_ >= 8) {
+      uint64_t next;
+      std::memcpy(&next, p_, 8);
+      pending_ |= next << count_; // little-endian, as every target here
+      p_ += (63 - count_) / 8;
+      count_ |= 56;
+      return;
+    }
+    for (; count_ <= 56 && p_ != end_; count_ += 8) pending_ |= uint64_t{*p_++} << count_;
+    if (count_ < bits) {
+      overrun_ = true;
+      count_ = bits;
+    }
+  }
+  const uint8_t *begin_;
+  const uint8_t *p_;
+  const uint8_t *end_;
+  uint64_t pending_ = 0;
+  unsigned count_ = 0;
+  bool overrun_ = false;
+};
 
 class RangeEncoder {
 public:
@@ -288,6 +359,7 @@ struct SimulationTable {
 /// The simulation's models and sums at both tried rates: a node's two probabilities in one
 /// word, rate 0's low.
 struct BothRates {
+  static constexpr bool kByLevel = false;
   using Model = uint32_t;
   static constexpr Model kEven = kProbInit | uint32_t{kProbInit} << 16;
   const SimulatedStep *steps;
@@ -302,6 +374,7 @@ struct BothRates {
 
 /// One rate's models and sum: tried rate R (kContextMinRate + R) alone.
 template <unsigned R> struct OneRate {
+  static constexpr bool kByLevel = false;
   using Model = uint16_t;
   static constexpr Model kEven = kProbInit;
   const SimulatedStep *steps;
@@ -310,6 +383,22 @@ template <unsigned R> struct OneRate {
     const SimulatedStep &a = steps[2 * p + bit];
     units[0] += a.cost;
     p = a.next[R];
+  }
+};
+
+/// BothRates, which also sums the last lane's costs by the bit's level in it (0 the lowest), and
+/// counts the words coded through the lanes: what choosing raw low bits needs.
+struct BothRatesByLevel : BothRates {
+  static constexpr bool kByLevel = true;
+  uint64_t level[2][kContextMaxRawBits] = {};
+  uint64_t laneWords = 0;
+  [[gnu::always_inline]] void stepAt(unsigned at, Model &p, unsigned bit) {
+    const SimulatedStep &a = steps[2 * (p & 0xffff) + bit], &b = steps[2 * (p >> 16) + bit];
+    units[0] += a.cost;
+    units[1] += b.cost;
+    level[0][at] += a.cost;
+    level[1][at] += b.cost;
+    p = a.next[0] | uint32_t{b.next[1]} << 16;
   }
 };
 
@@ -327,12 +416,16 @@ void simulateNarrowWords(std::span<const W> words, LazyTrees<typename Rates::Mod
   WalkState flagState = state;
   // The node of a lane's k-th bit from the top is 1 followed by the bits above it, so each step
   // reads its model off the lane's value: no chain from one step's bit to the next's address.
-  auto walk = [&]<unsigned Bits>(Model *tree, unsigned value, std::integral_constant<unsigned, Bits>) {
+  auto walk = [&]<unsigned Bits, bool Last>(Model *tree, unsigned value, std::integral_constant<unsigned, Bits>,
+                                            std::bool_constant<Last>) {
     [&]<unsigned... K>(std::integer_sequence<unsigned, K...>) {
       (
           [&] {
             constexpr unsigned above = Bits - K; // bits of the value above this step's
-            local.step(tree[(1u << K) | (value >> above)], (value >> (above - 1)) & 1);
+            Model &p = tree[(1u << K) | (value >> above)];
+            const unsigned bit = (value >> (above - 1)) & 1;
+            if constexpr (Rates::kByLevel && Last) local.stepAt(above - 1, p, bit);
+            else local.step(p, bit);
           }(),
           ...);
     }(std::make_integer_sequence<unsigned, Bits>{});
@@ -344,10 +437,12 @@ void simulateNarrowWords(std::span<const W> words, LazyTrees<typename Rates::Mod
       flagState.pushFlag(flag);
       if (flag) continue;
     }
+    if constexpr (Rates::kByLevel) ++local.laneWords;
     const unsigned top = static_cast<unsigned>(uint64_t{w} >> (LaneCount == 2 ? 8 : 0)) & ((1u << TopBits) - 1);
-    walk(models.tree(0, prev), top, std::integral_constant<unsigned, TopBits>{});
+    walk(models.tree(0, prev), top, std::integral_constant<unsigned, TopBits>{}, std::bool_constant<LaneCount == 1>{});
     prev = top;
-    if constexpr (LaneCount == 2) walk(models.tree(1, top), static_cast<unsigned>(w) & 0xff, std::integral_constant<unsigned, 8>{});
+    if constexpr (LaneCount == 2)
+      walk(models.tree(1, top), static_cast<unsigned>(w) & 0xff, std::integral_constant<unsigned, 8>{}, std::true_type{});
   }
   rates = local;
   state = flagState;
@@ -429,7 +524,7 @@ std::vector<std::array<double, 2>> contextCodeBitsOf(std::span<const W> words, u
   };
   thread_local std::vector<std::array<uint16_t, 2>> models;
   models.assign(lanes.models, {kProbInit, kProbInit});
-  auto cost = [&, &steps = simulation.step](size_t m, unsigned bit) {
+  auto cost = [&, &steps = simulation.step](size_t m, unsigned bit, unsigned) {
     std::array<uint16_t, 2> &p = models[m];
     const SimulatedStep &a = steps[bit][p[0]], &b = steps[bit][p[1]];
     units[0] += a.cost;
@@ -437,14 +532,88 @@ std::vector<std::array<double, 2>> contextCodeBitsOf(std::span<const W> words, u
     p = {a.next[0], b.next[1]};
   };
   WalkState state;
-  walkBits(words.first(split), lanes, escape, cost, state);
+  auto noRaw = [](unsigned) {};
+  walkBits(words.first(split), lanes, escape, cost, noRaw, state);
   takeUnits(0);
-  walkBits(words.subspan(split), lanes, escape, cost, state);
+  walkBits(words.subspan(split), lanes, escape, cost, noRaw, state);
   takeUnits(1);
   return total;
 }
 
+/// The simulation of `words` at both tried rates, with the last lane's costs by level and the
+/// words coded through the lanes (the sums of BothRatesByLevel).
+template <typename W>
+BothRatesByLevel simulateByLevel(std::span<const W> words, unsigned width, const std::optional<uint64_t> &escape) {
+  const SimulationTable &simulation = simulationTable();
+  const Lanes lanes(width, escape.has_value());
+  BothRatesByLevel rates;
+  rates.steps = simulation.interleaved.data();
+  WalkState state;
+  if (lanes.count <= 2) {
+    LazyTrees<uint32_t> models(lanes, BothRates::kEven);
+    uint32_t flags[kFlagContexts];
+    std::fill(std::begin(flags), std::end(flags), BothRates::kEven);
+    if (escape) simulateNarrowWords<W, true>(words, lanes, models, rates, state, flags, static_cast<W>(*escape));
+    else simulateNarrowWords<W, false>(words, lanes, models, rates, state, flags, W{0});
+    return rates;
+  }
+  thread_local std::vector<uint32_t> models;
+  models.assign(lanes.models, BothRates::kEven);
+  walkBits(
+      words, lanes, escape,
+      [&](size_t m, unsigned bit, unsigned at) {
+        if (at < kContextMaxRawBits) rates.stepAt(at, models[m], bit);
+        else rates.step(models[m], bit);
+      },
+      [](unsigned) {}, state);
+  for (const W w : words) rates.laneWords += !(escape && w == *escape);
+  return rates;
+}
+
+template <typename W>
+std::vector<ContextCoding> codingsOf(std::span<const W> words, unsigned width, const std::optional<uint64_t> &escape) {
+  width = std::clamp(width, 1u, kContextMaxWidth);
+  const BothRatesByLevel rates = simulateByLevel(words, width, escape);
+  const unsigned maxRaw = contextMaxRawBits(width);
+  // Raw bits pay their count byte, and a byte count per block.
+  const uint64_t blocks = (words.size() + kContextBlockWords - 1) / kContextBlockWords;
+  std::vector<ContextCoding> codings;
+  codings.reserve(kContextTriedRates * (maxRaw + 1));
+  for (unsigned r = 0; r < kContextTriedRates; ++r) {
+    uint64_t units = rates.units[r];
+    for (unsigned raw = 0; raw <= maxRaw; ++raw) {
+      if (raw) units -= rates.level[r][raw - 1];
+      const double framing = raw ? 8.0 * (1 + 2 * static_cast<double>(blocks)) : 0.0;
+      const double bits =
+          static_cast<double>(units) / kCostUnitsPerBit + raw * static_cast<double>(rates.laneWords) + framing;
+      codings.push_back(ContextCoding{escape, kContextMinRate + r, raw, bits});
+    }
+  }
+  return codings;
+}
+
 } // namespace
+
+unsigned contextMaxRawBits(unsigned width) {
+  width = std::clamp(width, 1u, kContextMaxWidth);
+  return width > 8 ? kContextMaxRawBits : width - 1;
+}
+
+std::vector<ContextCoding> contextCodings(WordsView words, unsigned width, const std::optional<uint64_t> &escape) {
+  return words.visit([&](auto w) { return codingsOf(w, width, escape); });
+}
+
+ContextCoding chooseContextCoding(std::span<const ContextCoding> codings, double room) {
+  assert(!codings.empty());
+  double smallest = DBL_MAX;
+  for (const ContextCoding &c : codings) smallest = std::min(smallest, c.bits);
+  const ContextCoding *best = nullptr;
+  for (const ContextCoding &c : codings)
+    if (c.bits <= smallest * (1 + room) &&
+        (!best || c.rawBits > best->rawBits || (c.rawBits == best->rawBits && c.bits < best->bits)))
+      best = &c;
+  return *best;
+}
 
 std::vector<std::array<double, 2>> contextCodeBits(WordsView words, unsigned width, size_t split,
                                                    const std::optional<uint64_t> &escape) {
@@ -461,33 +630,47 @@ namespace {
 
 template <typename W>
 void encodeContextOf(std::span<const W> words, unsigned width, unsigned rate, const std::optional<uint64_t> &escape,
-                     Bytes &out) {
-  const Lanes lanes(std::clamp(width, 1u, kContextMaxWidth), escape.has_value());
+                     Bytes &out, unsigned rawBits) {
+  width = std::clamp(width, 1u, kContextMaxWidth);
+  rawBits = std::min(rawBits, contextMaxRawBits(width));
+  const Lanes lanes(width, escape.has_value(), rawBits);
   rate = std::clamp(rate, kContextMinRate, kContextMaxRate);
   putVarint(out, kContextBlockWords);
-  out.push_back(static_cast<uint8_t>(rate | (escape ? kContextEscapeFlag : 0)));
+  out.push_back(static_cast<uint8_t>(rate | (escape ? kContextEscapeFlag : 0) | (rawBits ? kContextRawFlag : 0)));
   if (escape) putVarint(out, *escape);
+  if (rawBits) out.push_back(static_cast<uint8_t>(rawBits));
   thread_local std::vector<uint16_t> models;
-  thread_local Bytes block;
+  thread_local Bytes block, raw;
   for (uint64_t begin = 0; begin < words.size(); begin += kContextBlockWords) {
     const uint64_t end = std::min<uint64_t>(words.size(), begin + kContextBlockWords);
     models.assign(lanes.models, kProbInit);
     block.clear();
+    raw.clear();
     RangeEncoder coder(block);
+    RawBitWriter rawOut(raw);
     WalkState state;
-    walkBits(words.subspan(begin, end - begin), lanes, escape,
-             [&](size_t m, unsigned bit) { coder.encode(models[m], bit, rate); }, state);
+    walkBits(
+        words.subspan(begin, end - begin), lanes, escape,
+        [&](size_t m, unsigned bit, unsigned) { coder.encode(models[m], bit, rate); },
+        [&](unsigned bits) { rawOut.put(bits, rawBits); }, state);
     coder.finish();
+    rawOut.finish();
     putVarint(out, block.size());
     out.insert(out.end(), block.begin(), block.end());
+    if (rawBits) {
+      putVarint(out, raw.size());
+      out.insert(out.end(), raw.begin(), raw.end());
+    }
   }
 }
 
 } // namespace
 
-void encodeContext(WordsView words, unsigned width, unsigned rate, const std::optional<uint64_t> &escape, Bytes &out) {
+void encodeContext(WordsView words, unsigned width, unsigned rate, const std::optional<uint64_t> &escape, Bytes &out,
+                   unsigned rawBits) {
   assert(!escape || width >= 64 || *escape >> width == 0);
-  return words.visit([&](auto w) { return encodeContextOf(w, width, rate, escape, out); });
+  assert(rawBits <= contextMaxRawBits(width));
+  return words.visit([&](auto w) { return encodeContextOf(w, width, rate, escape, out, rawBits); });
 }
 
 std::optional<uint64_t> contextEscapeCandidate(WordsView words, unsigned width) {
@@ -549,8 +732,8 @@ Result<std::unique_ptr<ContextDecoder>> ContextDecoder::create(ByteSpan bytes, u
   d->blockWords_ = *blockWords;
   auto mode = in.byte();
   if (!mode) return Error{"context literal is truncated"};
-  if ((*mode & ~(kContextRateMask | kContextEscapeFlag)) != 0)
-    return Error{fmt::format("context literal has unknown flags 0x{:02x}", *mode & ~(kContextRateMask | kContextEscapeFlag))};
+  constexpr unsigned kKnown = kContextRateMask | kContextEscapeFlag | kContextRawFlag;
+  if ((*mode & ~kKnown) != 0) return Error{fmt::format("context literal has unknown flags 0x{:02x}", *mode & ~kKnown)};
   const unsigned rate = *mode & kContextRateMask;
   if (rate < kContextMinRate || rate > kContextMaxRate)
     return Error{fmt::format("context literal has adaptation rate {}, not {}..{}", rate, kContextMinRate,
@@ -563,6 +746,14 @@ Result<std::unique_ptr<ContextDecoder>> ContextDecoder::create(ByteSpan bytes, u
       return Error{fmt::format("context literal's escape word {} does not fit in {} bits", *escape, width)};
     d->escape_ = *escape;
   }
+  if (*mode & kContextRawFlag) {
+    auto raw = in.byte();
+    if (!raw) return Error{"context literal is truncated"};
+    if (*raw == 0 || *raw > contextMaxRawBits(width))
+      return Error{fmt::format("context literal has {} raw low bits; words of {} bits may have 1 to {}", *raw, width,
+                               contextMaxRawBits(width))};
+    d->rawBits_ = *raw;
+  }
   const uint64_t blocks = count / *blockWords + (count % *blockWords != 0);
   // Every block has at least its size varint and the coder's four starting bytes.
   if (blocks > in.remaining() / 5) return Error{"context literal is truncated"};
@@ -571,7 +762,14 @@ Result<std::unique_ptr<ContextDecoder>> ContextDecoder::create(ByteSpan bytes, u
     auto size = in.varint();
     const uint8_t *block = size ? in.take(*size) : nullptr;
     if (!block) return Error{"context literal is truncated"};
-    d->blocks_.emplace_back(block, static_cast<size_t>(*size));
+    ByteSpan raw;
+    if (d->rawBits_) {
+      auto rawSize = in.varint();
+      const uint8_t *rawBytes = rawSize ? in.take(*rawSize) : nullptr;
+      if (!rawBytes) return Error{"context literal is truncated"};
+      raw = ByteSpan(rawBytes, static_cast<size_t>(*rawSize));
+    }
+    d->blocks_.emplace_back(ByteSpan(block, static_cast<size_t>(*size)), raw);
   }
   if (in.remaining() != 0) return Error{"context literal has trailing bytes"};
   return d;
@@ -581,11 +779,30 @@ uint64_t ContextDecoder::blockLength(size_t b) const { return std::min(blockWord
 
 namespace {
 
+/// The bits of the last lane: `coded` of them through the coder's tree (Raw: a count for the
+/// literal, else Bits, unrolled), then the rest from the raw bits.
+template <unsigned Bits, bool Raw>
+[[gnu::always_inline]] inline unsigned decodeLastLane(RangeDecoder &coder, uint16_t *tree, unsigned rate,
+                                                      unsigned coded, RawBitReader &raw) {
+  unsigned node = 1;
+  if constexpr (Raw) {
+    for (unsigned k = 0; k < coded; ++k) node = node * 2 + coder.decode(tree[node], rate);
+    const unsigned rawBits = Bits - coded;
+    return ((node - (1u << coded)) << rawBits) | raw.read(rawBits);
+  } else {
+#pragma GCC unroll 8
+    for (unsigned k = 0; k < Bits; ++k) node = node * 2 + coder.decode(tree[node], rate);
+    return node - (1u << Bits);
+  }
+}
+
 /// Decodes `length` words of one or two lanes, the top one of TopBits bits, the other (if any)
 /// of 8: with the lanes' widths constant, each lane's bits unroll into straight-line steps.
-/// With Escape, each word's flag comes first, and a flagged word is `escape`.
-template <typename T, unsigned LaneCount, unsigned TopBits, bool Escape>
-void decodeNarrowWords(RangeDecoder &coder, BlockModels &models, unsigned rate, uint64_t length, T *out, T escape) {
+/// With Escape, each word's flag comes first, and a flagged word is `escape`. With Raw, the
+/// last lane codes only its top `coded` bits.
+template <typename T, unsigned LaneCount, unsigned TopBits, bool Escape, bool Raw>
+void decodeNarrowWords(RangeDecoder &coder, RawBitReader &raw, BlockModels &models, unsigned rate, unsigned coded,
+                       uint64_t length, T *out, T escape) {
   unsigned previousTop = 0;
   uint16_t flagModels[kFlagContexts];
   std::fill(std::begin(flagModels), std::end(flagModels), kProbInit);
@@ -600,29 +817,29 @@ void decodeNarrowWords(RangeDecoder &coder, BlockModels &models, unsigned rate, 
       }
     }
     uint16_t *const tree = models.tree(0, previousTop);
-    unsigned node = 1;
-#pragma GCC unroll 8
-    for (unsigned k = 0; k < TopBits; ++k) node = node * 2 + coder.decode(tree[node], rate);
-    const unsigned top = node - (1u << TopBits);
-    previousTop = top;
     if constexpr (LaneCount == 1) {
+      const unsigned top = decodeLastLane<TopBits, Raw>(coder, tree, rate, coded, raw);
+      previousTop = top;
       out[i] = static_cast<T>(top);
     } else {
-      uint16_t *const byteTree = models.tree(1, top);
-      unsigned byteNode = 1;
+      unsigned node = 1;
 #pragma GCC unroll 8
-      for (unsigned k = 0; k < 8; ++k) byteNode = byteNode * 2 + coder.decode(byteTree[byteNode], rate);
-      out[i] = static_cast<T>((top << 8) | (byteNode - 256));
+      for (unsigned k = 0; k < TopBits; ++k) node = node * 2 + coder.decode(tree[node], rate);
+      const unsigned top = node - (1u << TopBits);
+      previousTop = top;
+      const unsigned low = decodeLastLane<8, Raw>(coder, models.tree(1, top), rate, coded, raw);
+      out[i] = static_cast<T>((top << 8) | low);
     }
   }
 }
 
-template <typename T, unsigned LaneCount, bool Escape>
-void decodeNarrowWords(RangeDecoder &coder, BlockModels &models, const Lanes &lanes, unsigned rate, uint64_t length,
-                       T *out, T escape) {
+template <typename T, unsigned LaneCount, bool Escape, bool Raw>
+void decodeNarrowWords(RangeDecoder &coder, RawBitReader &raw, BlockModels &models, const Lanes &lanes, unsigned rate,
+                       uint64_t length, T *out, T escape) {
+  const unsigned coded = lanes.bits[lanes.count - 1] - lanes.raw;
   switch (lanes.bits[0]) {
 #define BREVIS_TOP_BITS(b)                                                                                               \
-  case b: return decodeNarrowWords<T, LaneCount, b, Escape>(coder, models, rate, length, out, escape);
+  case b: return decodeNarrowWords<T, LaneCount, b, Escape, Raw>(coder, raw, models, rate, coded, length, out, escape);
     BREVIS_TOP_BITS(1) BREVIS_TOP_BITS(2) BREVIS_TOP_BITS(3) BREVIS_TOP_BITS(4)
     BREVIS_TOP_BITS(5) BREVIS_TOP_BITS(6) BREVIS_TOP_BITS(7) BREVIS_TOP_BITS(8)
 #undef BREVIS_TOP_BITS
@@ -630,9 +847,22 @@ void decodeNarrowWords(RangeDecoder &coder, BlockModels &models, const Lanes &la
   }
 }
 
+template <typename T, unsigned LaneCount>
+void decodeNarrowWords(RangeDecoder &coder, RawBitReader &raw, BlockModels &models, const Lanes &lanes, unsigned rate,
+                       const std::optional<uint64_t> &escape, uint64_t length, T *out) {
+  const auto e = static_cast<T>(escape.value_or(0));
+  if (escape) {
+    if (lanes.raw) decodeNarrowWords<T, LaneCount, true, true>(coder, raw, models, lanes, rate, length, out, e);
+    else decodeNarrowWords<T, LaneCount, true, false>(coder, raw, models, lanes, rate, length, out, e);
+  } else {
+    if (lanes.raw) decodeNarrowWords<T, LaneCount, false, true>(coder, raw, models, lanes, rate, length, out, e);
+    else decodeNarrowWords<T, LaneCount, false, false>(coder, raw, models, lanes, rate, length, out, e);
+  }
+}
+
 /// Any number of lanes (words of 17 to 32 bits).
 template <typename T>
-void decodeWideWords(RangeDecoder &coder, BlockModels &models, const Lanes &lanes, unsigned rate,
+void decodeWideWords(RangeDecoder &coder, RawBitReader &raw, BlockModels &models, const Lanes &lanes, unsigned rate,
                      const std::optional<uint64_t> &escape, uint64_t length, T *out) {
   unsigned previousTop = 0;
   uint16_t flagModels[kFlagContexts];
@@ -651,10 +881,12 @@ void decodeWideWords(RangeDecoder &coder, BlockModels &models, const Lanes &lane
     uint64_t word = 0;
     for (unsigned l = 0; l < lanes.count; ++l) {
       const unsigned bits = lanes.bits[l];
+      const unsigned rawBits = l + 1 == lanes.count ? lanes.raw : 0;
       uint16_t *tree = models.tree(l, context);
       unsigned node = 1;
-      for (unsigned k = 0; k < bits; ++k) node = node * 2 + coder.decode(tree[node], rate);
-      const unsigned value = node - (1u << bits);
+      for (unsigned k = 0; k < bits - rawBits; ++k) node = node * 2 + coder.decode(tree[node], rate);
+      unsigned value = node - (1u << (bits - rawBits));
+      if (rawBits) value = (value << rawBits) | raw.read(rawBits);
       word = (word << bits) | value;
       if (l == 0) previousTop = value;
       context = value;
@@ -666,24 +898,20 @@ void decodeWideWords(RangeDecoder &coder, BlockModels &models, const Lanes &lane
 } // namespace
 
 template <typename T> Result<void> ContextDecoder::decodeBlock(size_t b, T *out) const {
-  const Lanes lanes(width_);
+  const Lanes lanes(width_, false, rawBits_);
   BlockModels models(lanes);
-  const ByteSpan bytes = blocks_[b];
+  const auto [bytes, rawBytes] = blocks_[b];
   RangeDecoder coder(bytes.data(), bytes.data() + bytes.size());
+  RawBitReader raw(rawBytes.data(), rawBytes.data() + rawBytes.size());
   const uint64_t length = blockLength(b);
-  const auto escape = static_cast<T>(escape_.value_or(0));
-  if (lanes.count == 1) {
-    if (escape_) decodeNarrowWords<T, 1, true>(coder, models, lanes, rate_, length, out, escape);
-    else decodeNarrowWords<T, 1, false>(coder, models, lanes, rate_, length, out, escape);
-  } else if (lanes.count == 2) {
-    if (escape_) decodeNarrowWords<T, 2, true>(coder, models, lanes, rate_, length, out, escape);
-    else decodeNarrowWords<T, 2, false>(coder, models, lanes, rate_, length, out, escape);
-  } else {
-    decodeWideWords(coder, models, lanes, rate_, escape_, length, out);
-  }
+  if (lanes.count == 1) decodeNarrowWords<T, 1>(coder, raw, models, lanes, rate_, escape_, length, out);
+  else if (lanes.count == 2) decodeNarrowWords<T, 2>(coder, raw, models, lanes, rate_, escape_, length, out);
+  else decodeWideWords(coder, raw, models, lanes, rate_, escape_, length, out);
   // A well-formed block holds every byte the decoder reads (the encoder flushes four more than
   // the last bit needs); past its end, the words decoded are not the block's.
   if (coder.overran()) return Error{fmt::format("context block {} is corrupt or truncated: its coder reads past its end", b)};
+  if (rawBits_ && !raw.exact())
+    return Error{fmt::format("context block {} is corrupt or truncated: its raw bits do not match its words", b)};
   return {};
 }
 

@@ -5,9 +5,11 @@
 //
 //   varint B        words per block
 //   u8 mode         bits 0-3: the rate (4..7), models adapt by 1/2^rate of the distance to
-//                   each bit seen; bit 4: an escape word follows
+//                   each bit seen; bit 4: an escape word follows; bit 5: raw low bits follow
 //   [varint escape] a word coded by one flag ahead of the lanes
-//   per block: varint size, then the range coder's bytes of the block's words
+//   [u8 raw]        how many low bits of the last lane are stored as they are (1..8)
+//   per block: varint size, then the range coder's bytes of the block's words; with raw bits,
+//              then varint size, then the raw bits of the block's words (not the escape word's)
 //
 // The top lane's context is the previous word's top lane; each further lane's is the lane just
 // above it in the same word. So an exponent is coded in the context of the exponent before it,
@@ -22,8 +24,13 @@
 // costs a step a word instead of one a bit, and codes smaller, as the models' 12-bit
 // probabilities charged every certain bit of a zero again.
 //
-// It is the slowest encoding to decode (one range-coder step per bit), and is kept where it
-// wins by the level's margin.
+// With raw bits, the lowest bits of the last lane (a float's low mantissa bits, near random)
+// are not coded but stored as they are, beside the coder's bytes: an adaptive model of a random
+// bit costs 1-2% more than the bit, and a range-coder step per bit is the decoding's whole
+// cost. The lane's value, raw bits included, is still the context of the lanes that use it.
+//
+// It is the slowest encoding to decode (one range-coder step per coded bit), and is kept where
+// it wins by the level's margin.
 #include "lang/Result.h"
 #include "runtime/common/Bytes.h"
 #include "runtime/common/Words.h"
@@ -32,6 +39,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace brevis {
@@ -40,8 +48,11 @@ inline constexpr unsigned kContextMaxWidth = 32;
 /// Words per block: the models restart at each block, so a decoder can start at any.
 inline constexpr uint64_t kContextBlockWords = uint64_t{1} << 20;
 inline constexpr unsigned kContextMinRate = 4, kContextMaxRate = 7;
-/// The mode byte: the rate in its low bits, and the flag that an escape word follows.
-inline constexpr unsigned kContextRateMask = 0x0f, kContextEscapeFlag = 0x10;
+/// The mode byte: the rate in its low bits, the flag that an escape word follows, and the flag
+/// that a count of raw low bits follows.
+inline constexpr unsigned kContextRateMask = 0x0f, kContextEscapeFlag = 0x10, kContextRawFlag = 0x20;
+/// The most raw low bits: the last lane's bits (8, or the width of a word of one lane, less one).
+inline constexpr unsigned kContextMaxRawBits = 8;
 /// A word is worth an escape flag (worth simulating with one) from this share of the words on:
 /// the flag costs every other word a step and a little code.
 inline constexpr double kContextEscapeMinShare = 1.0 / 3;
@@ -79,9 +90,33 @@ std::optional<uint64_t> contextEscapeCandidate(WordsView words, unsigned width);
 /// candidate where there is one.
 std::vector<std::optional<uint64_t>> contextEscapesToTry(WordsView words, unsigned width);
 
+/// The most raw low bits words of `width` may have: the bits of their last lane, and fewer than
+/// the width.
+unsigned contextMaxRawBits(unsigned width);
+
+/// One way to code words as a `context` literal, and its size in bits (within a few bytes of the
+/// coded size).
+struct ContextCoding {
+  std::optional<uint64_t> escape;
+  unsigned rate = kContextMinRate;
+  unsigned rawBits = 0;
+  double bits = 0;
+};
+
+/// Every way to code `words` with `escape` that encodeLit weighs, from one simulation: each
+/// tried rate with each count of raw low bits (0 to contextMaxRawBits(width)).
+std::vector<ContextCoding> contextCodings(WordsView words, unsigned width, const std::optional<uint64_t> &escape);
+
+/// Of `codings` (not empty), the one with the most raw bits among those at most `room` (a
+/// fraction) larger than the smallest, and the smallest of those: a raw bit is a range-coder
+/// step less per word to decode.
+ContextCoding chooseContextCoding(std::span<const ContextCoding> codings, double room);
+
 /// Appends the `context` encoding of `words` (each < 2^width, width <= kContextMaxWidth) at
-/// adaptation `rate`, with an escape word or none.
-void encodeContext(WordsView words, unsigned width, unsigned rate, const std::optional<uint64_t> &escape, Bytes &out);
+/// adaptation `rate`, with an escape word or none, and `rawBits` low bits stored as they are
+/// (at most contextMaxRawBits(width)).
+void encodeContext(WordsView words, unsigned width, unsigned rate, const std::optional<uint64_t> &escape, Bytes &out,
+                   unsigned rawBits = 0);
 
 /// A parsed `context` literal: its block layout and rate are checked; a block's bytes are
 /// checked while decoding (a block that needs bytes it does not have is an error).
@@ -98,10 +133,12 @@ public:
 private:
   unsigned width_ = 8;
   unsigned rate_ = kContextMinRate;
+  unsigned rawBits_ = 0;
   std::optional<uint64_t> escape_;
   uint64_t count_ = 0;
   uint64_t blockWords_ = 0;
-  std::vector<ByteSpan> blocks_;
+  /// Per block: the coder's bytes, and the raw bits' (empty without raw bits).
+  std::vector<std::pair<ByteSpan, ByteSpan>> blocks_;
 };
 
 } // namespace brevis
