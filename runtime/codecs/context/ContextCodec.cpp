@@ -370,6 +370,8 @@ struct BothRates {
     units[1] += b.cost;
     p = a.next[0] | uint32_t{b.next[1]} << 16;
   }
+  /// A step of the last lane at level `at` (BothRatesByLevel sums those apart).
+  [[gnu::always_inline]] void stepAt(unsigned, Model &p, unsigned bit) { step(p, bit); }
 };
 
 /// One rate's models and sum: tried rate R (kContextMinRate + R) alone.
@@ -384,6 +386,7 @@ template <unsigned R> struct OneRate {
     units[0] += a.cost;
     p = a.next[R];
   }
+  [[gnu::always_inline]] void stepAt(unsigned, Model &p, unsigned bit) { step(p, bit); }
 };
 
 /// BothRates, which also sums the last lane's costs by the bit's level in it (0 the lowest), and
@@ -424,7 +427,7 @@ void simulateNarrowWords(std::span<const W> words, LazyTrees<typename Rates::Mod
             constexpr unsigned above = Bits - K; // bits of the value above this step's
             Model &p = tree[(1u << K) | (value >> above)];
             const unsigned bit = (value >> (above - 1)) & 1;
-            if constexpr (Rates::kByLevel && Last) local.stepAt(above - 1, p, bit);
+            if constexpr (Last) local.stepAt(above - 1, p, bit);
             else local.step(p, bit);
           }(),
           ...);
