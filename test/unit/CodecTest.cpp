@@ -741,6 +741,21 @@ TEST(Codec, BitpackWireFormatIsLsbFirst) {
   EXPECT_EQ(raw, (Bytes{0x02, 0x01, 0x0b, 0x0a}));
 }
 
+TEST(Codec, Rans16DecodesEveryLengthThroughItsFourStateLoopAndItsTail) {
+  // The decoder takes four words at a time while the block holds 8 more bytes, then the rest one
+  // at a time: every length mod 4, streams that end inside the fast loop's reach, and words
+  // whose states read often (uniform) or seldom (skewed).
+  std::mt19937_64 rng(21);
+  for (unsigned width : {9u, 16u})
+    for (Shape shape : {Shape::Uniform, Shape::Skewed})
+      for (size_t n : {2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 13u, 31u, 64u, 65u, 66u, 67u, 1001u, 4099u}) {
+        auto words = makeWords(rng, n, width, shape);
+        words[0] = 0, words[1] = 1; // two distinct words at least: the states are used
+        expectRoundTrip(Encoding::Rans, words, width,
+                        fmt::format("rans u{} shape {} n {}", width, static_cast<int>(shape), n));
+      }
+}
+
 TEST(Codec, Rans16RejectsTruncationAndSurvivesCorruption) {
   std::mt19937_64 rng(12);
   for (unsigned width : {9u, 12u, 16u}) {

@@ -35,7 +35,9 @@ uint64_t load64(const uint8_t *p) {
 }
 
 /// Eight B-bit words per group of B bytes, from group `g0` on; one (or, past 8 bits, one
-/// 16-byte) load per group. Reads up to 16 - B bytes past a group: within the payload slack.
+/// 16-byte) load per group, past 16 bits one 8-byte load per word at offsets known at compile
+/// time. Reads up to 16 - B bytes past a group (past 16 bits, up to 8 - B/8): within the payload
+/// slack.
 template <unsigned B, typename T> void unpackGroups(const uint8_t *bits, uint64_t g0, size_t groups, T *out) {
   constexpr uint64_t mask = (uint64_t{1} << B) - 1;
   const uint8_t *p = bits + g0 * B;
@@ -43,6 +45,8 @@ template <unsigned B, typename T> void unpackGroups(const uint8_t *bits, uint64_
     if constexpr (B <= 8) {
       const uint64_t v = load64(p);
       for (unsigned j = 0; j < 8; ++j) out[j] = static_cast<T>((v >> (j * B)) & mask);
+    } else if constexpr (B > 16) {
+      for (unsigned j = 0; j < 8; ++j) out[j] = static_cast<T>((load64(p + j * B / 8) >> (j * B % 8)) & mask);
     } else {
       unsigned __int128 v;
       std::memcpy(&v, p, 16);
@@ -193,9 +197,11 @@ template <typename T> void decodeBitpackNarrow(const uint8_t *payload, uint64_t 
   for (; i < count && (first + i) % 8 != 0; ++i)
     out[i] = static_cast<T>(extractBits(bits, bitpackBitOffset(first + i, b), b));
   const size_t groups = (count - i) / 8;
-  if (b <= 16 && groups) {
+  // Words of up to 16 bits through pdep (or VBMI); wider ones in 32-bit containers through
+  // loops unrolled for their width (a word at a time, they were 5% of an F32 checkpoint's decode).
+  static constexpr auto table = makeUnpackTable<T>(std::make_integer_sequence<unsigned, sizeof(T) >= 4 ? 32 : 16>{});
+  if (b <= table.size() && groups) {
     static const bool bmi2 = __builtin_cpu_supports("bmi2");
-    static constexpr auto table = makeUnpackTable<T>(std::make_integer_sequence<unsigned, 16>{});
     size_t done = 0;
 #if defined(__x86_64__)
     static const bool vbmi = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
@@ -204,7 +210,7 @@ template <typename T> void decodeBitpackNarrow(const uint8_t *payload, uint64_t 
 #endif
     if (done < groups) {
       const uint64_t g = (first + i) / 8 + done;
-      if (bmi2 && (b <= 8 || sizeof(T) >= 2)) unpackGroupsPdep(bits, b, g, groups - done, out + i + 8 * done);
+      if (bmi2 && b <= 16 && (b <= 8 || sizeof(T) >= 2)) unpackGroupsPdep(bits, b, g, groups - done, out + i + 8 * done);
       else table[b - 1](bits, g, groups - done, out + i + 8 * done);
     }
     i += groups * 8;

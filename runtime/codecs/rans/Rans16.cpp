@@ -180,17 +180,45 @@ Result<void> Rans16Decoder::decodeBlock(size_t b, uint16_t *out) const {
   ByteSpan block = blocks_[b];
   uint32_t state[kStates];
   std::memcpy(state, block.data(), sizeof state); // little-endian host
+  // A state read from the block must lie in [2^16, 2^32); after that every step keeps it
+  // there: it leaves x >= f * 1 + (slot - start) >= 1, and one 16-bit read restores 2^16.
+  for (uint32_t x : state)
+    if (x < kStateLow) return Error{fmt::format("rans block {} is corrupt", b)};
   const uint8_t *p = block.data() + sizeof state;
   const uint8_t *end = block.data() + block.size();
   const uint16_t *slots = slotSymbol_.data();
   const uint32_t *freq = freq_.data(), *start = start_.data();
-  for (uint64_t i = 0; i < n; ++i) {
+  // One step of state x: its word, then a renormalizing read where it fell below 2^16,
+  // without a branch on it (half of them went the other way on skewed words).
+  auto step = [&](uint32_t &x, uint16_t *o) {
+    const uint32_t slot = x & (kTotal - 1);
+    const uint16_t sym = slots[slot];
+    *o = sym;
+    x = freq[sym] * (x >> kRans16ScaleBits) + slot - start[sym];
+    const bool read = x < kStateLow;
+    uint16_t next;
+    std::memcpy(&next, p, 2); // little-endian host; the caller keeps 2 bytes in reach
+    x = read ? (x << 16) | next : x;
+    p += read ? 2 : 0;
+  };
+  // Four words at a time, the states in registers, while the block holds the 8 bytes they may
+  // read; the rest word by word, checked.
+  uint32_t x0 = state[0], x1 = state[1], x2 = state[2], x3 = state[3];
+  uint64_t i = 0;
+  for (; i + kStates <= n && end - p >= 8; i += kStates) {
+    step(x0, out + i);
+    step(x1, out + i + 1);
+    step(x2, out + i + 2);
+    step(x3, out + i + 3);
+  }
+  state[0] = x0, state[1] = x1, state[2] = x2, state[3] = x3;
+  static_assert(kStates == 4, "the loop above holds four states");
+  for (; i < n; ++i) {
     uint32_t &x = state[i % kStates];
-    if (x < kStateLow) return Error{fmt::format("rans block {} is corrupt", b)};
-    uint32_t slot = x & (kTotal - 1);
-    uint16_t s = slots[slot];
-    out[i] = s;
-    x = freq[s] * (x >> kRans16ScaleBits) + slot - start[s];
+    const uint32_t slot = x & (kTotal - 1);
+    const uint16_t sym = slots[slot];
+    out[i] = sym;
+    x = freq[sym] * (x >> kRans16ScaleBits) + slot - start[sym];
     if (x < kStateLow) {
       if (p + 2 > end) return Error{fmt::format("rans block {} is truncated", b)};
       x = (x << 16) | uint32_t{p[0]} | (uint32_t{p[1]} << 8);
