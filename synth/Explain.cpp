@@ -2,12 +2,16 @@
 
 #include "lang/MergeLayout.h"
 #include "lang/Printer.h"
+#include "runtime/codecs/context/ContextCodec.h"
 #include "synth/Literals.h"
 #include "synth/search/HoleSearch.h"
 #include "synth/strategies/Search.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace brevis {
 
@@ -28,13 +32,27 @@ double entropyBitsPerWord(std::vector<uint64_t> values) {
   return bits / n;
 }
 
-void collectLiterals(const Expr &e, const std::string &path, std::vector<LiteralReport> &out) {
+/// A context literal's settings, as its header in `payload` gives them; empty where the header
+/// is not readable (the decoder reports that when the tensor is decoded).
+std::string contextDetail(const Lit &lit, const Payload &payload) {
+  if (!payload.contains(lit.payload())) return {};
+  auto d = ContextDecoder::create(payload.slice(lit.payload()), lit.type.width, lit.type.length);
+  if (!d) return {};
+  std::string detail = fmt::format("rate {}", (*d)->rate());
+  if ((*d)->escape()) detail += fmt::format(", escape {}", *(*d)->escape());
+  if ((*d)->rawBits()) detail += fmt::format(", {} raw bits", (*d)->rawBits());
+  return detail;
+}
+
+void collectLiterals(const Expr &e, const std::string &path, const Payload *payload, std::vector<LiteralReport> &out) {
   switch (e.kind) {
   case NodeKind::Lit: {
     const Lit &lit = as<Lit>(e);
     out.push_back(LiteralReport{path.empty() ? "lit" : path,
                                 lit.text ? "text" : lit.isInline() ? "inline" : std::string(encodingName(lit.encoding)), lit.type.width,
-                                lit.type.length, lit.isInline() ? 0 : lit.payload().size});
+                                lit.type.length, lit.isInline() ? 0 : lit.payload().size, {}});
+    if (payload && !lit.text && !lit.isInline() && lit.encoding == Encoding::Context)
+      out.back().detail = contextDetail(lit, *payload);
     return;
   }
   case NodeKind::Const:
@@ -42,19 +60,21 @@ void collectLiterals(const Expr &e, const std::string &path, std::vector<Literal
   case NodeKind::Concat: {
     const auto &parts = as<Concat>(e).parts;
     for (size_t i = 0; i < parts.size(); ++i)
-      collectLiterals(*parts[i], path + (path.empty() ? "" : ".") + "concat[" + std::to_string(i) + "]", out);
+      collectLiterals(*parts[i], path + (path.empty() ? "" : ".") + "concat[" + std::to_string(i) + "]", payload, out);
     return;
   }
-  case NodeKind::Repeat: collectLiterals(*as<Repeat>(e).body, path + (path.empty() ? "" : ".") + "repeat", out); return;
-  case NodeKind::Map: collectLiterals(*as<Map>(e).body, path + (path.empty() ? "" : ".") + "map", out); return;
-  case NodeKind::Scan: collectLiterals(*as<Scan>(e).body, path + (path.empty() ? "" : ".") + "scan", out); return;
+  case NodeKind::Repeat:
+    collectLiterals(*as<Repeat>(e).body, path + (path.empty() ? "" : ".") + "repeat", payload, out);
+    return;
+  case NodeKind::Map: collectLiterals(*as<Map>(e).body, path + (path.empty() ? "" : ".") + "map", payload, out); return;
+  case NodeKind::Scan: collectLiterals(*as<Scan>(e).body, path + (path.empty() ? "" : ".") + "scan", payload, out); return;
   case NodeKind::Merge: {
     const auto &fields = as<Merge>(e).fields;
     for (size_t i = 0; i < fields.size(); ++i)
       collectLiterals(*fields[i].expr,
                       path + (path.empty() ? "" : ".") + "merge." +
                           (fields[i].name.empty() ? "field" + std::to_string(i) : fields[i].name),
-                      out);
+                      payload, out);
     return;
   }
   }
@@ -62,7 +82,8 @@ void collectLiterals(const Expr &e, const std::string &path, std::vector<Literal
 
 } // namespace
 
-RegionReport explainRegion(const RegionInput &region, const StrategyOptions &options, const Expr *storedProgram) {
+RegionReport explainRegion(const RegionInput &region, const StrategyOptions &options, const Expr *storedProgram,
+                           const Payload *storedPayload) {
   RegionReport r;
   r.kind = region.kind;
   r.name = std::string(region.name);
@@ -85,13 +106,15 @@ RegionReport explainRegion(const RegionInput &region, const StrategyOptions &opt
                    [](const auto &a, const auto &b) { return a.estimatedBytes < b.estimatedBytes; });
 
   ExprPtr emitted;
-  Bytes payload;
+  std::optional<Payload> emittedPayload;
   if (!storedProgram) {
+    Bytes payload;
     emitted = search.emit(best, words, width, payload);
     storedProgram = emitted.get();
+    storedPayload = &emittedPayload.emplace(std::move(payload));
   }
   r.program = printExpr(*storedProgram);
-  collectLiterals(*storedProgram, "", r.literals);
+  collectLiterals(*storedProgram, "", storedPayload, r.literals);
   for (const auto &l : r.literals) r.payloadBytes += l.bytes;
 
   r.wordEntropyBits = entropyBitsPerWord(words);

@@ -3,6 +3,7 @@
 // entropies it can be held against, and the candidates the search scored for it with their
 // estimated costs (brevisc explain).
 #include "lang/Ast.h"
+#include "runtime/containers/Payload.h"
 #include "synth/Strategy.h"
 
 #include <string>
@@ -16,6 +17,9 @@ struct LiteralReport {
   unsigned width = 0;
   uint64_t length = 0;
   uint64_t bytes = 0; ///< payload bytes (0 for inline words)
+  /// The settings an encoding reads from its payload, where it has any worth showing: a
+  /// `context` literal's rate, escape word and raw low bits ("rate 4, escape 0, 8 raw bits").
+  std::string detail;
 };
 
 struct CandidateReport {
@@ -39,7 +43,9 @@ struct RegionReport {
 };
 
 /// Searches `region` as the search strategy does with `options` and reports the result. With a
-/// stored program (an archive's), reports that program's literals instead of the search's.
-RegionReport explainRegion(const RegionInput &region, const StrategyOptions &options, const Expr *storedProgram = nullptr);
+/// stored program (an archive's, reading `storedPayload`), reports that program's literals
+/// instead of the search's.
+RegionReport explainRegion(const RegionInput &region, const StrategyOptions &options, const Expr *storedProgram = nullptr,
+                           const Payload *storedPayload = nullptr);
 
 } // namespace brevis

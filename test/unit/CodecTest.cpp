@@ -950,7 +950,9 @@ TEST(Codec, ContextCodesEveryWidthAndItsEstimateIsItsSize) {
         ASSERT_EQ(some.size(), kContextTriedRates * (contextMaxRawBits(width) + 1)) << "u" << width;
         for (const ContextCoding &c : some) {
           EXPECT_EQ(c.escape, escape);
-          if (c.rawBits == 0) EXPECT_NEAR(c.bits, bits[c.rate - kContextMinRate][0], 1e-6) << "u" << width;
+          if (c.rawBits == 0) {
+            EXPECT_NEAR(c.bits, bits[c.rate - kContextMinRate][0], 1e-6) << "u" << width;
+          }
         }
         codings.insert(codings.end(), some.begin(), some.end());
         // Split anywhere (the ends too), the parts add up to the whole, and the first is the
@@ -1161,7 +1163,9 @@ TEST(Codec, ContextStoresLowBitsRawAndTheirSizeIsTheSimulations) {
       // also the next word's context, which noise spreads over so many trees that no model
       // learns: there coded and raw bits cost the same.)
       const ContextCoding smallest = chooseContextCoding(codings, 0);
-      if (width > 8) EXPECT_GE(smallest.rawBits, 1u) << what;
+      if (width > 8) {
+        EXPECT_GE(smallest.rawBits, 1u) << what;
+      }
       Bytes chosen, none;
       ASSERT_TRUE(encodeLit(Encoding::Context, words, width, chosen));
       encodeContext(words, width, smallest.rate, smallest.escape, none, 0);

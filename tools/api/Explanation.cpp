@@ -48,6 +48,7 @@ Result<std::vector<ExplainedTensor>> explainTensors(std::shared_ptr<const Mapped
   struct Job {
     RegionInput input;
     const Expr *stored = nullptr;
+    const Payload *storedPayload = nullptr; ///< the archive member's, which `stored` reads
     Bytes decoded;
     std::string file, repeatOf;
   };
@@ -67,6 +68,7 @@ Result<std::vector<ExplainedTensor>> explainTensors(std::shared_ptr<const Mapped
       if (!settings.tensor.empty() && t.name != settings.tensor) continue;
       Job job;
       job.stored = archive->checkpoint(t.member).regions[t.region].program.get();
+      job.storedPayload = &archive->payload(t.member);
       job.repeatOf = repeats[t.member][t.region];
       job.file = archive->isDirectory() ? t.file : std::string();
       // Decoded (and checked against the archive's digests) to search it again.
@@ -87,6 +89,7 @@ Result<std::vector<ExplainedTensor>> explainTensors(std::shared_ptr<const Mapped
       if (r.kind != RegionKind::Tensor || (!settings.tensor.empty() && r.name != settings.tensor)) continue;
       jobs.push_back(Job{RegionInput{r.kind, r.name, r.dtype, r.shape, file->bytes().subspan(r.bytes.offset, r.bytes.size)},
                          nullptr,
+                         nullptr,
                          {},
                          {},
                          first[i] == i ? std::string() : regions[first[i]].name});
@@ -98,7 +101,7 @@ Result<std::vector<ExplainedTensor>> explainTensors(std::shared_ptr<const Mapped
   uint64_t bytes = 0;
   for (const auto &job : jobs) bytes += job.input.bytes.size();
   parallelFor(jobs.size(), usefulThreads(settings.threads, bytes), [&](size_t i) {
-    out[i].report = explainRegion(jobs[i].input, options, jobs[i].stored);
+    out[i].report = explainRegion(jobs[i].input, options, jobs[i].stored, jobs[i].storedPayload);
     out[i].file = jobs[i].file;
     out[i].repeatOf = jobs[i].repeatOf;
     if (!jobs[i].repeatOf.empty()) { // nothing was searched for it, and it stores nothing
@@ -112,13 +115,15 @@ Result<std::vector<ExplainedTensor>> explainTensors(std::shared_ptr<const Mapped
 nlohmann::json explanationJson(const ExplainedTensor &t, size_t candidates) {
   const RegionReport &r = t.report;
   nlohmann::json literals = nlohmann::json::array();
-  for (const auto &l : r.literals)
+  for (const auto &l : r.literals) {
     literals.push_back({{"path", l.path},
                         {"encoding", l.encoding},
                         {"width", l.width},
                         {"length", l.length},
                         {"bytes", l.bytes},
                         {"bits_per_word", bitsPerWord(l.bytes, l.length)}});
+    if (!l.detail.empty()) literals.back()["detail"] = l.detail;
+  }
   nlohmann::json fields = nlohmann::json::object();
   for (const auto &[name, bits] : r.fieldEntropyBits) fields[name] = bits;
   nlohmann::json scored = nlohmann::json::array();

@@ -52,8 +52,9 @@ void printText(const RegionReport &r, size_t candidates) {
   }
   std::cout << "  literals:\n";
   for (const auto &l : r.literals)
-    std::cout << fmt::format("    {:<32} {:<8} u{}[{}]  {:>10}  {:6.2f} bits/word\n", l.path, l.encoding, l.width,
-                             l.length, humanBytes(l.bytes), bitsPerWord(l.bytes, l.length));
+    std::cout << fmt::format("    {:<32} {:<8} u{}[{}]  {:>10}  {:6.2f} bits/word{}\n", l.path, l.encoding, l.width,
+                             l.length, humanBytes(l.bytes), bitsPerWord(l.bytes, l.length),
+                             l.detail.empty() ? "" : "  (" + l.detail + ")");
   if (candidates > 0 && !r.candidates.empty()) std::cout << "  candidates (estimated, cheapest first):\n";
   for (size_t i = 0; i < r.candidates.size() && i < candidates; ++i)
     std::cout << fmt::format("    {} {:>10}  {}\n", r.candidates[i].chosen ? "*" : " ",

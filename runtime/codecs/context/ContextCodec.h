@@ -126,6 +126,9 @@ public:
   static Result<std::unique_ptr<ContextDecoder>> create(ByteSpan bytes, unsigned width, uint64_t count);
   uint64_t blockWords() const { return blockWords_; }
   size_t blockCount() const { return blocks_.size(); }
+  unsigned rate() const { return rate_; }
+  const std::optional<uint64_t> &escape() const { return escape_; }
+  unsigned rawBits() const { return rawBits_; }
   uint64_t blockLength(size_t b) const;
   /// Decodes block b into `out` (at least blockLength(b) words; the width fits T).
   template <typename T> Result<void> decodeBlock(size_t b, T *out) const;
