@@ -1235,6 +1235,18 @@ TEST(Codec, ContextRefusesMalformedRawBits) {
   EXPECT_NE(decodeError(Encoding::Context, rawContextLiteral(parts.mode, 4, parts.coder, longer), 8, 1000)
                 .find("raw bits do not match"),
             std::string::npos);
+  // Raw bits whose last byte has a set bit past the words' (1,001 words of 4 bits: 4 unused).
+  const auto odd = wordsWithNoiseBelow(rng, 1001, 8, 4);
+  Bytes oddGood;
+  encodeContext(odd, 8, kContextMinRate, std::nullopt, oddGood, 4);
+  EXPECT_EQ(decodeError(Encoding::Context, oddGood, 8, 1001), "decoded");
+  RawContextParts oddParts = splitRawContext(oddGood);
+  ASSERT_EQ(oddParts.raw.size(), 501u);
+  EXPECT_EQ(oddParts.raw.back() >> 4, 0);
+  oddParts.raw.back() |= 0x80;
+  EXPECT_NE(decodeError(Encoding::Context, rawContextLiteral(oddParts.mode, 4, oddParts.coder, oddParts.raw), 8, 1001)
+                .find("raw bits do not match"),
+            std::string::npos);
   // Without the flag, the same bytes are a coder's block with bytes after it.
   EXPECT_NE(decodeError(Encoding::Context, rawContextLiteral(parts.mode & ~kContextRawFlag, std::nullopt, parts.coder,
                                                              parts.raw), 8, 1000)

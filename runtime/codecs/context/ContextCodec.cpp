@@ -211,10 +211,14 @@ public:
     count_ -= bits;
     return value;
   }
-  /// Whether exactly the bytes the reads needed were there.
+  /// Whether exactly the bytes the reads needed were there, the last one's unread bits zero (as
+  /// written: so that one literal has one encoding).
   bool exact() const {
     const uint64_t read = 8 * static_cast<uint64_t>(p_ - begin_) - count_;
-    return !overrun_ && (read + 7) / 8 == static_cast<uint64_t>(end_ - begin_);
+    if (overrun_ || (read + 7) / 8 != static_cast<uint64_t>(end_ - begin_)) return false;
+    // The last byte was loaded (it holds read bits), so its unread bits are pending_'s lowest.
+    const unsigned unread = static_cast<unsigned>(-read & 7);
+    return (pending_ & ((uint64_t{1} << unread) - 1)) == 0;
   }
 
 private:
