@@ -117,7 +117,7 @@ Result<void> appendKey(const Expr &e, const Payload &payload, std::string &key) 
     key += 'I';
     appendU64(key, width);
     appendU64(key, n);
-    for (uint64_t w : l.words()) appendU64(key, w);
+    for (size_t i = 0; i < l.inlineCount(); ++i) appendU64(key, l.inlineWord(i));
     return {};
   }
   const ByteRange &r = l.payload();

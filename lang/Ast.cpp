@@ -55,10 +55,9 @@ std::unique_ptr<Lit> Lit::make(StreamType t, std::vector<uint64_t> words) {
   return n;
 }
 std::unique_ptr<Lit> Lit::makeText(std::string_view bytes) {
-  // From the bytes directly: a header's text runs to megabytes, not worth zeroing first.
-  const auto *begin = reinterpret_cast<const unsigned char *>(bytes.data());
-  std::vector<uint64_t> words(begin, begin + bytes.size());
-  auto n = make(StreamType{8, bytes.size()}, std::move(words));
+  auto n = std::make_unique<Lit>();
+  n->type = StreamType{8, bytes.size()};
+  n->data = std::string(bytes);
   n->text = true;
   return n;
 }
@@ -203,8 +202,9 @@ bool sameFields(const Expr &a, const Expr &b) {
   switch (a.kind) {
   case NodeKind::Lit: {
     const auto &x = as<Lit>(a), &y = as<Lit>(b);
-    if (x.type != y.type || x.isInline() != y.isInline()) return false;
-    return x.isInline() ? x.words() == y.words() : x.encoding == y.encoding && x.payload() == y.payload();
+    if (x.type != y.type || x.data.index() != y.data.index()) return false;
+    if (!x.isInline()) return x.encoding == y.encoding && x.payload() == y.payload();
+    return x.text ? x.textBytes() == y.textBytes() : x.words() == y.words();
   }
   case NodeKind::Const: return as<Const>(a).type == as<Const>(b).type && as<Const>(a).value == as<Const>(b).value;
   case NodeKind::Hole: {

@@ -75,12 +75,23 @@ struct Lit final : Expr {
   static constexpr NodeKind Kind = NodeKind::Lit;
   StreamType type;
   Encoding encoding = Encoding::Raw; ///< meaningful for payload references only
-  std::variant<ByteRange, std::vector<uint64_t>> data;
-  bool text = false;          ///< inline u8 words written (and printed) as `text '…'`
+  /// A payload range, an inline word list, or a text's bytes (a safetensors header runs to
+  /// megabytes: a word apiece took eight times its size).
+  std::variant<ByteRange, std::vector<uint64_t>, std::string> data;
+  bool text = false;          ///< inline u8 words written (and printed) as `text '…'`: data holds their bytes
   Radix radix = Radix::Auto;  ///< how inline words are written, when not as text
-  bool isInline() const { return data.index() == 1; }
+  bool isInline() const { return data.index() != 0; }
   const ByteRange &payload() const { return std::get<ByteRange>(data); }
+  /// The words of an inline word list (not of a text).
   const std::vector<uint64_t> &words() const { return std::get<std::vector<uint64_t>>(data); }
+  /// The bytes of a text.
+  const std::string &textBytes() const { return std::get<std::string>(data); }
+  /// Inline word i, of a word list or a text.
+  uint64_t inlineWord(size_t i) const {
+    return text ? static_cast<unsigned char>(textBytes()[i]) : words()[i];
+  }
+  /// How many inline words there are.
+  size_t inlineCount() const { return text ? textBytes().size() : words().size(); }
   static std::unique_ptr<Lit> make(StreamType, Encoding, ByteRange);
   static std::unique_ptr<Lit> make(StreamType, std::vector<uint64_t> words);
   static std::unique_ptr<Lit> makeText(std::string_view bytes); ///< `text '…'`: u8[bytes.size()]

@@ -62,8 +62,8 @@ std::optional<TypeError> checkPayloadRange(const Lit &l) {
 Typing typeLit(const Lit &l, std::optional<uint64_t> payloadSize) {
   if (auto error = checkWidth(l.type.width, "literal word")) return *error;
   if (l.isInline()) {
-    if (l.words().size() != l.type.length)
-      return nodeError(fmt::format("inline literal has {} words, but its type {} needs {}", l.words().size(),
+    if (l.inlineCount() != l.type.length)
+      return nodeError(fmt::format("inline literal has {} words, but its type {} needs {}", l.inlineCount(),
                                    toString(l.type), l.type.length));
     // Text is bytes by construction (Lit::makeText): only word lists can hold a word too wide.
     for (size_t i = 0; i < (l.text ? 0 : l.words().size()); ++i)

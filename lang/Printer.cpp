@@ -20,14 +20,6 @@ std::string countLiteral(uint64_t v, Radix radix) {
   return radix == Radix::Hex ? fmt::format("{:#x}", v) : std::to_string(v);
 }
 
-/// The bytes of a text literal.
-std::string textBytes(const Lit &l) {
-  std::string bytes;
-  bytes.reserve(l.words().size());
-  for (uint64_t w : l.words()) bytes += static_cast<char>(w);
-  return bytes;
-}
-
 /// The length of the valid UTF-8 sequence of two to four bytes at s[i], or 0.
 size_t utf8SequenceLength(std::string_view s, size_t i) {
   const auto c = static_cast<unsigned char>(s[i]);
@@ -124,7 +116,7 @@ std::string leafText(const Expr &e, const Style &style) {
       return fmt::format("lit {} {} {}", encodingName(l.encoding), toString(l.type),
                          implied ? fmt::format("@+{}", l.payload().size) : rangeText(l.payload()));
     }
-    if (l.text) return "text " + quoteText(textBytes(l));
+    if (l.text) return "text " + quoteText(l.textBytes());
     std::string out = fmt::format("lit {} [", toString(l.type));
     for (size_t i = 0; i < l.words().size(); ++i) out += (i ? ", " : "") + countLiteral(l.words()[i], l.radix);
     return out + "]";
@@ -210,7 +202,7 @@ void printBrokenInline(const Lit &l, unsigned indent, std::string &out) {
 
 // A long text: `text`, then its pieces one a line, two spaces deeper.
 void printBrokenText(const Lit &l, unsigned indent, std::string &out) {
-  const std::string bytes = textBytes(l);
+  const std::string &bytes = l.textBytes();
   const std::string pad(indent + 2, ' ');
   out += "text";
   size_t begin = 0;
@@ -226,7 +218,7 @@ void printAt(const Expr &e, unsigned indent, unsigned firstLineUsed, const Style
   const auto *lit = dynAs<Lit>(e);
   if (lit && lit->isInline() && lit->text) {
     // Text stays text: broken into its pieces where it is too long and can be, else one line.
-    if (firstLineUsed + f.size() > kPrintWidth && textPieceEnds(textBytes(*lit)).size() > 1)
+    if (firstLineUsed + f.size() > kPrintWidth && textPieceEnds(lit->textBytes()).size() > 1)
       printBrokenText(*lit, indent, out);
     else
       out += f;

@@ -67,6 +67,11 @@ void decodeLitWords(const Lit &lit, const Payload &payload, uint64_t first, size
   // Empty literals have no words to point at (null data) and readers may pass a null `out`:
   // memcpy and memset are undefined on null even for zero bytes.
   if (count == 0) return;
+  if (lit.isInline() && lit.text) {
+    const auto *bytes = reinterpret_cast<const unsigned char *>(lit.textBytes().data()) + first;
+    std::copy(bytes, bytes + count, out);
+    return;
+  }
   if (lit.isInline()) {
     std::memcpy(out, lit.words().data() + first, count * sizeof(uint64_t));
     return;
@@ -114,6 +119,11 @@ template <typename T> Result<void> readNarrowed(LitCursor &c, T *out, size_t n) 
 template <typename T>
 void decodeLitNarrow(const Lit &lit, const Payload &payload, uint64_t first, size_t count, T *out) {
   if (count == 0) return; // as in decodeLitWords: no null pointers to memcpy or memset
+  if (lit.isInline() && lit.text) {
+    const auto *bytes = reinterpret_cast<const unsigned char *>(lit.textBytes().data()) + first;
+    std::copy(bytes, bytes + count, out);
+    return;
+  }
   if (lit.isInline()) {
     for (size_t i = 0; i < count; ++i) out[i] = static_cast<T>(lit.words()[first + i]);
     return;

@@ -208,7 +208,9 @@ TEST(FrontendRoundTrip, TextLiterals) {
   const auto &lit = as<Lit>(m.expr());
   EXPECT_TRUE(lit.text);
   EXPECT_EQ(lit.type, (StreamType{8, 10}));
-  EXPECT_EQ(lit.words(), (std::vector<uint64_t>{'a', '\n', 'b', '\\', 'A', '\'', '\\', '"', '\\', 'u'}));
+  EXPECT_EQ(lit.textBytes(), std::string("a\nb\\A'\\\"\\u"));
+  EXPECT_EQ(lit.inlineCount(), 10u);
+  EXPECT_EQ(lit.inlineWord(4), uint64_t{'A'});
   // Every byte value prints and reads back.
   std::string all;
   for (int b = 0; b < 256; ++b) all += static_cast<char>(b);
@@ -230,7 +232,7 @@ TEST(FrontendRoundTrip, TextLiterals) {
                        "bytes @0+3 = text '#\\'#' # a comment\n";
   Module c = parseOk(region);
   ASSERT_EQ(c.checkpoint().regions.size(), 1u);
-  EXPECT_EQ(as<Lit>(*c.checkpoint().regions[0].program).words(), (std::vector<uint64_t>{'#', '\'', '#'}));
+  EXPECT_EQ(as<Lit>(*c.checkpoint().regions[0].program).textBytes(), "#'#");
   EXPECT_EQ(c.checkpoint().regions[0].comments, (std::vector<std::string>{"# a comment"}));
 }
 
@@ -711,9 +713,8 @@ TEST(FrontendImpliedParts, RangesLeftOutAreFilledIn) {
   EXPECT_EQ(c.regions[0].index->placement, SafetensorsIndex::Metadata::First);
   EXPECT_EQ(c.regions[0].index->metadata, R"({"format":"pt"})");
   const auto &header = as<Lit>(*c.regions[0].program);
-  ASSERT_EQ(header.words().size(), h);
-  std::string bytes;
-  for (uint64_t w : header.words()) bytes += static_cast<char>(w);
+  ASSERT_EQ(header.inlineCount(), h);
+  const std::string &bytes = header.textBytes();
   EXPECT_EQ(bytes.substr(8), json);
   EXPECT_EQ(static_cast<unsigned char>(bytes[0]), json.size());
   EXPECT_EQ(header.loc.line, 5u);
