@@ -363,7 +363,6 @@ struct SimulationTable {
 /// The simulation's models and sums at both tried rates: a node's two probabilities in one
 /// word, rate 0's low.
 struct BothRates {
-  static constexpr bool kByLevel = false;
   using Model = uint32_t;
   static constexpr Model kEven = kProbInit | uint32_t{kProbInit} << 16;
   const SimulatedStep *steps;
@@ -380,7 +379,6 @@ struct BothRates {
 
 /// One rate's models and sum: tried rate R (kContextMinRate + R) alone.
 template <unsigned R> struct OneRate {
-  static constexpr bool kByLevel = false;
   using Model = uint16_t;
   static constexpr Model kEven = kProbInit;
   const SimulatedStep *steps;
@@ -393,12 +391,10 @@ template <unsigned R> struct OneRate {
   [[gnu::always_inline]] void stepAt(unsigned, Model &p, unsigned bit) { step(p, bit); }
 };
 
-/// BothRates, which also sums the last lane's costs by the bit's level in it (0 the lowest), and
-/// counts the words coded through the lanes: what choosing raw low bits needs.
+/// BothRates, which also sums the last lane's costs by the bit's level in it (0 the lowest): what
+/// choosing raw low bits needs.
 struct BothRatesByLevel : BothRates {
-  static constexpr bool kByLevel = true;
   uint64_t level[2][kContextMaxRawBits] = {};
-  uint64_t laneWords = 0;
   [[gnu::always_inline]] void stepAt(unsigned at, Model &p, unsigned bit) {
     const SimulatedStep &a = steps[2 * (p & 0xffff) + bit], &b = steps[2 * (p >> 16) + bit];
     units[0] += a.cost;
@@ -444,7 +440,6 @@ void simulateNarrowWords(std::span<const W> words, LazyTrees<typename Rates::Mod
       flagState.pushFlag(flag);
       if (flag) continue;
     }
-    if constexpr (Rates::kByLevel) ++local.laneWords;
     const unsigned top = static_cast<unsigned>(uint64_t{w} >> (LaneCount == 2 ? 8 : 0)) & ((1u << TopBits) - 1);
     walk(models.tree(0, prev), top, std::integral_constant<unsigned, TopBits>{}, std::bool_constant<LaneCount == 1>{});
     prev = top;
@@ -472,6 +467,28 @@ void simulateNarrowWords(std::span<const W> words, const Lanes &lanes, LazyTrees
   }
 }
 
+/// A simulation of one block of words of one or two lanes, run over its words a part at a time:
+/// its models, flags and walk carry from one part to the next.
+template <typename W, typename Rates> class NarrowSimulation {
+public:
+  NarrowSimulation(const Lanes &lanes, const std::optional<uint64_t> &escape)
+      : lanes_(lanes), escape_(escape), models_(lanes, Rates::kEven) {
+    std::fill(std::begin(flags_), std::end(flags_), Rates::kEven);
+  }
+  /// Adds the cost of `words`, the next of the block's, to `rates`' sums.
+  void run(std::span<const W> words, Rates &rates) {
+    if (escape_) simulateNarrowWords<W, true>(words, lanes_, models_, rates, state_, flags_, static_cast<W>(*escape_));
+    else simulateNarrowWords<W, false>(words, lanes_, models_, rates, state_, flags_, W{0});
+  }
+
+private:
+  const Lanes &lanes_;
+  const std::optional<uint64_t> &escape_;
+  LazyTrees<typename Rates::Model> models_;
+  typename Rates::Model flags_[kFlagContexts];
+  WalkState state_;
+};
+
 /// The bits of words [0, split) and of words [split, end) of words of one or two lanes, by
 /// `rates`, the second part continuing from the first as one block would.
 template <typename W, typename Rates>
@@ -480,14 +497,10 @@ std::array<std::array<double, 2>, std::size(Rates{}.units)> simulateParts(std::s
                                                                          Rates rates) {
   constexpr size_t kRates = std::size(Rates{}.units);
   std::array<std::array<double, 2>, kRates> total{};
-  LazyTrees<typename Rates::Model> models(lanes, Rates::kEven);
-  typename Rates::Model flags[kFlagContexts];
-  std::fill(std::begin(flags), std::end(flags), Rates::kEven);
-  WalkState state;
+  NarrowSimulation<W, Rates> simulation(lanes, escape);
   const std::span<const W> parts[2] = {words.first(split), words.subspan(split)};
   for (size_t part = 0; part < 2; ++part) {
-    if (escape) simulateNarrowWords<W, true>(parts[part], lanes, models, rates, state, flags, static_cast<W>(*escape));
-    else simulateNarrowWords<W, false>(parts[part], lanes, models, rates, state, flags, W{0});
+    simulation.run(parts[part], rates);
     for (size_t r = 0; r < kRates; ++r) {
       total[r][part] = static_cast<double>(rates.units[r]) / kCostUnitsPerBit;
       rates.units[r] = 0;
@@ -547,25 +560,19 @@ std::vector<std::array<double, 2>> contextCodeBitsOf(std::span<const W> words, u
   return total;
 }
 
-/// The simulation of `words` at both tried rates, with the last lane's costs by level and the
-/// words coded through the lanes (the sums of BothRatesByLevel).
+/// The simulation of `words` at both tried rates, with the last lane's costs by level.
 template <typename W>
 BothRatesByLevel simulateByLevel(std::span<const W> words, unsigned width, const std::optional<uint64_t> &escape) {
-  const SimulationTable &simulation = simulationTable();
   const Lanes lanes(width, escape.has_value());
   BothRatesByLevel rates;
-  rates.steps = simulation.interleaved.data();
-  WalkState state;
+  rates.steps = simulationTable().interleaved.data();
   if (lanes.count <= 2) {
-    LazyTrees<uint32_t> models(lanes, BothRates::kEven);
-    uint32_t flags[kFlagContexts];
-    std::fill(std::begin(flags), std::end(flags), BothRates::kEven);
-    if (escape) simulateNarrowWords<W, true>(words, lanes, models, rates, state, flags, static_cast<W>(*escape));
-    else simulateNarrowWords<W, false>(words, lanes, models, rates, state, flags, W{0});
+    NarrowSimulation<W, BothRatesByLevel>(lanes, escape).run(words, rates);
     return rates;
   }
   thread_local std::vector<uint32_t> models;
   models.assign(lanes.models, BothRates::kEven);
+  WalkState state;
   walkBits(
       words, lanes, escape,
       [&](size_t m, unsigned bit, unsigned at) {
@@ -573,7 +580,6 @@ BothRatesByLevel simulateByLevel(std::span<const W> words, unsigned width, const
         else rates.step(models[m], bit);
       },
       [](unsigned) {}, state);
-  for (const W w : words) rates.laneWords += !(escape && w == *escape);
   return rates;
 }
 
@@ -581,6 +587,9 @@ template <typename W>
 std::vector<ContextCoding> codingsOf(std::span<const W> words, unsigned width, const std::optional<uint64_t> &escape) {
   width = std::clamp(width, 1u, kContextMaxWidth);
   const BothRatesByLevel rates = simulateByLevel(words, width, escape);
+  // The words that code their lanes, each of which would store its raw bits.
+  const auto laneWords = static_cast<double>(
+      escape ? std::count_if(words.begin(), words.end(), [&](W w) { return w != *escape; }) : words.size());
   const unsigned maxRaw = contextMaxRawBits(width);
   // Raw bits pay their count byte, and a byte count per block.
   const uint64_t blocks = (words.size() + kContextBlockWords - 1) / kContextBlockWords;
@@ -591,8 +600,7 @@ std::vector<ContextCoding> codingsOf(std::span<const W> words, unsigned width, c
     for (unsigned raw = 0; raw <= maxRaw; ++raw) {
       if (raw) units -= rates.level[r][raw - 1];
       const double framing = raw ? 8.0 * (1 + 2 * static_cast<double>(blocks)) : 0.0;
-      const double bits =
-          static_cast<double>(units) / kCostUnitsPerBit + raw * static_cast<double>(rates.laneWords) + framing;
+      const double bits = static_cast<double>(units) / kCostUnitsPerBit + raw * laneWords + framing;
       codings.push_back(ContextCoding{escape, kContextMinRate + r, raw, bits});
     }
   }
