@@ -728,7 +728,7 @@ private:
 
   /// An inline literal's words, masked to its width, as a constant array of `bytes`-byte elements.
   llvm::Constant *inlineTable(const Lit &l, unsigned bytes) {
-    if (!l.text) return wordTable(l.words(), l.type.width, bytes);
+    if (!l.isText()) return wordTable(l.words(), l.type.width, bytes);
     std::vector<uint64_t> words(l.inlineCount());
     for (size_t i = 0; i < words.size(); ++i) words[i] = l.inlineWord(i);
     return wordTable(words, l.type.width, bytes);

@@ -58,7 +58,6 @@ std::unique_ptr<Lit> Lit::makeText(std::string_view bytes) {
   auto n = std::make_unique<Lit>();
   n->type = StreamType{8, bytes.size()};
   n->data = std::string(bytes);
-  n->text = true;
   return n;
 }
 std::unique_ptr<Const> Const::make(StreamType t, uint64_t v) {
@@ -127,7 +126,6 @@ ExprPtr cloneExpr(const Expr &e) {
     n->type = l.type;
     n->encoding = l.encoding;
     n->data = l.data;
-    n->text = l.text;
     n->radix = l.radix;
     copy = std::move(n);
     break;
@@ -204,7 +202,7 @@ bool sameFields(const Expr &a, const Expr &b) {
     const auto &x = as<Lit>(a), &y = as<Lit>(b);
     if (x.type != y.type || x.data.index() != y.data.index()) return false;
     if (!x.isInline()) return x.encoding == y.encoding && x.payload() == y.payload();
-    return x.text ? x.textBytes() == y.textBytes() : x.words() == y.words();
+    return x.isText() ? x.textBytes() == y.textBytes() : x.words() == y.words();
   }
   case NodeKind::Const: return as<Const>(a).type == as<Const>(b).type && as<Const>(a).value == as<Const>(b).value;
   case NodeKind::Hole: {

@@ -78,9 +78,10 @@ struct Lit final : Expr {
   /// A payload range, an inline word list, or a text's bytes (a safetensors header runs to
   /// megabytes: a word apiece took eight times its size).
   std::variant<ByteRange, std::vector<uint64_t>, std::string> data;
-  bool text = false;          ///< inline u8 words written (and printed) as `text '…'`: data holds their bytes
-  Radix radix = Radix::Auto;  ///< how inline words are written, when not as text
+  Radix radix = Radix::Auto; ///< how inline words are written, when not as text
   bool isInline() const { return data.index() != 0; }
+  /// Inline u8 words written (and printed) as `text '…'`: data holds their bytes.
+  bool isText() const { return data.index() == 2; }
   const ByteRange &payload() const { return std::get<ByteRange>(data); }
   /// The words of an inline word list (not of a text).
   const std::vector<uint64_t> &words() const { return std::get<std::vector<uint64_t>>(data); }
@@ -88,10 +89,10 @@ struct Lit final : Expr {
   const std::string &textBytes() const { return std::get<std::string>(data); }
   /// Inline word i, of a word list or a text.
   uint64_t inlineWord(size_t i) const {
-    return text ? static_cast<unsigned char>(textBytes()[i]) : words()[i];
+    return isText() ? static_cast<unsigned char>(textBytes()[i]) : words()[i];
   }
   /// How many inline words there are.
-  size_t inlineCount() const { return text ? textBytes().size() : words().size(); }
+  size_t inlineCount() const { return isText() ? textBytes().size() : words().size(); }
   static std::unique_ptr<Lit> make(StreamType, Encoding, ByteRange);
   static std::unique_ptr<Lit> make(StreamType, std::vector<uint64_t> words);
   static std::unique_ptr<Lit> makeText(std::string_view bytes); ///< `text '…'`: u8[bytes.size()]

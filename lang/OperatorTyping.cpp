@@ -66,7 +66,7 @@ Typing typeLit(const Lit &l, std::optional<uint64_t> payloadSize) {
       return nodeError(fmt::format("inline literal has {} words, but its type {} needs {}", l.inlineCount(),
                                    toString(l.type), l.type.length));
     // Text is bytes by construction (Lit::makeText): only word lists can hold a word too wide.
-    for (size_t i = 0; i < (l.text ? 0 : l.words().size()); ++i)
+    for (size_t i = 0; i < (l.isText() ? 0 : l.words().size()); ++i)
       if (!fits(l.words()[i], l.type.width))
         return nodeError(fmt::format("inline word {} ({}) does not fit in {} bits", i, l.words()[i], l.type.width));
     return l.type;

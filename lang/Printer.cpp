@@ -116,7 +116,7 @@ std::string leafText(const Expr &e, const Style &style) {
       return fmt::format("lit {} {} {}", encodingName(l.encoding), toString(l.type),
                          implied ? fmt::format("@+{}", l.payload().size) : rangeText(l.payload()));
     }
-    if (l.text) return "text " + quoteText(l.textBytes());
+    if (l.isText()) return "text " + quoteText(l.textBytes());
     std::string out = fmt::format("lit {} [", toString(l.type));
     for (size_t i = 0; i < l.words().size(); ++i) out += (i ? ", " : "") + countLiteral(l.words()[i], l.radix);
     return out + "]";
@@ -216,7 +216,7 @@ void printBrokenText(const Lit &l, unsigned indent, std::string &out) {
 void printAt(const Expr &e, unsigned indent, unsigned firstLineUsed, const Style &style, std::string &out) {
   std::string f = flat(e, style);
   const auto *lit = dynAs<Lit>(e);
-  if (lit && lit->isInline() && lit->text) {
+  if (lit && lit->isText()) {
     // Text stays text: broken into its pieces where it is too long and can be, else one line.
     if (firstLineUsed + f.size() > kPrintWidth && textPieceEnds(lit->textBytes()).size() > 1)
       printBrokenText(*lit, indent, out);

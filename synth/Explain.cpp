@@ -49,9 +49,9 @@ void collectLiterals(const Expr &e, const std::string &path, const Payload *payl
   case NodeKind::Lit: {
     const Lit &lit = as<Lit>(e);
     out.push_back(LiteralReport{path.empty() ? "lit" : path,
-                                lit.text ? "text" : lit.isInline() ? "inline" : std::string(encodingName(lit.encoding)), lit.type.width,
+                                lit.isText() ? "text" : lit.isInline() ? "inline" : std::string(encodingName(lit.encoding)), lit.type.width,
                                 lit.type.length, lit.isInline() ? 0 : lit.payload().size, {}});
-    if (payload && !lit.text && !lit.isInline() && lit.encoding == Encoding::Context)
+    if (payload && !lit.isInline() && lit.encoding == Encoding::Context)
       out.back().detail = contextDetail(lit, *payload);
     return;
   }

@@ -63,19 +63,26 @@ bool isRandomAccess(const Lit &lit) {
   __builtin_trap(); // not an Encoding
 }
 
+namespace {
+
+/// Words [first, first + count) of an inline literal (a word list or a text's bytes) into `out`.
+template <typename T> void copyInlineWords(const Lit &lit, uint64_t first, size_t count, T *out) {
+  if (lit.isText()) {
+    const auto *bytes = reinterpret_cast<const unsigned char *>(lit.textBytes().data()) + first;
+    std::copy(bytes, bytes + count, out);
+  } else {
+    const uint64_t *words = lit.words().data() + first;
+    std::transform(words, words + count, out, [](uint64_t w) { return static_cast<T>(w); });
+  }
+}
+
+} // namespace
+
 void decodeLitWords(const Lit &lit, const Payload &payload, uint64_t first, size_t count, uint64_t *out) {
   // Empty literals have no words to point at (null data) and readers may pass a null `out`:
   // memcpy and memset are undefined on null even for zero bytes.
   if (count == 0) return;
-  if (lit.isInline() && lit.text) {
-    const auto *bytes = reinterpret_cast<const unsigned char *>(lit.textBytes().data()) + first;
-    std::copy(bytes, bytes + count, out);
-    return;
-  }
-  if (lit.isInline()) {
-    std::memcpy(out, lit.words().data() + first, count * sizeof(uint64_t));
-    return;
-  }
+  if (lit.isInline()) return copyInlineWords(lit, first, count, out);
   const uint8_t *base = payload.data() + lit.payload().offset;
   switch (lit.encoding) {
   case Encoding::Raw: return decodeRaw(base, lit.type.width, first, count, out);
@@ -119,15 +126,7 @@ template <typename T> Result<void> readNarrowed(LitCursor &c, T *out, size_t n) 
 template <typename T>
 void decodeLitNarrow(const Lit &lit, const Payload &payload, uint64_t first, size_t count, T *out) {
   if (count == 0) return; // as in decodeLitWords: no null pointers to memcpy or memset
-  if (lit.isInline() && lit.text) {
-    const auto *bytes = reinterpret_cast<const unsigned char *>(lit.textBytes().data()) + first;
-    std::copy(bytes, bytes + count, out);
-    return;
-  }
-  if (lit.isInline()) {
-    for (size_t i = 0; i < count; ++i) out[i] = static_cast<T>(lit.words()[first + i]);
-    return;
-  }
+  if (lit.isInline()) return copyInlineWords(lit, first, count, out);
   const uint8_t *base = payload.data() + lit.payload().offset;
   switch (lit.encoding) {
   case Encoding::Raw: return decodeRawNarrow(base, lit.type.width, first, count, out);

@@ -206,7 +206,7 @@ TEST(FrontendRoundTrip, TextLiterals) {
   // Pieces join; escapes decode; a backslash before any other character is itself.
   Module m = parseOk("text 'a\\n' 'b\\\\' '\\x41\\'' '\\\"\\u' ''");
   const auto &lit = as<Lit>(m.expr());
-  EXPECT_TRUE(lit.text);
+  EXPECT_TRUE(lit.isText());
   EXPECT_EQ(lit.type, (StreamType{8, 10}));
   EXPECT_EQ(lit.textBytes(), std::string("a\nb\\A'\\\"\\u"));
   EXPECT_EQ(lit.inlineCount(), 10u);

@@ -34,9 +34,9 @@ void survey(const Expr &e, const std::string &region, RangeOwners &owners, uint6
             std::optional<std::string> &sharedWith, std::map<std::string, Tally> &encodings,
             std::map<std::string, uint64_t> &operators) {
   const auto *lit = dynAs<Lit>(e);
-  ++operators[lit && lit->text ? std::string("text") : std::string(nodeKindName(e.kind))];
+  ++operators[lit && lit->isText() ? std::string("text") : std::string(nodeKindName(e.kind))];
   if (auto *l = lit) {
-    std::string name = l->text ? "text" : l->isInline() ? "inline" : std::string(encodingName(l->encoding));
+    std::string name = l->isText() ? "text" : l->isInline() ? "inline" : std::string(encodingName(l->encoding));
     Tally &t = encodings[name];
     ++t.count;
     // A range read before (by a repeated tensor) counts neither its bytes nor its words again,
