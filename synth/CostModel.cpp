@@ -16,6 +16,7 @@
 #include <bit>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace brevis {
@@ -90,9 +91,8 @@ inline double xLog2x(uint64_t c) {
 /// Streams up to this many words list the (previous, word) pairs they touch (order1EntropyBits).
 constexpr uint64_t kListedPairsMaxWords = 4096;
 
-/// The order-1 entropy of `words` in bits: each word coded by the statistics of the words that
-/// follow the same previous word (the first follows 0), summed with no table cost; `used`
-/// receives the number of distinct (previous, word) pairs. Words of at most 8 bits.
+} // namespace
+
 double order1EntropyBits(WordsView words, unsigned width, uint64_t &used) {
   double bits = 0;
   used = 0;
@@ -135,32 +135,56 @@ double order1EntropyBits(WordsView words, unsigned width, uint64_t &used) {
   const size_t side = size_t{1} << width;
   thread_local std::vector<uint32_t> pairs;
   thread_local std::vector<uint8_t> rowUsed;
-  if (pairs.size() < side * side) pairs.assign(side * side, 0);
+  if (pairs.size() < side * side + 1) pairs.assign(side * side + 1, 0); // + 1: rows are read in pairs
   rowUsed.assign(side, 0);
-  uint64_t previous = 0;
+  uint32_t *const cells = pairs.data();
+  uint8_t *const used8 = rowUsed.data();
   words.visit([&](auto span) {
-    for (uint64_t w : span) {
-      ++pairs[previous * side + w];
-      rowUsed[previous] = 1; // a store only: a count of each row too was a third of the time
-      previous = w;
+    // Two runs counted in one loop (the first half and the second): runs of one repeated pair
+    // (an exponent's common value after itself) make each count wait for the one before.
+    const size_t n = span.size(), half = n / 2;
+    uint64_t a = 0, b = half ? span[half - 1] : 0;
+    for (size_t i = 0; i < half; ++i) {
+      const uint64_t x = span[i], y = span[half + i];
+      ++cells[a * side + x];
+      ++cells[b * side + y];
+      used8[a] = 1; // a store only: a count of each row too was a third of the time
+      used8[b] = 1;
+      a = x;
+      b = y;
+    }
+    if (n % 2) {
+      ++cells[b * side + span[n - 1]];
+      used8[b] = 1;
     }
   });
+  const double *const table = xLog2xTable().data();
+  const size_t tableSize = xLog2xTable().size();
   for (size_t c = 0; c < side; ++c) {
-    if (!rowUsed[c]) continue;
-    uint32_t *const row = pairs.data() + c * side;
+    if (!used8[c]) continue;
+    uint32_t *const row = cells + c * side;
     double sum = 0;
     uint64_t total = 0;
-    for (size_t x = 0; x < side; ++x) {
-      if (row[x] == 0) continue;
-      ++used;
-      total += row[x];
-      sum += xLog2x(row[x]);
-      row[x] = 0;
+    // Two counters at a time: a row of an exponent's pairs is mostly zeros.
+    for (size_t x = 0; x < side; x += 2) {
+      uint64_t two;
+      std::memcpy(&two, row + x, sizeof two);
+      if (two == 0) continue;
+      auto add = [&](uint32_t count) {
+        used += count != 0;
+        total += count;
+        sum += count < tableSize ? table[count] : xLog2x(count); // table[0] is 0
+      };
+      add(row[x]);
+      add(row[x + 1]);
+      std::memset(row + x, 0, sizeof two);
     }
     bits += xLog2x(total) - sum;
   }
   return bits;
 }
+
+namespace {
 
 /// Bitpack's bit count of the bytes counted in counts[0..256): the largest value present's width.
 unsigned bitpackBitsOfCounts(const uint64_t *counts) {

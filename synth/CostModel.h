@@ -88,6 +88,11 @@ std::optional<uint64_t> estimateSize(Encoding encoding, WordsView words, unsigne
 /// Raw for no words.
 uint64_t estimateSmallest(WordsView words, unsigned width, const EncodePolicy &policy, Encoding *chosen = nullptr);
 
+/// The order-1 entropy of `words` in bits: each word coded by the statistics of the words that
+/// follow the same previous word (the first follows 0), summed with no table cost; `used`
+/// receives the number of distinct (previous, word) pairs. Words of at most 8 bits.
+double order1EntropyBits(WordsView words, unsigned width, uint64_t &used);
+
 /// |estimate - exact| <= kEstimateRelative * exact + kEstimateAbsolute bytes.
 inline constexpr double kEstimateRelative = 0.03;
 inline constexpr uint64_t kEstimateAbsolute = 600;

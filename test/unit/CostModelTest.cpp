@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <utility>
@@ -221,6 +222,47 @@ TEST(CostModel, TheSmallestEstimateCountsOnceAndChoosesAsEstimatingEachEncodingW
 
 // Mantissa bits that look like noise are not worth simulating the context coder on; ones that
 // follow their neighbours, or are not spread over their width, are.
+TEST(CostModel, OrderOneEntropyIsThatOfEveryPairCountedPlainly) {
+  // Short streams list the pairs they touch, long ones count in a table two runs at a time
+  // (the first half and the second): every length's pairs, the one across the halves and an
+  // odd length's last included, must be counted as a plain count of all of them does.
+  std::mt19937_64 rng(31);
+  auto plain = [](const std::vector<uint64_t> &words, uint64_t &used) {
+    std::map<std::pair<uint64_t, uint64_t>, uint64_t> pairs;
+    std::map<uint64_t, uint64_t> rows;
+    uint64_t previous = 0;
+    for (uint64_t w : words) {
+      ++pairs[{previous, w}];
+      ++rows[previous];
+      previous = w;
+    }
+    double bits = 0;
+    for (const auto &[row, total] : rows) bits += static_cast<double>(total) * std::log2(static_cast<double>(total));
+    for (const auto &[pair, count] : pairs) bits -= static_cast<double>(count) * std::log2(static_cast<double>(count));
+    used = pairs.size();
+    return bits;
+  };
+  for (unsigned width : {1u, 3u, 8u})
+    for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{4095}, size_t{4096}, size_t{4097},
+                     size_t{4098}, size_t{70001}, size_t{70002}, size_t{200001}})
+      for (Shape shape : {Shape::Skewed, Shape::Uniform}) {
+        // Runs of one word (long runs of one pair) as well as changes.
+        std::vector<uint64_t> words = makeWords(rng, n, width, shape);
+        for (size_t i = 1; i < n; ++i)
+          if (rng() % 4 != 0) words[i] = words[i - 1];
+        uint64_t used = 0, expectedUsed = 0;
+        const double bits = order1EntropyBits(words, width, used);
+        const double expected = plain(words, expectedUsed);
+        EXPECT_NEAR(bits, expected, 1e-6 * std::max(1.0, expected)) << "u" << width << ", " << n << " words";
+        EXPECT_EQ(used, expectedUsed) << "u" << width << ", " << n << " words";
+      }
+  // A count above the c log2 c table's range (2^16) in one cell.
+  std::vector<uint64_t> same(200000, 5);
+  uint64_t used = 0, expectedUsed = 0;
+  EXPECT_NEAR(order1EntropyBits(same, 8, used), plain(same, expectedUsed), 1e-3);
+  EXPECT_EQ(used, expectedUsed);
+}
+
 TEST(CostModel, MantissasLookRandomOnlyWhereUniformAndUnrelatedToTheWordBefore) {
   std::mt19937_64 rng(21);
   for (unsigned width : {1u, 4u, 7u, 12u, 16u}) {
