@@ -519,8 +519,11 @@ Result<void> TempDirectory::commit() {
   return {};
 }
 
-Result<std::unique_ptr<DirectoryOutput>> DirectoryOutput::open(const std::string &target, bool overwrite) {
+Result<std::unique_ptr<DirectoryOutput>> DirectoryOutput::open(const std::string &given, bool overwrite) {
   namespace fs = std::filesystem;
+  // "out/" names the directory out: its temporary is made beside it, not inside it.
+  std::string target = given;
+  while (target.size() > 1 && target.back() == '/') target.pop_back();
   std::unique_ptr<DirectoryOutput> out(new DirectoryOutput(target, overwrite));
   struct stat st;
   if (::stat(target.c_str(), &st) != 0) {

@@ -371,6 +371,13 @@ bool sameFile(const std::string &a, const std::string &b) {
   return ::stat(a.c_str(), &x) == 0 && ::stat(b.c_str(), &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
+std::optional<int> refuseOwnInput(const std::string &output, std::initializer_list<std::string> inputs) {
+  for (const std::string &input : inputs)
+    if (!input.empty() && input != "-" && output != "-" && sameFile(input, output))
+      return usageError(fmt::format("{} would replace its own input {}; use -o PATH", output, input));
+  return std::nullopt;
+}
+
 std::string baseName(const std::string &path) { return std::filesystem::path(path).filename().string(); }
 
 std::string notADirectory(const std::string &given, const std::string &path) {

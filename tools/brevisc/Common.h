@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include <memory>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <variant>
@@ -179,6 +180,9 @@ std::string directoryOf(const std::string &path);
 std::pair<std::string, bool> withoutTrailingSlashes(std::string path);
 /// Whether two paths name the same existing file.
 bool sameFile(const std::string &a, const std::string &b);
+/// Where `output` names the same existing file as one of `inputs`, the usage error that says so
+/// (no command writes over what it reads: with -f it would lose the input); else nullopt.
+std::optional<int> refuseOwnInput(const std::string &output, std::initializer_list<std::string> inputs);
 /// The last component of a path.
 std::string baseName(const std::string &path);
 /// Why `path` (given as `given`, with its trailing slashes) cannot take an output into it: a

@@ -91,7 +91,11 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
   if (auto limited = checkOutputLimit(name, archive->originalSize(), *parseSize(o.maxOutput)); !limited)
     return fail(limited.error().message);
   if (!destination->toStdout && input != "-" && sameFile(input, output))
-    return fail(fmt::format("{} would be written over its own archive; use -o PATH", output));
+    return usageError(fmt::format("{} would be written over its own archive; use -o PATH", output));
+  if (a.directory && !destination->toStdout && input != "-")
+    for (const auto &member : a.members)
+      if (sameFile(input, output + "/" + member.path))
+        return usageError(fmt::format("{}/{} would be written over its own archive; use -o PATH", output, member.path));
 
   DecodeOptions options = decodeOptions(o.jit, resolveThreads(o.threads), v.verbose);
   options.asyncWrites = true;

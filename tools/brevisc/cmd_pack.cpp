@@ -141,8 +141,12 @@ int runUnpack(const PackOptions &o, const Verbosity &v) {
   if (o.output == "-")
     return usageError("unpack writes a program and its payload, two files: -o names the program (brevisc run -o - "
                       "ARCHIVE writes the decoded bytes to standard output)");
-  auto archive = loadArchive(o.input);
+  std::shared_ptr<const MappedFile> file;
+  auto archive = loadArchive(o.input, {}, &file);
   if (!archive) return fail(archive.error().message);
+  // The program and payload written are the archive's: a damaged archive is found before they are.
+  if (auto checked = checkArchiveChecksum(file->bytes(), shownName(o.input)); !checked)
+    return fail(checked.error().message + "; nothing was written");
   std::string output = o.output;
   if (output.empty()) {
     const std::string suffix = ".brv";
@@ -153,6 +157,8 @@ int runUnpack(const PackOptions &o, const Verbosity &v) {
   }
   if (archive->isDirectory()) return unpackDirectory(*archive, o, v, output);
   std::string payloadPath = output + ".bin";
+  for (const std::string &written : {output, payloadPath})
+    if (auto refused = refuseOwnInput(written, {o.input})) return *refused;
   // The program names its payload file: point it at the sidecar written beside it.
   Checkpoint &c = archive->checkpoint(0);
   c.payloadFile = baseName(payloadPath);
@@ -223,6 +229,8 @@ int packDirectory(const PackOptions &o, const Verbosity &v) {
 }
 
 int runPack(const PackOptions &o, const Verbosity &v) {
+  if (o.output == "-")
+    return usageError("pack writes an archive file (its index goes last, with seeks): use -o FILE, not -o -");
   std::error_code ec;
   if (!o.output.empty()) {
     // The archive never replaces what it is made from: the program, or anything in its directory.

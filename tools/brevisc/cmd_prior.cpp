@@ -21,6 +21,8 @@ struct PriorOptions {
 };
 
 int runLearn(const PriorOptions &o, const Verbosity &v) {
+  for (const std::string &input : o.inputs)
+    if (auto refused = refuseOwnInput(o.output, {input})) return *refused;
   ProductionPrior prior;
   for (const std::string &input : o.inputs) {
     auto file = MappedFile::open(input);
@@ -34,6 +36,10 @@ int runLearn(const PriorOptions &o, const Verbosity &v) {
     prior.add(learnPrior(inputs, policyForLevel(o.level), resolveThreads(o.threads)));
   }
   const std::string text = prior.toJson() + "\n";
+  if (o.output == "-") {
+    std::cout << text << std::flush;
+    return std::cout ? kExitOk : fail("cannot write the prior to standard output");
+  }
   auto out = OutputFile::create(o.output, o.force);
   if (!out) return fail(out.error().message);
   if (auto w = (*out)->write(reinterpret_cast<const uint8_t *>(text.data()), text.size()); !w) return fail(w.error().message);
@@ -53,7 +59,7 @@ void registerPrior(CLI::App &app, Context &ctx) {
   auto *learn = cmd->add_subcommand(
       "learn", "Learn a prior from a sample of the tensors of checkpoints, for compress/synth --prior FILE");
   learn->add_option("inputs", o->inputs, "safetensors checkpoints")->required();
-  learn->add_option("-o,--output", o->output, "prior file to write (JSON)")->required();
+  learn->add_option("-o,--output", o->output, "prior file to write (JSON; - for standard output)")->required();
   learn->add_option("-l,--level", o->level, "1-9: the encoding policy the sample is searched with, as for compress")
       ->check(CLI::Range(1, 9))
       ->capture_default_str();

@@ -174,6 +174,7 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
       if (!beside) return fail(beside.error().message);
       output = *beside;
     }
+    if (auto refused = refuseOwnInput(output, {o.input})) return *refused;
     auto out = openOutput(output, o.force);
     if (!out) return fail(out.error().message);
     if (auto room = (*out)->checkRoom(archive->originalSize()); !room) return fail(room.error().message);
@@ -194,13 +195,17 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
   if (!text) return fail(text.error().message);
   auto module = loadProgram(o.input, std::move(*text), /*requireRunnable=*/true);
   if (!module) return kExitFailure;
+  // Words are written in containers of 1, 2, 4 or 8 bytes; a checkpoint writes its source.
+  uint64_t outputBytes = 0;
   {
-    // Words are written in containers of 1, 2, 4 or 8 bytes; a checkpoint writes its source.
     StreamType t = module->isCheckpoint() ? StreamType{} : streamTypeOf(module->expr());
     unsigned __int128 bytes = module->isCheckpoint() ? module->checkpoint().source.size
                                                      : static_cast<unsigned __int128>(t.length) * containerBytes(t.width);
-    uint64_t shown = bytes > ~uint64_t{0} ? ~uint64_t{0} : static_cast<uint64_t>(bytes);
-    if (auto limited = checkOutputLimit(o.input, shown, *parseSize(o.maxOutput)); !limited)
+    if (bytes > ~uint64_t{0})
+      return fail(fmt::format("{} decodes to 2^64 bytes or more, more than the limit of {} (--max-output)", o.input,
+                              *parseSize(o.maxOutput)));
+    outputBytes = static_cast<uint64_t>(bytes);
+    if (auto limited = checkOutputLimit(o.input, outputBytes, *parseSize(o.maxOutput)); !limited)
       return fail(limited.error().message);
   }
   if (!module->isCheckpoint() && o.payload.empty())
@@ -219,6 +224,10 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
     auto loaded = module->isCheckpoint() ? readPayload(module->checkpoint(), payloadPath) : Payload::readFile(payloadPath);
     if (!loaded) return fail(loaded.error().message);
     payload = std::move(*loaded);
+    // A payload given with --payload is named as given, not as the program's payload line names it.
+    if (!o.payload.empty() && module->isCheckpoint() && payload.size() != module->checkpoint().payloadSize)
+      return fail(fmt::format("{}: payload {} has {} bytes, but the program declares {}", o.input, payloadPath,
+                              payload.size(), module->checkpoint().payloadSize));
   }
   if (o.tensor) return runProgramTensor(o, *module, payload, v.verbose, v.quiet);
 
@@ -242,10 +251,10 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
     }
   if (!payloadPath.empty() && sameFile(output, payloadPath))
     return usageError(fmt::format("{} is the program's payload; write the output elsewhere", output));
+  if (auto refused = refuseOwnInput(output, {o.input})) return *refused;
   auto out = openOutput(output, o.force);
   if (!out) return fail(out.error().message);
-  if (module->isCheckpoint())
-    if (auto room = (*out)->checkRoom(module->checkpoint().source.size); !room) return fail(room.error().message);
+  if (auto room = (*out)->checkRoom(outputBytes); !room) return fail(room.error().message);
   const CheckpointCheck check{!o.noVerify, original ? original->bytes() : ByteSpan{}};
   auto done = module->isCheckpoint()
                   ? decodeCheckpoint(module->checkpoint(), payload, o.decoding(1, v.verbose), **out, nullptr, check)

@@ -81,6 +81,9 @@ int runFill(const SynthCommandOptions &o, const std::string &sketchPath, std::st
 
   const std::string output = o.output.empty() ? withExtension(sketchPath, ".filled.bdsl") : o.output;
   const std::string payloadPath = output + ".bin";
+  for (const std::string &written : {output, payloadPath})
+    if (auto refused = refuseOwnInput(written, {sketchPath, modelPath, referencesPayload ? beside(c.payloadFile) : ""}))
+      return *refused;
   // The holes' literals go after the bytes the sketch's literals read; bytes none reads are dropped.
   Bytes payload(oldPayload.data(), oldPayload.data() + oldPayload.size());
   auto result = fillCheckpointHoles(c, file, payload, o.level);
@@ -120,11 +123,25 @@ int runFill(const SynthCommandOptions &o, const std::string &sketchPath, std::st
 }
 
 int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
+  if (o.output == "-")
+    return usageError("synth writes a program and its payload beside it (FILE and FILE.bin): use -o FILE, not -o -");
   if (!o.sketch.empty()) return runFill(o, o.sketch, o.input, v);
-  if (isProgramText(o.input)) return runFill(o, o.input, "", v);
+  const bool fromStdin = o.input == "-";
+  if (!fromStdin && isProgramText(o.input)) return runFill(o, o.input, "", v);
+  if (fromStdin && o.output.empty())
+    return usageError("the program of a checkpoint read from standard input needs a name: use -o FILE");
   std::string output = o.output.empty() ? withExtension(o.input, ".bdsl") : o.output;
+  // The name recorded for the source (what run writes by default): the input's, or for standard
+  // input the program's without .bdsl.
+  std::string sourceName = baseName(o.input);
+  if (fromStdin) {
+    sourceName = baseName(output);
+    if (sourceName.size() > 5 && sourceName.ends_with(".bdsl")) sourceName.resize(sourceName.size() - 5);
+  }
   std::string payloadPath = output + ".bin";
-  auto file = MappedFile::open(o.input);
+  for (const std::string &written : {output, payloadPath})
+    if (auto refused = refuseOwnInput(written, {o.input})) return *refused;
+  auto file = openInput(o.input);
   if (!file) return fail(file.error().message);
 
   auto options = strategyOptionsFor(o.level, o.prior);
@@ -134,9 +151,9 @@ int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
   std::atomic<uint64_t> done{0};
   SynthOutput synth;
   {
-    ProgressBar bar("synthesize " + baseName(o.input), (*file)->bytes().size(), done,
+    ProgressBar bar("synthesize " + sourceName, (*file)->bytes().size(), done,
                     !v.quiet && !o.json && stderrIsTerminal());
-    synth = synthesizeCheckpoint((*file)->bytes(), baseName(o.input), baseName(payloadPath), **strategy,
+    synth = synthesizeCheckpoint((*file)->bytes(), sourceName, baseName(payloadPath), **strategy,
                                  SynthOptions{resolveThreads(o.threads), &done, o.headerText});
   }
   if (auto intact = (*file)->checkIntact(); !intact) return fail(intact.error().message + "; nothing was written");
@@ -174,7 +191,7 @@ void registerSynth(CLI::App &app, Context &ctx) {
   cmd->add_option("input", o->input,
                   "safetensors file (any other file is kept as one byte stream), or a checkpoint program with holes "
                   "(`?`, or literals without their payload range: `lit auto u8[N]`) to fill for its source file "
-                  "beside it")
+                  "beside it; - reads a checkpoint from standard input (with -o)")
       ->required();
   cmd->add_option("--sketch", o->sketch,
                   "a checkpoint program with holes for INPUT: fill only its holes, keep the rest as written "

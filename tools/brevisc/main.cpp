@@ -11,6 +11,7 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <string>
 #include <vector>
 
 namespace {
@@ -82,9 +83,19 @@ int main(int argc, char **argv) {
   if (argc >= 2 && argv[1][0] != '-') {
     const std::string first = argv[1];
     if (first == "help") {
+      app.name(argv[0]); // as parsing names it, for the usage lines
       if (argc >= 3) {
         try {
           CLI::App *sub = app.get_subcommand(argv[2]);
+          // As `brevisc COMMAND --help` prints it: parsing gives the usage line its parents' names.
+          std::vector<std::string> asHelp{argv[0], sub->get_name(), "--help"};
+          std::vector<char *> args;
+          for (std::string &a : asHelp) args.push_back(a.data());
+          try {
+            app.parse(static_cast<int>(args.size()), args.data());
+          } catch (const CLI::CallForHelp &e) {
+            return app.exit(e);
+          }
           std::cout << sub->help();
           return kExitOk;
         } catch (const CLI::OptionNotFound &) {
