@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
+
 namespace brevis {
 
 Diagnostics::Diagnostics(std::string fileName, std::string text)
@@ -40,10 +43,28 @@ std::string Diagnostics::render(const Diagnostic &d) const {
   std::string out =
       fmt::format("{}:{}:{}: {}: {}\n", fileName_, d.loc.line, d.loc.column, severity, d.message);
   std::string_view src = line(d.loc.line);
-  out += src;
+  size_t caret = d.loc.column ? d.loc.column - 1 : 0; // bytes before the caret in what is shown
+  std::string_view shown = src;
+  std::string before, after;
+  if (src.size() > kMaxShownLine) {
+    // A window around the column, its ends moved off the middle of a UTF-8 character.
+    size_t begin = caret > kMaxShownLine / 2 ? std::min(caret - kMaxShownLine / 2, src.size()) : 0;
+    size_t end = std::min(src.size(), begin + kMaxShownLine);
+    auto continuation = [&](size_t i) { return i < src.size() && (static_cast<uint8_t>(src[i]) & 0xc0) == 0x80; };
+    while (begin < end && continuation(begin)) ++begin;
+    while (end > begin && continuation(end)) --end;
+    shown = src.substr(begin, end - begin);
+    if (begin > 0) before = "...";
+    if (end < src.size()) after = "...";
+    caret = caret >= begin ? caret - begin : 0;
+  }
+  out += before;
+  out += shown;
+  out += after;
   out += '\n';
+  out += std::string(before.size(), ' ');
   // Keep tabs so the caret lines up under the same column in any terminal.
-  for (size_t i = 0; i + 1 < d.loc.column && i < src.size(); ++i) out += src[i] == '\t' ? '\t' : ' ';
+  for (size_t i = 0; i < caret && i < shown.size(); ++i) out += shown[i] == '\t' ? '\t' : ' ';
   out += "^\n";
   return out;
 }

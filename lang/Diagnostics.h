@@ -22,6 +22,9 @@ class Diagnostics {
 public:
   /// Errors beyond this count are dropped (a summary line says how many).
   static constexpr size_t kMaxReported = 20;
+  /// A longer source line is shown as this many bytes around the column, marked "..." where cut
+  /// (a program's line may be megabytes long).
+  static constexpr size_t kMaxShownLine = 160;
 
   Diagnostics(std::string fileName, std::string text);
 

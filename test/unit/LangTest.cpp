@@ -219,6 +219,38 @@ TEST(Diagnostics, RendersLocationSourceLineAndCaret) {
   EXPECT_TRUE(diags.hasErrors());
 }
 
+TEST(Diagnostics, ALongLineIsShownAroundItsColumn) {
+  // A line of a megabyte, wrong at column 500,000: a window of it, cut at both ends, with the
+  // caret under the same character; near the start, cut at the end only.
+  std::string text(1000000, 'a');
+  text[499999] = 'X';
+  for (const uint32_t column : {500000u, 3u}) {
+    Diagnostics diags("f.bdsl", text);
+    diags.error(SourceLoc{1, column}, "bad");
+    const std::string out = diags.render();
+    const size_t first = out.find('\n'), second = out.find('\n', first + 1);
+    const std::string shown = out.substr(first + 1, second - first - 1);
+    const std::string caret = out.substr(second + 1, out.size() - second - 2);
+    EXPECT_LE(shown.size(), Diagnostics::kMaxShownLine + 6);
+    EXPECT_EQ(shown.starts_with("..."), column > Diagnostics::kMaxShownLine);
+    EXPECT_TRUE(shown.ends_with("..."));
+    ASSERT_EQ(caret.back(), '^');
+    EXPECT_EQ(caret.find_first_not_of(' '), caret.size() - 1);
+    EXPECT_EQ(shown[caret.size() - 1], column == 500000u ? 'X' : 'a') << shown;
+  }
+  // Cut ends never split a UTF-8 character ("é" is two bytes).
+  std::string accents;
+  for (int i = 0; i < 1000; ++i) accents += "\xc3\xa9";
+  Diagnostics diags("f.bdsl", accents);
+  diags.error(SourceLoc{1, 1002}, "bad"); // the window would start and end inside a character
+  const std::string out = diags.render();
+  const size_t first = out.find('\n'), second = out.find('\n', first + 1);
+  const std::string shown = out.substr(first + 4, second - first - 7); // without the "..."s
+  ASSERT_FALSE(shown.empty());
+  EXPECT_EQ(static_cast<uint8_t>(shown.front()), 0xc3);
+  EXPECT_EQ(static_cast<uint8_t>(shown.back()), 0xa9);
+}
+
 // --- a safetensors header as the list of the tensors (lang/SafetensorsIndex.h) --------------
 
 namespace {
