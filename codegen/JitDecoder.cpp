@@ -7,6 +7,7 @@
 #include "codegen/ShapeKey.h"
 #include "lang/BitpackFormat.h"
 #include "runtime/codecs/LitDecode.h"
+#include "runtime/execution/Interpreter.h"
 
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -94,6 +96,10 @@ struct JitDecoder::Impl {
   /// Guards functions and compilation when decodeWords() runs on several threads.
   std::mutex mutex;
   std::atomic<size_t> compiled{0};
+  /// Programs too large to compile (kMaxCompiledNodes) are decoded by it.
+  Interpreter interpreter;
+  std::atomic<size_t> interpreted{0};
+  std::once_flag interpretedNotice;
   /// Setting up LLVM's session, and compiling (under `mutex` when decoding).
   std::chrono::steady_clock::duration setupTime{}, compileTime{};
 
@@ -127,12 +133,29 @@ uint64_t chunkWords(unsigned width) { return JitDecoder::kChunkBytes / container
 
 } // namespace
 
+namespace {
+
+/// Whether `e` has more than `limit` nodes (counting stops there).
+bool hasMoreNodesThan(const Expr &e, size_t limit) {
+  size_t seen = 0;
+  std::function<void(const Expr &)> visit = [&](const Expr &node) {
+    if (++seen > limit) return;
+    forEachChild(node, [&](const Expr &child) {
+      if (seen <= limit) visit(child);
+    });
+  };
+  visit(e);
+  return seen > limit;
+}
+
+} // namespace
+
 Result<void> JitDecoder::prepare(const Checkpoint &c, const Payload &payload) {
   Impl &impl = *impl_;
   std::vector<std::pair<std::string, const Expr *>> todo;
   std::unordered_set<std::string> seen;
   for (const Region &region : c.regions) {
-    if (!region.program) continue;
+    if (!region.program || hasMoreNodesThan(*region.program, kMaxCompiledNodes)) continue;
     std::string key;
     BREVIS_TRY(appendShapeKey(*region.program, payload, key));
     if (impl.functions.count(key) || !seen.insert(key).second) continue;
@@ -152,6 +175,15 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
   Impl &impl = *impl_;
   if (!region.program) return Error{fmt::format("region at byte {} has no program", region.bytes.offset)};
   const Expr &root = *region.program;
+  if (hasMoreNodesThan(root, kMaxCompiledNodes)) {
+    std::call_once(impl.interpretedNotice, [&] {
+      if (impl.notice)
+        impl.notice(fmt::format("region at byte {}: a program of more than {} nodes is decoded by the interpreter",
+                                region.bytes.offset, kMaxCompiledNodes));
+    });
+    ++impl.interpreted;
+    return impl.interpreter.decodeWords(region, payload, first, count, sink);
+  }
   std::string key;
   BREVIS_TRY(appendShapeKey(root, payload, key)); // checks the types the code relies on
   const StreamType type = streamTypeOf(root);
@@ -229,15 +261,19 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
 std::string JitDecoder::summary() const {
   std::lock_guard lock(impl_->mutex);
   auto ms = [](std::chrono::steady_clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
-  const size_t functions = impl_->functions.size(), pieces = impl_->compiled;
+  const size_t functions = impl_->functions.size(), pieces = impl_->compiled, interpreted = impl_->interpreted;
   const size_t cached = impl_->session->cacheHits();
   return fmt::format("jit: {} function{} ({} compiled, {} from the cache) in {:.0f} ms (session set-up {:.0f} ms); "
-                     "{} region piece{} decoded",
+                     "{} region piece{} decoded{}",
                      functions, functions == 1 ? "" : "s", functions - cached, cached, ms(impl_->compileTime),
-                     ms(impl_->setupTime), pieces, pieces == 1 ? "" : "s");
+                     ms(impl_->setupTime), pieces, pieces == 1 ? "" : "s",
+                     interpreted ? fmt::format(", {} by the interpreter (programs of more than {} nodes)", interpreted,
+                                               kMaxCompiledNodes)
+                                 : "");
 }
 
 size_t JitDecoder::compiledRegions() const { return impl_->compiled; }
+size_t JitDecoder::interpretedRegions() const { return impl_->interpreted; }
 size_t JitDecoder::compiledFunctions() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->functions.size();

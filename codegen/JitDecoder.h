@@ -31,6 +31,11 @@ public:
 
   /// Output is produced in chunks of this many bytes, whatever the region's size.
   static constexpr size_t kChunkBytes = 64 * 1024;
+  /// A program of more nodes (operators and literals) than this is decoded by the interpreter:
+  /// compile time and memory grow with a program (a concat of 1,000 parts takes seconds, of
+  /// 10,000 a third of a gigabyte), and an archive's program may be made to be huge, where the
+  /// synthesizer's have a dozen nodes.
+  static constexpr size_t kMaxCompiledNodes = 256;
 
   /// Sets up the JIT for the host CPU. `notice` (for remarks about decoding) may be empty; a
   /// non-empty `emitLlvm` names a file that receives every module's IR before and after
@@ -56,8 +61,11 @@ public:
   /// pieces decoded".
   std::string summary() const override;
 
-  /// Region pieces decodeWords() has decoded.
+  /// Region pieces decodeWords() has decoded with compiled code.
   size_t compiledRegions() const;
+  /// Region pieces decodeWords() has left to the interpreter (programs of more than
+  /// kMaxCompiledNodes nodes).
+  size_t interpretedRegions() const;
   /// Functions made so far: one per program shape, compiled or loaded from the cache.
   size_t compiledFunctions() const;
   /// Of those, the ones loaded from the cache.

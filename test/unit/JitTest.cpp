@@ -586,6 +586,39 @@ TEST(Jit, CompiledCodeIsKeptAcrossSessions) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Jit, ProgramsOfTooManyNodesAreLeftToTheInterpreter) {
+  // A concat of one-byte constants: the largest program that compiles, and one node more
+  // (parts, and the concat itself). Both decode to their bytes; the larger is interpreted, and
+  // said to be once.
+  for (const size_t nodes : {JitDecoder::kMaxCompiledNodes, JitDecoder::kMaxCompiledNodes + 1}) {
+    std::vector<ExprPtr> parts;
+    Bytes expected;
+    for (size_t k = 0; k + 1 < nodes; ++k) {
+      parts.push_back(Const::make(StreamType{8, 1}, k % 251));
+      expected.push_back(static_cast<uint8_t>(k % 251));
+    }
+    Checkpoint c;
+    Region r;
+    r.bytes = ByteRange{0, expected.size()};
+    r.program = Concat::make(std::move(parts));
+    c.regions.push_back(std::move(r));
+    std::vector<std::string> notices;
+    auto jit = makeJit(&notices);
+    ASSERT_TRUE(jit);
+    ASSERT_TRUE(jit->prepare(c, Payload()));
+    expectSameBytes(*jit, c.regions[0], Payload(), expected, std::to_string(nodes) + " nodes");
+    expectSameBytes(*jit, c.regions[0], Payload(), expected, std::to_string(nodes) + " nodes, again");
+    const bool compiled = nodes <= JitDecoder::kMaxCompiledNodes;
+    EXPECT_EQ(jit->compiledFunctions(), compiled ? 1u : 0u) << nodes;
+    EXPECT_EQ(jit->interpretedRegions() > 0, !compiled) << nodes;
+    EXPECT_EQ(notices.size(), compiled ? 0u : 1u) << nodes;
+    if (!compiled) {
+      EXPECT_NE(notices[0].find("decoded by the interpreter"), std::string::npos) << notices[0];
+      EXPECT_NE(jit->summary().find("by the interpreter"), std::string::npos) << jit->summary();
+    }
+  }
+}
+
 TEST(Jit, RegionSizeMismatchIsAnError) {
   Region r;
   r.bytes = ByteRange{0, 7};
