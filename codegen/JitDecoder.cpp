@@ -96,10 +96,33 @@ struct JitDecoder::Impl {
   /// Guards functions and compilation when decodeWords() runs on several threads.
   std::mutex mutex;
   std::atomic<size_t> compiled{0};
-  /// Programs too large to compile (kMaxCompiledNodes) are decoded by it.
+  /// Programs too large to compile (kMaxCompiledNodes), and those after the session's budget
+  /// (kMaxSessionNodes), are decoded by it.
   Interpreter interpreter;
   std::atomic<size_t> interpreted{0};
-  std::once_flag interpretedNotice;
+  /// Nodes of the shapes compiled or loaded so far (under `mutex` when decoding).
+  size_t compiledNodes = 0;
+  size_t nodeBudget = kMaxSessionNodes;
+  bool noticedLarge = false, noticedBudget = false;
+
+  /// Decodes with the interpreter, saying why once per reason.
+  Result<void> interpret(const Region &region, const Payload &payload, uint64_t first, uint64_t count, ByteSink &sink,
+                         bool overBudget) {
+    {
+      std::lock_guard lock(mutex);
+      bool &noticed = overBudget ? noticedBudget : noticedLarge;
+      if (!noticed && notice)
+        notice(overBudget ? fmt::format("region at byte {}: the JIT has compiled programs of {} nodes in all, its "
+                                        "budget; this and further new shapes are decoded by the interpreter",
+                                        region.bytes.offset, nodeBudget)
+                          : fmt::format("region at byte {}: a program of more than {} nodes is decoded by the "
+                                        "interpreter",
+                                        region.bytes.offset, kMaxCompiledNodes));
+      noticed = true;
+    }
+    ++interpreted;
+    return interpreter.decodeWords(region, payload, first, count, sink);
+  }
   /// Setting up LLVM's session, and compiling (under `mutex` when decoding).
   std::chrono::steady_clock::duration setupTime{}, compileTime{};
 
@@ -115,13 +138,14 @@ JitDecoder::JitDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 JitDecoder::~JitDecoder() = default;
 
 Result<std::unique_ptr<JitDecoder>> JitDecoder::create(Notice notice, const std::string &emitLlvm,
-                                                      const std::string &cacheDir) {
+                                                      const std::string &cacheDir, size_t nodeBudget) {
   const auto start = std::chrono::steady_clock::now();
   auto session = jit::OrcSession::create(emitLlvm, cacheDir);
   if (!session) return session.error();
   auto impl = std::make_unique<Impl>();
   impl->setupTime = std::chrono::steady_clock::now() - start;
   impl->notice = std::move(notice);
+  impl->nodeBudget = nodeBudget;
   impl->session = std::move(*session);
   return std::unique_ptr<JitDecoder>(new JitDecoder(std::move(impl)));
 }
@@ -135,8 +159,8 @@ uint64_t chunkWords(unsigned width) { return JitDecoder::kChunkBytes / container
 
 namespace {
 
-/// Whether `e` has more than `limit` nodes (counting stops there).
-bool hasMoreNodesThan(const Expr &e, size_t limit) {
+/// The nodes of `e`, counted up to limit + 1 (where counting stops).
+size_t nodesUpTo(const Expr &e, size_t limit) {
   size_t seen = 0;
   std::function<void(const Expr &)> visit = [&](const Expr &node) {
     if (++seen > limit) return;
@@ -145,7 +169,7 @@ bool hasMoreNodesThan(const Expr &e, size_t limit) {
     });
   };
   visit(e);
-  return seen > limit;
+  return seen;
 }
 
 } // namespace
@@ -155,10 +179,15 @@ Result<void> JitDecoder::prepare(const Checkpoint &c, const Payload &payload) {
   std::vector<std::pair<std::string, const Expr *>> todo;
   std::unordered_set<std::string> seen;
   for (const Region &region : c.regions) {
-    if (!region.program || hasMoreNodesThan(*region.program, kMaxCompiledNodes)) continue;
+    if (!region.program) continue;
+    const size_t nodes = nodesUpTo(*region.program, kMaxCompiledNodes);
+    if (nodes > kMaxCompiledNodes) continue;
     std::string key;
     BREVIS_TRY(appendShapeKey(*region.program, payload, key));
-    if (impl.functions.count(key) || !seen.insert(key).second) continue;
+    if (impl.functions.count(key) || seen.count(key)) continue;
+    if (impl.compiledNodes + nodes > impl.nodeBudget) break; // decoding interprets the rest
+    impl.compiledNodes += nodes;
+    seen.insert(key);
     todo.emplace_back(std::move(key), region.program.get());
   }
 
@@ -175,15 +204,8 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
   Impl &impl = *impl_;
   if (!region.program) return Error{fmt::format("region at byte {} has no program", region.bytes.offset)};
   const Expr &root = *region.program;
-  if (hasMoreNodesThan(root, kMaxCompiledNodes)) {
-    std::call_once(impl.interpretedNotice, [&] {
-      if (impl.notice)
-        impl.notice(fmt::format("region at byte {}: a program of more than {} nodes is decoded by the interpreter",
-                                region.bytes.offset, kMaxCompiledNodes));
-    });
-    ++impl.interpreted;
-    return impl.interpreter.decodeWords(region, payload, first, count, sink);
-  }
+  const size_t nodes = nodesUpTo(root, kMaxCompiledNodes);
+  if (nodes > kMaxCompiledNodes) return impl.interpret(region, payload, first, count, sink, /*overBudget=*/false);
   std::string key;
   BREVIS_TRY(appendShapeKey(root, payload, key)); // checks the types the code relies on
   const StreamType type = streamTypeOf(root);
@@ -199,9 +221,14 @@ Result<void> JitDecoder::decodeWords(const Region &region, const Payload &payloa
   const uint64_t maxWords = chunkWords(type.width);
   jit::OrcSession::Compiled compiled;
   {
-    std::lock_guard lock(impl.mutex);
+    std::unique_lock lock(impl.mutex);
     auto it = impl.functions.find(key);
+    if (it == impl.functions.end() && impl.compiledNodes + nodes > impl.nodeBudget) {
+      lock.unlock();
+      return impl.interpret(region, payload, first, count, sink, /*overBudget=*/true);
+    }
     if (it == impl.functions.end()) {
+      impl.compiledNodes += nodes;
       std::vector<jit::OrcSession::Batch> batches;
       batches.push_back(impl.session->emit(key, root, payload, maxWords));
       BREVIS_TRY(impl.compile(batches));
@@ -267,8 +294,9 @@ std::string JitDecoder::summary() const {
                      "{} region piece{} decoded{}",
                      functions, functions == 1 ? "" : "s", functions - cached, cached, ms(impl_->compileTime),
                      ms(impl_->setupTime), pieces, pieces == 1 ? "" : "s",
-                     interpreted ? fmt::format(", {} by the interpreter (programs of more than {} nodes)", interpreted,
-                                               kMaxCompiledNodes)
+                     interpreted ? fmt::format(", {} by the interpreter (programs of more than {} nodes, or past the "
+                                               "budget of {} nodes compiled)",
+                                               interpreted, kMaxCompiledNodes, impl_->nodeBudget)
                                  : "");
 }
 

@@ -36,13 +36,20 @@ public:
   /// 10,000 a third of a gigabyte), and an archive's program may be made to be huge, where the
   /// synthesizer's have a dozen nodes.
   static constexpr size_t kMaxCompiledNodes = 256;
+  /// Once shapes of this many nodes in all have been compiled (or loaded from the cache),
+  /// regions of further new shapes are interpreted: a shape of 256 nodes takes a third of a
+  /// second to compile, and an archive may hold thousands of distinct ones. The corpus' 26
+  /// checkpoints have 377 shapes of about ten nodes in all.
+  static constexpr size_t kMaxSessionNodes = 8192;
 
   /// Sets up the JIT for the host CPU. `notice` (for remarks about decoding) may be empty; a
   /// non-empty `emitLlvm` names a file that receives every module's IR before and after
   /// optimization (created or truncated here); a non-empty `cacheDir` keeps compiled code across
   /// runs in that directory (docs/jit.md), created if needed, unused where it cannot be.
+  /// `nodeBudget` is the session's budget of compiled nodes (kMaxSessionNodes).
   static Result<std::unique_ptr<JitDecoder>> create(Notice notice, const std::string &emitLlvm = {},
-                                                    const std::string &cacheDir = {});
+                                                    const std::string &cacheDir = {},
+                                                    size_t nodeBudget = kMaxSessionNodes);
   ~JitDecoder() override;
 
   /// Compiles every region of `c`, specialized to `payload`, in one batch (one function per
@@ -64,7 +71,7 @@ public:
   /// Region pieces decodeWords() has decoded with compiled code.
   size_t compiledRegions() const;
   /// Region pieces decodeWords() has left to the interpreter (programs of more than
-  /// kMaxCompiledNodes nodes).
+  /// kMaxCompiledNodes nodes, or of new shapes past kMaxSessionNodes).
   size_t interpretedRegions() const;
   /// Functions made so far: one per program shape, compiled or loaded from the cache.
   size_t compiledFunctions() const;

@@ -619,6 +619,39 @@ TEST(Jit, ProgramsOfTooManyNodesAreLeftToTheInterpreter) {
   }
 }
 
+TEST(Jit, ShapesPastTheSessionsBudgetOfNodesAreInterpreted) {
+  // Regions of distinct shapes (a concat of 3 constants, its constants differing), 4 nodes
+  // each, under a budget of 10 nodes: the first two shapes compile, in prepare() or on demand,
+  // and the regions of the others decode by the interpreter, to the same bytes.
+  Checkpoint c;
+  std::vector<Bytes> expected;
+  for (uint64_t k = 0; k < 5; ++k) {
+    std::vector<ExprPtr> parts;
+    Bytes bytes;
+    for (uint64_t j = 0; j < 3; ++j) {
+      parts.push_back(Const::make(StreamType{8, 1}, 10 * k + j));
+      bytes.push_back(static_cast<uint8_t>(10 * k + j));
+    }
+    Region r;
+    r.bytes = ByteRange{3 * k, 3};
+    r.program = Concat::make(std::move(parts));
+    c.regions.push_back(std::move(r));
+    expected.push_back(bytes);
+  }
+  for (const bool prepared : {true, false}) {
+    std::vector<std::string> notices;
+    auto jit = JitDecoder::create([&notices](const std::string &s) { notices.push_back(s); }, {}, {}, 10);
+    ASSERT_TRUE(jit);
+    if (prepared) ASSERT_TRUE((*jit)->prepare(c, Payload()));
+    for (size_t k = 0; k < c.regions.size(); ++k)
+      expectSameBytes(**jit, c.regions[k], Payload(), expected[k], "region " + std::to_string(k));
+    EXPECT_EQ((*jit)->compiledFunctions(), 2u);
+    EXPECT_EQ((*jit)->interpretedRegions(), 3u);
+    ASSERT_EQ(notices.size(), 1u);
+    EXPECT_NE(notices[0].find("budget"), std::string::npos) << notices[0];
+  }
+}
+
 TEST(Jit, RegionSizeMismatchIsAnError) {
   Region r;
   r.bytes = ByteRange{0, 7};
