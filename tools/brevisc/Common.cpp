@@ -323,7 +323,7 @@ std::string directoryOf(const std::string &path) {
   return parent.empty() ? std::string(".") : parent.string();
 }
 
-Result<std::vector<std::string>> listFiles(const std::string &dir) {
+Result<std::vector<std::string>> listFiles(const std::string &dir, std::vector<std::string> *emptyDirectories) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
   std::error_code ec;
@@ -344,7 +344,11 @@ Result<std::vector<std::string>> listFiles(const std::string &dir) {
     if (link && fs::is_directory(target))
       return Error{fmt::format("cannot use {}: a symbolic link to a directory (give the directory it points to, or "
                                "copy it in)", e.path().string())};
-    if (fs::is_directory(target)) continue;
+    if (fs::is_directory(target)) {
+      if (emptyDirectories && fs::is_empty(e.path(), ec) && !ec)
+        emptyDirectories->push_back(e.path().lexically_relative(dir).generic_string());
+      continue;
+    }
     // Lexically: fs::relative would resolve a symbolic link to wherever its target lies.
     std::string rel = e.path().lexically_relative(dir).generic_string();
     if (!fs::is_regular_file(target)) return Error{fmt::format("cannot use {}: not a regular file", e.path().string())};
@@ -353,6 +357,7 @@ Result<std::vector<std::string>> listFiles(const std::string &dir) {
     files.push_back(rel);
   }
   std::sort(files.begin(), files.end());
+  if (emptyDirectories) std::sort(emptyDirectories->begin(), emptyDirectories->end());
   if (files.empty()) return Error{fmt::format("{} holds no files", dir)};
   return files;
 }

@@ -103,7 +103,8 @@ private:
 /// The files of a directory, recursively, as sorted '/'-separated relative paths. Symbolic
 /// links to files are followed (model caches link shards to blobs); anything else that is not
 /// a regular file or a directory is refused, so that an archive never silently drops a file.
-Result<std::vector<std::string>> listFiles(const std::string &dir);
+/// With `emptyDirectories`, the directories that hold nothing are listed there (as relative paths).
+Result<std::vector<std::string>> listFiles(const std::string &dir, std::vector<std::string> *emptyDirectories = nullptr);
 
 /// `fmt --annotate` comments start so: --annotate replaces those it wrote before, and pack
 /// leaves them out of archives (they describe the program as it was annotated).

@@ -81,9 +81,16 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
 
   std::vector<std::string> files;
   if (directory) {
-    auto listed = listFiles(input);
+    std::vector<std::string> empty;
+    auto listed = listFiles(input, &empty);
     if (!listed) return fail(listed.error().message);
     files = std::move(*listed);
+    // An archive holds files: an empty directory is not rebuilt, which is said rather than left
+    // to be found missing.
+    if (!empty.empty() && !v.quiet && !o.json)
+      std::cerr << fmt::format("brevisc: note: {}: {} empty director{} not archived: {}{}\n", shownInput, empty.size(),
+                               empty.size() == 1 ? "y is" : "ies are", empty.front(),
+                               empty.size() > 1 ? fmt::format(" and {} more", empty.size() - 1) : "");
   } else {
     files.push_back(sourceName);
   }
