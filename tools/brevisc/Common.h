@@ -104,7 +104,8 @@ private:
 /// links to files are followed (model caches link shards to blobs); anything else that is not
 /// a regular file or a directory is refused, so that an archive never silently drops a file.
 /// With `emptyDirectories`, the directories that hold nothing are listed there (as relative paths).
-Result<std::vector<std::string>> listFiles(const std::string &dir, std::vector<std::string> *emptyDirectories = nullptr);
+Result<std::vector<std::string>> listFiles(const std::string &dir,
+                                          std::vector<std::string> *emptyDirectories = nullptr);
 
 /// `fmt --annotate` comments start so: --annotate replaces those it wrote before, and pack
 /// leaves them out of archives (they describe the program as it was annotated).
