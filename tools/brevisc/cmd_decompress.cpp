@@ -48,10 +48,6 @@ bool toStandardOutput(const DecompressOptions &o, const std::string &input) {
 Result<Destination> chooseDestination(const DecompressOptions &o, const std::string &input, const ArchiveReader &archive) {
   const Archive &a = archive.contents();
   if (toStandardOutput(o, input)) {
-    if (a.directory)
-      return Error{fmt::format("{} is an archive of a directory of {} files; it cannot be written to standard output "
-                               "(use -o DIR)",
-                               input, a.members.size())};
     if (::isatty(STDOUT_FILENO))
       return Error{"refusing to write a checkpoint to a terminal; use -o FILE or redirect standard output"};
     return Destination{"", true};
@@ -85,6 +81,10 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
   auto archive = loadArchive(input, {}, &file);
   if (!archive) return fail(archive.error().message);
   const Archive &a = archive->contents();
+  if (a.directory && toStandardOutput(o, input))
+    return usageError(fmt::format("{} is an archive of a directory of {} files; it cannot be written to standard "
+                                  "output (use -o DIR)",
+                                  input, a.members.size()));
   auto destination = chooseDestination(o, input, *archive);
   if (!destination) return fail(destination.error().message);
   const std::string &output = destination->path;

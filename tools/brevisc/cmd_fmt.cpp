@@ -95,7 +95,9 @@ int runFmt(const FmtOptions &o) {
       for (Region &r : module->checkpoint().regions) r.comments.clear();
   }
   if (o.annotate) {
-    if (!module->isCheckpoint()) return fail(fmt::format("{}: --annotate describes the regions of a checkpoint program; this is one expression", o.input));
+    if (!module->isCheckpoint())
+      return usageError(
+          fmt::format("{}: --annotate describes the regions of a checkpoint program; this is one expression", o.input));
     annotate(module->checkpoint());
   }
   std::string formatted = printModule(*module);

@@ -167,7 +167,7 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
       return fail(limited.error().message);
     if (o.tensor) return runArchiveTensor(o, *archive, v.verbose);
     if (archive->contents().directory)
-      return fail(fmt::format("{} holds a directory; use brevisc decompress, or run --tensor NAME", o.input));
+      return usageError(fmt::format("{} holds a directory; use brevisc decompress, or run --tensor NAME", o.input));
     std::string output = o.output;
     if (output.empty()) {
       auto beside = besideProgram(o.input, archive->checkpoint(0).source.fileName, "source");
