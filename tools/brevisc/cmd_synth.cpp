@@ -4,6 +4,7 @@
 #include "tools/brevisc/Commands.h"
 
 #include "tools/brevisc/Progress.h"
+#include "tools/brevisc/ShapeRules.h"
 #include "tools/brevisc/Verify.h"
 
 #include "lang/Printer.h"
@@ -31,6 +32,7 @@ struct SynthCommandOptions {
   bool force = false;
   bool json = false;
   bool headerText = false;
+  std::vector<std::string> shapes; ///< --shape DTYPE=SKETCH
 };
 
 bool isProgramText(const std::string &path) {
@@ -125,9 +127,14 @@ int runFill(const SynthCommandOptions &o, const std::string &sketchPath, std::st
 int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
   if (o.output == "-")
     return usageError("synth writes a program and its payload beside it (FILE and FILE.bin): use -o FILE, not -o -");
+  if (!o.shapes.empty() && !o.sketch.empty()) return usageError("--shape and --sketch: give one of them");
   if (!o.sketch.empty()) return runFill(o, o.sketch, o.input, v);
   const bool fromStdin = o.input == "-";
-  if (!fromStdin && isProgramText(o.input)) return runFill(o, o.input, "", v);
+  if (!fromStdin && isProgramText(o.input)) {
+    if (!o.shapes.empty())
+      return usageError("--shape gives the tensors of a checkpoint file a sketch; a program's holes are filled as written");
+    return runFill(o, o.input, "", v);
+  }
   if (fromStdin && o.output.empty())
     return usageError("the program of a checkpoint read from standard input needs a name: use -o FILE");
   std::string output = o.output.empty() ? withExtension(o.input, ".bdsl") : o.output;
@@ -141,6 +148,9 @@ int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
   std::string payloadPath = output + ".bin";
   for (const std::string &written : {output, payloadPath})
     if (auto refused = refuseOwnInput(written, {o.input})) return *refused;
+  int shapeStatus = kExitOk;
+  const std::vector<ShapeRule> shapes = parseShapeRules(o.shapes, shapeStatus);
+  if (shapeStatus != kExitOk) return shapeStatus;
   auto file = openInput(o.input);
   if (!file) return fail(file.error().message);
 
@@ -162,6 +172,9 @@ int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
               << "); keeping it as one byte stream\n";
   for (size_t i = 0; i < synth.checkpoint.regions.size() && i < synth.digests.size(); ++i)
     synth.checkpoint.regions[i].digest = synth.digests[i];
+  if (int shaped = applyShapeRules(shapes, synth.checkpoint, (*file)->bytes(), synth.payload, o.level, v.quiet || o.json);
+      shaped != kExitOk)
+    return shaped;
   std::string text = printCheckpoint(synth.checkpoint);
   if (auto ok = verifyProgram(output, text, synth.payload); !ok) return fail(ok.error().message);
 
@@ -196,6 +209,11 @@ void registerSynth(CLI::App &app, Context &ctx) {
   cmd->add_option("--sketch", o->sketch,
                   "a checkpoint program with holes for INPUT: fill only its holes, keep the rest as written "
                   "(output default: SKETCH with extension .filled.bdsl)");
+  cmd->add_option("--shape", o->shapes,
+                  "DTYPE=SKETCH: every tensor of DTYPE gets SKETCH, one expression with holes in which [N] is the "
+                  "tensor's element count (bf16='merge(sign: ? u1[N], exp: ? u8[N], mant: ? u7[N])'); the search fills "
+                  "each tensor's holes. Repeatable, once per dtype; not with a program or --sketch")
+      ->allow_extra_args(false);
   cmd->add_option("-o,--output", o->output, "program file to write (default: INPUT with extension .bdsl); "
                                             "the payload goes to OUTPUT.bin");
   addThreadsOption(cmd, o->threads, "synthesis threads (default 0: all cores)");
