@@ -132,7 +132,8 @@ int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
   const bool fromStdin = o.input == "-";
   if (!fromStdin && isProgramText(o.input)) {
     if (!o.shapes.empty())
-      return usageError("--shape gives the tensors of a checkpoint file a sketch; a program's holes are filled as written");
+      return usageError(
+          "--shape gives the tensors of a checkpoint file a sketch; a program's holes are filled as written");
     return runFill(o, o.input, "", v);
   }
   if (fromStdin && o.output.empty())
@@ -172,7 +173,8 @@ int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
               << "); keeping it as one byte stream\n";
   for (size_t i = 0; i < synth.checkpoint.regions.size() && i < synth.digests.size(); ++i)
     synth.checkpoint.regions[i].digest = synth.digests[i];
-  if (int shaped = applyShapeRules(shapes, synth.checkpoint, (*file)->bytes(), synth.payload, o.level, v.quiet || o.json);
+  const bool quiet = v.quiet || o.json;
+  if (int shaped = applyShapeRules(shapes, synth.checkpoint, (*file)->bytes(), synth.payload, o.level, quiet);
       shaped != kExitOk)
     return shaped;
   std::string text = printCheckpoint(synth.checkpoint);
