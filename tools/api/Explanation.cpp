@@ -1,7 +1,9 @@
 #include "tools/api/Explanation.h"
 
 #include "runtime/execution/ThreadPool.h"
+#include "lang/Printer.h"
 #include "synth/Driver.h"
+#include "synth/Strategy.h"
 #include "tools/api/ArchiveReader.h"
 
 #include <map>
@@ -54,6 +56,8 @@ Result<std::vector<ExplainedTensor>> explainTensors(std::shared_ptr<const Mapped
   };
   std::vector<Job> jobs;
   std::vector<Region> regions; // owns the names and shapes the jobs point at
+  std::optional<SynthOutput> synthesized; // a checkpoint's programs, as compress makes them
+  std::optional<Payload> synthesizedPayload;
   std::optional<ArchiveReader> archive;
   std::vector<TensorInfo> tensors;
   if (looksLikeArchive(file->bytes())) {
@@ -65,7 +69,7 @@ Result<std::vector<ExplainedTensor>> explainTensors(std::shared_ptr<const Mapped
     for (size_t m = 0; m < archive->memberCount(); ++m) repeats.push_back(payloadOwners(archive->checkpoint(m)));
     // Every tensor of that name, in every member file of a directory archive.
     for (const TensorInfo &t : tensors) {
-      if (!settings.tensor.empty() && t.name != settings.tensor) continue;
+      if (settings.tensor && t.name != *settings.tensor) continue;
       Job job;
       job.stored = archive->checkpoint(t.member).regions[t.region].program.get();
       job.storedPayload = &archive->payload(t.member);
@@ -82,20 +86,27 @@ Result<std::vector<ExplainedTensor>> explainTensors(std::shared_ptr<const Mapped
     std::optional<std::string> notSafetensors;
     regions = tileRegions(file->bytes(), notSafetensors);
     if (notSafetensors) return Error{name + " is neither an archive nor safetensors (" + *notSafetensors + ")"};
-    // As compress will: a repeat of an earlier tensor's bytes gets its program and payload.
-    const std::vector<size_t> first = firstWithSameBytes(regions, file->bytes());
-    for (size_t i = 0; i < regions.size(); ++i) {
-      const Region &r = regions[i];
-      if (r.kind != RegionKind::Tensor || (!settings.tensor.empty() && r.name != settings.tensor)) continue;
+    // The programs compress makes at this level (the same driver: tensors of one role reuse a
+    // structure, repeats read their first copy's payload), which each tensor's own search below
+    // is set beside.
+    auto strategy = makeStrategy(kDefaultStrategy, options);
+    if (!strategy) return strategy.error();
+    synthesized = synthesizeCheckpoint(file->bytes(), name, "explain.bin", **strategy,
+                                       SynthOptions{usefulThreads(settings.threads, file->bytes().size())});
+    synthesizedPayload = Payload::fromBytes(synthesized->payload);
+    const std::vector<std::string> repeats = payloadOwners(synthesized->checkpoint);
+    for (size_t i = 0; i < synthesized->checkpoint.regions.size(); ++i) {
+      const Region &r = synthesized->checkpoint.regions[i];
+      if (r.kind != RegionKind::Tensor || (settings.tensor && r.name != *settings.tensor)) continue;
       jobs.push_back(Job{RegionInput{r.kind, r.name, r.dtype, r.shape, file->bytes().subspan(r.bytes.offset, r.bytes.size)},
-                         nullptr,
-                         nullptr,
+                         r.program.get(),
+                         &*synthesizedPayload,
                          {},
                          {},
-                         first[i] == i ? std::string() : regions[first[i]].name});
+                         repeats[i]});
     }
   }
-  if (!settings.tensor.empty() && jobs.empty()) return Error{name + " has no tensor called \"" + settings.tensor + "\""};
+  if (settings.tensor && jobs.empty()) return Error{name + " has no tensor called " + quoteString(*settings.tensor)};
 
   std::vector<ExplainedTensor> out(jobs.size());
   uint64_t bytes = 0;
@@ -110,6 +121,14 @@ Result<std::vector<ExplainedTensor>> explainTensors(std::shared_ptr<const Mapped
     }
   });
   return out;
+}
+
+std::vector<size_t> shownCandidates(const RegionReport &r, size_t candidates) {
+  std::vector<size_t> shown;
+  if (candidates == 0) return shown;
+  for (size_t i = 0; i < r.candidates.size(); ++i)
+    if (i < candidates || r.candidates[i].chosen) shown.push_back(i);
+  return shown;
 }
 
 nlohmann::json explanationJson(const ExplainedTensor &t, size_t candidates) {
@@ -127,7 +146,7 @@ nlohmann::json explanationJson(const ExplainedTensor &t, size_t candidates) {
   nlohmann::json fields = nlohmann::json::object();
   for (const auto &[name, bits] : r.fieldEntropyBits) fields[name] = bits;
   nlohmann::json scored = nlohmann::json::array();
-  for (size_t i = 0; i < r.candidates.size() && i < candidates; ++i)
+  for (const size_t i : shownCandidates(r, candidates))
     scored.push_back({{"program", r.candidates[i].program},
                       {"estimated_bytes", r.candidates[i].estimatedBytes},
                       {"chosen", r.candidates[i].chosen}});

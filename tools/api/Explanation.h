@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,8 @@ struct ExplainedTensor {
 };
 
 struct ExplainSettings {
-  std::string tensor; ///< only tensors of this name (every file's, in a directory archive); all if empty
+  /// Only tensors of this name (every file's, in a directory archive); all where unset.
+  std::optional<std::string> tensor;
   int level = kDefaultLevel;
   unsigned threads = 1;
 };
@@ -31,7 +33,11 @@ struct ExplainSettings {
 Result<std::vector<ExplainedTensor>> explainTensors(std::shared_ptr<const MappedFile> file, const std::string &name,
                                                     const ExplainSettings &settings);
 
-/// One report as JSON (docs/cli.md, explain), with at most `candidates` candidates.
+/// The candidates a report lists: the `candidates` cheapest, and the chosen one wherever it
+/// ranks (indices into r.candidates, cheapest first); none for 0.
+std::vector<size_t> shownCandidates(const RegionReport &r, size_t candidates);
+
+/// One report as JSON (docs/cli.md, explain), with shownCandidates' candidates.
 nlohmann::json explanationJson(const ExplainedTensor &t, size_t candidates);
 
 /// Bits per word of `bytes` holding `words` words (0 for none).

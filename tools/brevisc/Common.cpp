@@ -188,6 +188,10 @@ void printJson(const nlohmann::json &result) {
   std::cout << result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n" << std::flush;
 }
 
+nlohmann::json ratioJson(uint64_t archive, uint64_t original) {
+  return original ? nlohmann::json(sizeRatio(archive, original)) : nlohmann::json(nullptr);
+}
+
 double sizeRatio(uint64_t archive, uint64_t original) {
   return original ? static_cast<double>(archive) / static_cast<double>(original) : 0.0;
 }

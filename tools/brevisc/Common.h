@@ -122,6 +122,8 @@ bool stderrIsTerminal();
 void printJson(const nlohmann::json &result);
 /// archive bytes / original bytes (0 for an empty original).
 double sizeRatio(uint64_t archive, uint64_t original);
+/// JSON's `ratio`: sizeRatio, or null for an empty original (no ratio to a size of 0).
+nlohmann::json ratioJson(uint64_t archive, uint64_t original);
 /// "533.48 KB -> 300.00 KB (56.23%, saved 233.48 KB)", or "(+295 B)" when it grew.
 std::string sizeChange(uint64_t original, uint64_t archive);
 

@@ -164,7 +164,7 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
                {"output", shownOutput},
                {"original_bytes", originalSize},
                {"archive_bytes", *size},
-               {"ratio", sizeRatio(*size, originalSize)},
+               {"ratio", ratioJson(*size, originalSize)},
                {"seconds", seconds},
                {"peak_memory_bytes", peakMemoryBytes()},
                {"threads", options.threads},

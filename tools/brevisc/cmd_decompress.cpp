@@ -166,7 +166,7 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
                         {"output", shownOutput},
                         {"archive_bytes", a.fileSize},
                         {"original_bytes", original},
-                        {"ratio", sizeRatio(a.fileSize, original)},
+                        {"ratio", ratioJson(a.fileSize, original)},
                         {"files", archive->memberCount()},
                         {"regions", regions},
                         {"seconds", seconds},

@@ -17,7 +17,7 @@ namespace {
 
 struct ExplainOptions {
   std::string input;
-  std::string tensor;
+  std::optional<std::string> tensor;
   int level = kDefaultLevel;
   unsigned threads = 0;
   size_t candidates = 5;
@@ -31,7 +31,7 @@ std::string shapeText(const std::vector<uint64_t> &shape) {
 }
 
 void printText(const RegionReport &r, size_t candidates) {
-  std::cout << fmt::format("tensor \"{}\" {}{}: {} weights, {} -> {} ({:.2f} bits/weight)\n", r.name,
+  std::cout << fmt::format("tensor {} {}{}: {} weights, {} -> {} ({:.2f} bits/weight)\n", quoteString(r.name),
                            dtypeInfo(r.dtype).bdslName, shapeText(r.shape), r.words, humanBytes(r.originalBytes),
                            humanBytes(r.payloadBytes), bitsPerWord(r.payloadBytes, r.words));
   std::string fields;
@@ -56,17 +56,19 @@ void printText(const RegionReport &r, size_t candidates) {
                              l.length, humanBytes(l.bytes), bitsPerWord(l.bytes, l.length),
                              l.detail.empty() ? "" : "  (" + l.detail + ")");
   if (candidates > 0 && !r.candidates.empty()) std::cout << "  candidates (estimated, cheapest first):\n";
-  for (size_t i = 0; i < r.candidates.size() && i < candidates; ++i)
+  for (const size_t i : shownCandidates(r, candidates))
     std::cout << fmt::format("    {} {:>10}  {}\n", r.candidates[i].chosen ? "*" : " ",
                              humanBytes(static_cast<uint64_t>(r.candidates[i].estimatedBytes)), r.candidates[i].program);
 }
 
-int runExplain(const ExplainOptions &o, const Verbosity &) {
+int runExplain(const ExplainOptions &o, const Verbosity &v) {
   const std::string inputName = shownName(o.input);
   auto file = openInput(o.input); // a checkpoint or an archive, from a file or a pipe
   if (!file) return fail(file.error().message);
   auto explained = explainTensors(*file, inputName, ExplainSettings{o.tensor, o.level, resolveThreads(o.threads)});
   if (!explained) return fail(explained.error().message);
+  if (explained->empty() && !v.quiet) // an archive of a file kept as bytes
+    std::cerr << fmt::format("brevisc: note: {} holds no tensors: its file is kept as bytes\n", inputName);
   if (o.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const ExplainedTensor &t : *explained) out.push_back(explanationJson(t, o.candidates));

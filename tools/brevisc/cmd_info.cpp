@@ -118,7 +118,7 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
                         {"archive_bytes", archiveSize},
                         {"kind", a.directory ? "directory" : "file"},
                         {"original_bytes", original},
-                        {"ratio", original ? static_cast<double>(archiveSize) / static_cast<double>(original) : 0.0},
+                        {"ratio", ratioJson(archiveSize, original)},
                         {"payload_bytes", payload},
                         {"files", files},
                         {"regions", tallies(regions)},

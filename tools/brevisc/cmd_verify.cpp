@@ -106,7 +106,7 @@ int runVerify(const VerifyOptions &o, const Verbosity &v) {
                {"original", o.original},
                {"archive_bytes", a.fileSize},
                {"original_bytes", archive->originalSize()},
-               {"ratio", sizeRatio(a.fileSize, archive->originalSize())},
+               {"ratio", ratioJson(a.fileSize, archive->originalSize())},
                {"files", archive->memberCount()},
                {"regions", regions},
                {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()},

@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
         ctx.verbosity.quiet = true;
         silenceNotices();
       },
-      "print nothing but errors (no summaries, notes or progress)");
+      "print nothing on stderr but errors (no summaries, notes or progress); reports on stdout stay");
   app.add_flag("-v,--verbose", ctx.verbosity.verbose, "print more about what is done");
   app.set_version_flag("-V,--version", fmt::format("brevisc 0.1.0 (language version {}, archive format version {})",
                                                    brevis::kLanguageVersion, brevis::kArchiveVersion));
@@ -86,9 +86,23 @@ int main(int argc, char **argv) {
       app.name(argv[0]); // as parsing names it, for the usage lines
       if (argc >= 3) {
         try {
+          // `help prior learn`: the subcommand's subcommands too.
           CLI::App *sub = app.get_subcommand(argv[2]);
+          std::vector<std::string> asHelp{argv[0], sub->get_name()};
+          for (int k = 3; k < argc; ++k) {
+            CLI::App *inner = nullptr;
+            try {
+              inner = sub->get_subcommand(argv[k]);
+            } catch (const CLI::OptionNotFound &) {
+              std::cerr << fmt::format("brevisc: error: '{}' has no command '{}'; brevisc help {} lists its commands\n",
+                                       sub->get_name(), argv[k], sub->get_name());
+              return kExitUsage;
+            }
+            sub = inner;
+            asHelp.push_back(sub->get_name());
+          }
           // As `brevisc COMMAND --help` prints it: parsing gives the usage line its parents' names.
-          std::vector<std::string> asHelp{argv[0], sub->get_name(), "--help"};
+          asHelp.push_back("--help");
           std::vector<char *> args;
           for (std::string &a : asHelp) args.push_back(a.data());
           try {

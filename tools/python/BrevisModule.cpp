@@ -299,7 +299,10 @@ std::string explainJson(const std::string &path, const std::string &tensor, int 
   if (level < 1 || level > 9) throw BrevisError(fmt::format("level {} is not one of 1 to 9", level));
   auto file = valueOr(MappedFile::open(path));
   py::gil_scoped_release release;
-  auto explained = valueOr(explainTensors(file, path, ExplainSettings{tensor, level, threadsFor(threads)}));
+  // The package's tensor="" (its default) means every tensor.
+  std::optional<std::string> only;
+  if (!tensor.empty()) only = tensor;
+  auto explained = valueOr(explainTensors(file, path, ExplainSettings{only, level, threadsFor(threads)}));
   nlohmann::json out = nlohmann::json::array();
   for (const ExplainedTensor &t : explained) out.push_back(explanationJson(t, candidates));
   return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
