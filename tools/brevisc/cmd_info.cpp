@@ -38,9 +38,9 @@ void survey(const Expr &e, const std::string &region, RangeOwners &owners, uint6
   if (auto *l = lit) {
     std::string name = l->isText() ? "text" : l->isInline() ? "inline" : std::string(encodingName(l->encoding));
     Tally &t = encodings[name];
-    ++t.count;
-    // A range read before (by a repeated tensor) counts neither its bytes nor its words again,
-    // so that each encoding's ratio is of what it stores. Empty ranges are no one's.
+    // A range read before (by a repeated tensor) counts neither as a literal nor in bytes or
+    // words again, so that each encoding's figures are of what it stores. Empty ranges are no
+    // one's.
     bool counted = true;
     if (!l->isInline() && l->payload().size > 0) {
       auto [it, added] = owners.emplace(std::pair{l->payload().offset, l->payload().size}, region);
@@ -54,8 +54,10 @@ void survey(const Expr &e, const std::string &region, RangeOwners &owners, uint6
     }
     // The information it holds: its words' bits (a u1 literal of 8 words is one byte), not the
     // containers they are written to.
-    if (counted)
+    if (counted) {
+      ++t.count;
       t.original += static_cast<uint64_t>((static_cast<unsigned __int128>(l->type.length) * l->type.width + 7) / 8);
+    }
   }
   for (const Expr *c : children(e)) survey(*c, region, owners, stored, sharedWith, encodings, operators);
 }
@@ -160,13 +162,18 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
   for (const auto &[k, n] : operators) std::cout << fmt::format(" {} {}", k, n);
   std::cout << "\n";
   if (v.verbose)
-    for (const auto &t : tensors)
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const nlohmann::json &t = tensors[i];
+      // A directory archive's tensors under the file they are in, each file named once.
+      if (t.contains("file") && (i == 0 || tensors[i - 1]["file"] != t["file"]))
+        std::cout << fmt::format("in {}:\n", t["file"].get<std::string>());
       std::cout << fmt::format("  {} {}{} {} -> {} ({}{})\n", quoteString(t["name"].get<std::string>()),
                                t["dtype"].get<std::string>(), t["shape"].dump(), humanBytes(t["original_bytes"].get<uint64_t>()),
                                humanBytes(t["payload_bytes"].get<uint64_t>()), t["program"].get<std::string>(),
                                t.contains("shares_payload_with")
                                    ? ", reads the payload of " + quoteString(t["shares_payload_with"].get<std::string>())
                                    : std::string());
+    }
   return kExitOk;
 }
 
