@@ -66,7 +66,15 @@ void annotate(Checkpoint &c) {
         parts.push_back(fmt::format("{:.2f}% of the payload",
                                     100.0 * static_cast<double>(stored) / static_cast<double>(c.payloadSize)));
     }
-    if (inlined > 0) parts.push_back(fmt::format("{} in the program text", humanBytes(inlined)));
+    // A header written as safetensors(tensors, …) is made from the declarations: its text is
+    // the metadata alone, not the header it stands for.
+    if (r.index)
+      parts.push_back(fmt::format("{} header made from the tensors' declarations{}", humanBytes(inlined),
+                                  r.index->metadata.empty()
+                                      ? std::string()
+                                      : fmt::format(" and {} of metadata text", humanBytes(r.index->metadata.size()))));
+    else if (inlined > 0)
+      parts.push_back(fmt::format("{} in the program text", humanBytes(inlined)));
     std::set<std::pair<uint64_t, uint64_t>> own;
     if (const uint64_t reads = newPayloadBytes(*r.program, own); reads > stored)
       parts.push_back(fmt::format("reads {} an earlier region stores", humanBytes(reads - stored)));
