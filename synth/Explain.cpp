@@ -161,7 +161,11 @@ RegionReport explainRegion(const RegionInput &region, const StrategyOptions &opt
     // shape, it is listed itself, at its real size.
     const std::string stored = describeExpr(*storedProgram);
     bool listed = false;
-    for (CandidateReport &c : r.candidates) listed |= (c.chosen = c.program == stored);
+    // The first of that shape (two concats of as many pieces read alike).
+    for (CandidateReport &c : r.candidates) {
+      c.chosen = !listed && c.program == stored;
+      listed |= c.chosen;
+    }
     if (!listed) {
       uint64_t bytes = 0;
       std::vector<LiteralReport> literals;

@@ -117,6 +117,8 @@ int unpackDirectory(ArchiveReader &archive, const PackOptions &o, const Verbosit
     withDigests(c, archive.digests(i));
     const Payload &payload = archive.payload(i);
     const std::string text = printCheckpoint(c);
+    for (const std::string &written : {program, program + ".bin"})
+      if (auto refused = refuseOwnInput(output + "/" + written, {o.input})) return *refused;
     auto programFile = (*tree)->createFile(program);
     if (!programFile) return fail(programFile.error().message);
     if (auto w = (*programFile)->write(reinterpret_cast<const uint8_t *>(text.data()), text.size()); !w)

@@ -63,13 +63,15 @@ Result<std::unique_ptr<OutputFile>> openOutput(const std::string &path, bool for
 
 /// Decodes one tensor of a checkpoint program into -o (its raw bytes, as the safetensors file
 /// holds them).
-int runProgramTensor(const RunOptions &o, const Module &module, const Payload &payload, bool verbose, bool quiet) {
+int runProgramTensor(const RunOptions &o, const Module &module, const Payload &payload, const std::string &payloadPath,
+                     bool verbose, bool quiet) {
   if (!module.isCheckpoint()) return fail("--tensor needs a checkpoint program or an archive");
   const Region *region = nullptr;
   for (const Region &r : module.checkpoint().regions)
     if (r.kind == RegionKind::Tensor && r.name == *o.tensor) region = &r;
   if (!region) return fail(fmt::format("{} has no tensor {}", o.input, quoteString(*o.tensor)));
   if (o.output.empty()) return usageError("--tensor needs an output file: use -o FILE");
+  if (auto refused = refuseOwnInput(o.output, {o.input, payloadPath})) return *refused;
   auto out = openOutput(o.output, o.force);
   if (!out) return fail(out.error().message);
   const DecodeOptions options = o.decoding(1, verbose);
@@ -97,6 +99,7 @@ int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive, bool ver
   if (o.output.empty()) return usageError("--tensor needs an output file: use -o FILE");
   auto tensor = archive.findTensor(*o.tensor);
   if (!tensor) return fail(tensor.error().message);
+  if (auto refused = refuseOwnInput(o.output, {o.input})) return *refused;
   auto out = openOutput(o.output, o.force);
   if (!out) return fail(out.error().message);
   DecodeOptions options = o.decoding((*out)->isPositional() ? resolveThreads(o.threads) : 1, verbose);
@@ -229,7 +232,7 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
       return fail(fmt::format("{}: payload {} has {} bytes, but the program declares {}", o.input, payloadPath,
                               payload.size(), module->checkpoint().payloadSize));
   }
-  if (o.tensor) return runProgramTensor(o, *module, payload, v.verbose, v.quiet);
+  if (o.tensor) return runProgramTensor(o, *module, payload, payloadPath, v.verbose, v.quiet);
 
   std::string output = o.output;
   if (output.empty()) {

@@ -54,7 +54,7 @@ int runFill(const SynthCommandOptions &o, const std::string &sketchPath, std::st
   Checkpoint &c = module->checkpoint();
   auto beside = [&](const std::string &name) { return directoryOf(sketchPath) + "/" + baseName(name); };
   if (modelPath.empty()) modelPath = beside(c.source.fileName);
-  auto model = MappedFile::open(modelPath);
+  auto model = openInput(modelPath);
   if (!model) return fail(model.error().message);
   const ByteSpan file = (*model)->bytes();
   if (file.size() != c.source.size || xxh64(file) != c.source.xxh64)

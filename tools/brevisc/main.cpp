@@ -109,8 +109,10 @@ int main(int argc, char **argv) {
             try {
               inner = sub->get_subcommand(argv[k]);
             } catch (const CLI::OptionNotFound &) {
+              std::string path;
+              for (size_t n = 1; n < asHelp.size(); ++n) path += (n > 1 ? " " : "") + asHelp[n];
               std::cerr << fmt::format("brevisc: error: '{}' has no command '{}'; brevisc help {} lists its commands\n",
-                                       sub->get_name(), argv[k], sub->get_name());
+                                       path, argv[k], path);
               return kExitUsage;
             }
             sub = inner;
