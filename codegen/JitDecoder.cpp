@@ -155,10 +155,6 @@ namespace {
 /// The most words one call of a region's function produces: a chunk of output.
 uint64_t chunkWords(unsigned width) { return JitDecoder::kChunkBytes / containerBytes(width); }
 
-} // namespace
-
-namespace {
-
 /// The nodes of `e`, counted up to limit + 1 (where counting stops).
 size_t nodesUpTo(const Expr &e, size_t limit) {
   size_t seen = 0;

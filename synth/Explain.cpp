@@ -80,49 +80,6 @@ void collectLiterals(const Expr &e, const std::string &path, const Payload *payl
   }
 }
 
-/// A program as describePlan describes the plan it was made from: the shape that the search's
-/// candidates are listed by.
-std::string describeExpr(const Expr &e) {
-  auto child = [](const Expr &c) { return describeExpr(c); };
-  switch (e.kind) {
-  case NodeKind::Lit: return "lit";
-  case NodeKind::Const: return "const";
-  case NodeKind::Hole: return "?";
-  case NodeKind::Repeat: {
-    const Repeat &r = as<Repeat>(e);
-    return "repeat " + std::to_string(r.count) + " (" + child(*r.body) + ")";
-  }
-  case NodeKind::Map: {
-    const Map &m = as<Map>(e);
-    if (!m.periodic.empty())
-      return "map " + std::string(mapFnName(m.fn)) + " [" + std::to_string(m.periodic.size()) +
-             (m.per > 1 ? " row constants] (" : " column constants] (") + child(*m.body) + ")";
-    return "map " + std::string(mapFnName(m.fn)) + " " + std::to_string(m.param) + " (" + child(*m.body) + ")";
-  }
-  case NodeKind::Scan: {
-    const Scan &sc = as<Scan>(e);
-    return "scan " + std::string(scanOpName(sc.op)) + " (" + child(*sc.body) + ")";
-  }
-  case NodeKind::Concat: {
-    const auto &parts = as<Concat>(e).parts;
-    size_t constants = 0;
-    for (const ExprPtr &p : parts) constants += p->kind == NodeKind::Const;
-    return "concat of " + std::to_string(parts.size()) + " pieces (" + std::to_string(constants) + " const)";
-  }
-  case NodeKind::Merge: {
-    std::string out = "merge(";
-    const auto &fields = as<Merge>(e).fields;
-    for (size_t i = 0; i < fields.size(); ++i) {
-      if (i) out += ", ";
-      if (!fields[i].name.empty()) out += fields[i].name + ": ";
-      out += child(*fields[i].expr) + " u" + std::to_string(streamTypeOf(*fields[i].expr).width);
-    }
-    return out + ")";
-  }
-  }
-  return "?";
-}
-
 } // namespace
 
 RegionReport explainRegion(const RegionInput &region, const StrategyOptions &options, const Expr *storedProgram,
@@ -155,23 +112,23 @@ RegionReport explainRegion(const RegionInput &region, const StrategyOptions &opt
     emitted = search.emit(best, words, width, payload);
     storedProgram = emitted.get();
     storedPayload = &emittedPayload.emplace(std::move(payload));
-  } else {
+  }
+  r.program = printExpr(*storedProgram);
+  collectLiterals(*storedProgram, "", storedPayload, r.literals);
+  for (const auto &l : r.literals) r.payloadBytes += l.bytes;
+  if (!emitted) {
     // The program stored is the one chosen, whatever this search's best: the compressor may have
-    // reused a structure (tensors of one role) or kept the template. Where no candidate has its
-    // shape, it is listed itself, at its real size.
-    const std::string stored = describeExpr(*storedProgram);
+    // reused a structure (tensors of one role) or kept the template. The first candidate of its
+    // shape is starred (two concats of as many pieces read alike); where none has it, it is
+    // listed itself, at its payload's real size.
+    const std::string stored = describeProgram(*storedProgram);
     bool listed = false;
-    // The first of that shape (two concats of as many pieces read alike).
     for (CandidateReport &c : r.candidates) {
       c.chosen = !listed && c.program == stored;
       listed |= c.chosen;
     }
     if (!listed) {
-      uint64_t bytes = 0;
-      std::vector<LiteralReport> literals;
-      collectLiterals(*storedProgram, "", nullptr, literals);
-      for (const auto &l : literals) bytes += l.bytes;
-      CandidateReport self{stored + " (stored)", static_cast<double>(bytes), true};
+      const CandidateReport self{stored + " (stored)", static_cast<double>(r.payloadBytes), true};
       r.candidates.insert(std::lower_bound(r.candidates.begin(), r.candidates.end(), self,
                                            [](const auto &a, const auto &b) {
                                              return a.estimatedBytes < b.estimatedBytes;
@@ -179,9 +136,6 @@ RegionReport explainRegion(const RegionInput &region, const StrategyOptions &opt
                           self);
     }
   }
-  r.program = printExpr(*storedProgram);
-  collectLiterals(*storedProgram, "", storedPayload, r.literals);
-  for (const auto &l : r.literals) r.payloadBytes += l.bytes;
 
   r.wordEntropyBits = entropyBitsPerWord(words);
   if (context.floatType) {

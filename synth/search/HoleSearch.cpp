@@ -13,6 +13,7 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 namespace brevis {
@@ -859,31 +860,77 @@ ExprPtr HoleSearch::emit(const Plan &plan, WordsView words, unsigned width, Byte
 
 bool samePlanShape(const Plan &a, const Plan &b) { return sameShape(a, b); }
 
+namespace {
+
+// The lines describePlan and describeProgram make alike, so that a program is known by its plan's.
+std::string describeMap(MapFn fn, size_t periodic, uint64_t per, uint64_t param, const std::string &body) {
+  if (periodic)
+    return "map " + std::string(mapFnName(fn)) + " [" + std::to_string(periodic) +
+           (per > 1 ? " row constants] (" : " column constants] (") + body + ")";
+  return "map " + std::string(mapFnName(fn)) + " " + std::to_string(param) + " (" + body + ")";
+}
+std::string describeConcat(size_t pieces, size_t constants) {
+  return "concat of " + std::to_string(pieces) + " pieces (" + std::to_string(constants) + " const)";
+}
+/// "merge(" + fields + ")", field i `name: child uW` (`child uW` without a name).
+template <typename Field> std::string describeMerge(size_t fields, Field field) {
+  std::string out = "merge(";
+  for (size_t i = 0; i < fields; ++i) {
+    const auto [name, child, width] = field(i);
+    out += (i ? ", " : "") + (name.empty() ? std::string() : name + ": ") + child + " u" + std::to_string(width);
+  }
+  return out + ")";
+}
+
+} // namespace
+
 std::string describePlan(const Plan &plan) {
   auto child = [&](size_t i) { return i < plan.children.size() ? describePlan(plan.children[i]) : std::string("?"); };
   switch (plan.op) {
   case PlanOp::Lit: return "lit";
   case PlanOp::Const: return "const";
   case PlanOp::Repeat: return "repeat " + std::to_string(plan.count) + " (" + child(0) + ")";
-  case PlanOp::Map:
-    if (!plan.mapPeriodic.empty())
-      return "map " + std::string(mapFnName(plan.mapFn)) + " [" + std::to_string(plan.mapPeriodic.size()) +
-             (plan.mapPer > 1 ? " row constants] (" : " column constants] (") + child(0) + ")";
-    return "map " + std::string(mapFnName(plan.mapFn)) + " " + std::to_string(plan.mapParam) + " (" + child(0) + ")";
+  case PlanOp::Map: return describeMap(plan.mapFn, plan.mapPeriodic.size(), plan.mapPer, plan.mapParam, child(0));
   case PlanOp::Scan: return "scan " + std::string(scanOpName(plan.scanOp)) + " (" + child(0) + ")";
   case PlanOp::Concat: {
     size_t constants = 0;
     for (const Plan &c : plan.children) constants += c.op == PlanOp::Const;
-    return "concat of " + std::to_string(plan.children.size()) + " pieces (" + std::to_string(constants) + " const)";
+    return describeConcat(plan.children.size(), constants);
   }
-  case PlanOp::Merge: {
-    std::string out = "merge(";
-    for (size_t i = 0; i < plan.fieldWidths.size(); ++i) {
-      if (i) out += ", ";
-      if (i < plan.fieldNames.size() && !plan.fieldNames[i].empty()) out += plan.fieldNames[i] + ": ";
-      out += child(i) + " u" + std::to_string(plan.fieldWidths[i]);
-    }
-    return out + ")";
+  case PlanOp::Merge:
+    return describeMerge(plan.fieldWidths.size(), [&](size_t i) {
+      return std::tuple{i < plan.fieldNames.size() ? plan.fieldNames[i] : std::string(), child(i), plan.fieldWidths[i]};
+    });
+  }
+  return "?";
+}
+
+std::string describeProgram(const Expr &e) {
+  switch (e.kind) {
+  case NodeKind::Lit: return "lit";
+  case NodeKind::Const: return "const";
+  case NodeKind::Hole: return "?";
+  case NodeKind::Repeat: {
+    const Repeat &r = as<Repeat>(e);
+    return "repeat " + std::to_string(r.count) + " (" + describeProgram(*r.body) + ")";
+  }
+  case NodeKind::Map: {
+    const Map &m = as<Map>(e);
+    return describeMap(m.fn, m.periodic.size(), m.per, m.param, describeProgram(*m.body));
+  }
+  case NodeKind::Scan:
+    return "scan " + std::string(scanOpName(as<Scan>(e).op)) + " (" + describeProgram(*as<Scan>(e).body) + ")";
+  case NodeKind::Concat: {
+    const auto &parts = as<Concat>(e).parts;
+    size_t constants = 0;
+    for (const ExprPtr &p : parts) constants += p->kind == NodeKind::Const;
+    return describeConcat(parts.size(), constants);
+  }
+  case NodeKind::Merge: {
+    const auto &fields = as<Merge>(e).fields;
+    return describeMerge(fields.size(), [&](size_t i) {
+      return std::tuple{fields[i].name, describeProgram(*fields[i].expr), streamTypeOf(*fields[i].expr).width};
+    });
   }
   }
   return "?";

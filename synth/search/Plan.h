@@ -38,6 +38,9 @@ bool samePlanShape(const Plan &a, const Plan &b);
 
 /// One line for people: `merge(sign: lit u1, exp: lit u8, mant: const u7)`, `repeat 64 (lit)`.
 std::string describePlan(const Plan &plan);
+/// The line describePlan gives the plan a program was emitted from: how a stored program is
+/// found among the search's candidates.
+std::string describeProgram(const Expr &program);
 
 /// The estimated bytes of the program text `plan` prints as (no payload).
 double planTextBytes(const Plan &plan);
