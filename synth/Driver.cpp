@@ -8,6 +8,7 @@
 #include "synth/Literals.h"
 #include "synth/strategies/Search.h"
 
+#include <cassert>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -124,8 +125,9 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
   const size_t n = c.regions.size();
   std::vector<Bytes> payloads(n);
   std::vector<char> done(n, 0);
-  size_t joined = 0;
   std::mutex joining;
+  size_t joined = 0;        // regions before this one are joined (with `joining` held)
+  bool joinerActive = false; // a thread is joining regions (with `joining` held)
   const std::vector<size_t> first = firstWithSameBytes(c.regions, file, &out.digests, threads);
   // Room for every byte of the file, reserved, not touched: a payload seldom exceeds its input.
   if (!options.payloadWriter) out.payload.reserve(file.size() + kPayloadSlack);
@@ -133,29 +135,40 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
   // After a failed write nothing more can be kept: the regions left are not made, and the
   // output (without their programs) is only the error.
   std::atomic<bool> writeFailed{false};
-  auto joinDone = [&] { // with `joining` held
-    for (; joined < n && done[joined]; ++joined) {
-      const size_t i = joined;
-      if (out.payloadError) {
-        Bytes().swap(payloads[i]);
-        continue;
-      }
-      if (first[i] != i) { // the first is earlier, so its program already points at its payload
-        c.regions[i].program = cloneExpr(*c.regions[first[i]].program);
-        continue;
-      }
-      rebasePayload(*c.regions[i].program, payloadSize);
-      payloadSize += payloads[i].size();
-      if (!options.payloadWriter) {
-        out.payload.insert(out.payload.end(), payloads[i].begin(), payloads[i].end());
-      } else if (!out.payloadError) {
-        if (auto written = options.payloadWriter(ByteSpan(payloads[i].data(), payloads[i].size())); !written) {
-          out.payloadError = written.error();
-          writeFailed = true;
-        }
-      }
+  // Joins region i, every region before it joined: only the one joining thread gets here.
+  auto joinOne = [&](size_t i) {
+    if (out.payloadError) {
       Bytes().swap(payloads[i]);
+      return;
     }
+    if (first[i] != i) { // the first is earlier, so its program already points at its payload
+      c.regions[i].program = cloneExpr(*c.regions[first[i]].program);
+      return;
+    }
+    rebasePayload(*c.regions[i].program, payloadSize);
+    payloadSize += payloads[i].size();
+    if (!options.payloadWriter) {
+      out.payload.insert(out.payload.end(), payloads[i].begin(), payloads[i].end());
+    } else if (auto written = options.payloadWriter(ByteSpan(payloads[i].data(), payloads[i].size())); !written) {
+      out.payloadError = written.error();
+      writeFailed = true;
+    }
+    Bytes().swap(payloads[i]);
+  };
+  // One thread at a time joins the regions that are ready, in file order, outside the lock:
+  // writing a large payload takes milliseconds, and a thread that finishes a region meanwhile
+  // hands it to the joining thread and goes on to the next region instead of waiting (on two
+  // threads, level 1 had one thread idle for a sixth of its time).
+  auto joinReady = [&](std::unique_lock<std::mutex> &lock) {
+    if (joinerActive) return; // the joining thread takes this region when it comes to it
+    joinerActive = true;
+    while (joined < n && done[joined]) {
+      const size_t i = joined++;
+      lock.unlock();
+      joinOne(i);
+      lock.lock();
+    }
+    joinerActive = false;
   };
   // The file's digest is one more task, first: on several threads it is taken while the first
   // regions are synthesized (alone before them, a seventh of level 1's time on two threads).
@@ -172,10 +185,11 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
       payloads[i] = std::move(p.payload);
     }
     if (options.progress) options.progress->fetch_add(inputs[i].bytes.size(), std::memory_order_relaxed);
-    std::lock_guard lock(joining);
+    std::unique_lock lock(joining);
     done[i] = 1;
-    joinDone();
+    joinReady(lock);
   });
+  assert(joined == n && !joinerActive);
   c.payloadSize = payloadSize;
   return out;
 }
