@@ -10,6 +10,7 @@
 #include "runtime/codecs/SymbolMap.h"
 #include "runtime/codecs/rans/RansCodec.h"
 #include "runtime/codecs/rans/RansX32Decode.h"
+#include "runtime/codecs/rans/RansX32Encode.h"
 #include "runtime/codecs/zstd/ZstdCodec.h"
 #include "runtime/common/Varint.h"
 
@@ -807,6 +808,19 @@ std::optional<Bytes> htscodecsDecode(const Bytes &frame, uint32_t length) {
   return out;
 }
 
+/// Weights of byte values for drawBytes: one symbol; the alphabet's two ends, very skewed; float
+/// exponents (geometric around a mode); every other value (no runs in the alphabet); uniform
+/// (incompressible).
+std::vector<std::vector<double>> byteShapes() {
+  std::vector<std::vector<double>> shapes(5, std::vector<double>(256, 0.0));
+  shapes[0][77] = 1;
+  shapes[1][0] = 999, shapes[1][255] = 1;
+  for (int e = 100; e < 130; ++e) shapes[2][e] = std::pow(0.6, std::abs(e - 121));
+  for (int s = 0; s < 256; s += 2) shapes[3][s] = 1 + s % 7;
+  shapes[4].assign(256, 1.0);
+  return shapes;
+}
+
 /// Bytes of n symbols drawn from `weights` (symbol s with weight weights[s]).
 std::vector<uint8_t> drawBytes(std::mt19937_64 &rng, size_t n, const std::vector<double> &weights) {
   std::discrete_distribution<unsigned> pick(weights.begin(), weights.end());
@@ -820,17 +834,7 @@ std::vector<uint8_t> drawBytes(std::mt19937_64 &rng, size_t n, const std::vector
 TEST(RansX32, DecodesWhatHtscodecsEncodesTwoFramesAtATime) {
   if (!ransX32DecoderAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
   std::mt19937_64 rng(31);
-  std::vector<std::vector<double>> shapes;
-  shapes.push_back(std::vector<double>(256, 0.0));
-  shapes.back()[77] = 1; // one symbol
-  shapes.push_back(std::vector<double>(256, 0.0));
-  shapes.back()[0] = 999, shapes.back()[255] = 1; // the alphabet's ends, very skewed
-  std::vector<double> exponent(256, 0.0); // float exponents: geometric around a mode
-  for (int e = 100; e < 130; ++e) exponent[e] = std::pow(0.6, std::abs(e - 121));
-  shapes.push_back(exponent);
-  shapes.push_back(std::vector<double>(256, 0.0));
-  for (int s = 0; s < 256; s += 2) shapes.back()[s] = 1 + s % 7; // no runs in the alphabet
-  shapes.push_back(std::vector<double>(256, 1.0));                 // incompressible: not our frame
+  const std::vector<std::vector<double>> shapes = byteShapes();
   // htscodecs writes 32-way frames from 4 KiB on (smaller ones are 4-way or stored).
   const size_t lengths[] = {1, 95, 4096 + 1, 4096 + 31, 4096 + 32, 4096 + 33, 65543, 100031, size_t{1} << 20};
   size_t decodedHere = 0;
@@ -891,6 +895,47 @@ TEST(RansX32, DamagedFramesFailOrDecodeAsHtscodecsDoes) {
   }
   EXPECT_GT(refused, 100u);
   EXPECT_GT(agreed, 10u);
+}
+
+TEST(RansX32, OurFramesDecodeThroughBothDecodersNoLargerThanHtscodecs) {
+  std::mt19937_64 rng(41);
+  std::vector<std::vector<double>> shapes = byteShapes();
+  std::vector<double> manyRare(256, 1.0); // 255 symbols forced up to 1
+  manyRare[3] = 1e6;
+  shapes.push_back(manyRare);
+  // Each table size (1024, 2048, 4096) and its edges; lengths that leave 0 and 31 symbols after
+  // the last whole round of 32.
+  const size_t lengths[] = {kRansX32MinBytes, 1024, 1025, 2048, 2049, 4096 + 31, 4096 + 32, 65543, 300001};
+  double ours = 0, theirs = 0;
+  for (size_t shape = 0; shape < shapes.size(); ++shape)
+    for (const size_t n : lengths) {
+      const std::vector<uint8_t> in = drawBytes(rng, n, shapes[shape]);
+      uint64_t counts[256] = {};
+      for (uint8_t b : in) ++counts[b];
+      Bytes frame{0xAB}; // appended after what the buffer holds
+      encodeRansX32Frame(in, counts, frame);
+      ASSERT_EQ(frame[0], 0xAB);
+      frame.erase(frame.begin());
+      const std::string where = "shape " + std::to_string(shape) + ", length " + std::to_string(n);
+      auto decoded = htscodecsDecode(frame, static_cast<uint32_t>(n));
+      ASSERT_TRUE(decoded) << where;
+      EXPECT_TRUE(*decoded == Bytes(in.begin(), in.end())) << where;
+      if (ransX32DecoderAvailable() && frame[0] == RANS_ORDER_X32) {
+        std::vector<uint8_t> out(n, 0xEE);
+        RansX32Frame job{frame, out.data(), static_cast<uint32_t>(n)};
+        decodeRansX32Frames(std::span(&job, 1));
+        ASSERT_EQ(job.status, RansX32Frame::Status::Done) << where;
+        EXPECT_TRUE(out == in) << where;
+      }
+      // Stored where coding does not pay (random bytes), coded where it plainly does.
+      if (shape == 4) EXPECT_EQ(frame[0], RANS_ORDER_X32 | RANS_ORDER_CAT) << where;
+      if (shape < 3) EXPECT_EQ(frame[0], RANS_ORDER_X32) << where;
+      const Bytes reference = htscodecsFrame(in);
+      EXPECT_LE(frame.size(), reference.size() + reference.size() / 200 + 8) << where;
+      ours += static_cast<double>(frame.size());
+      theirs += static_cast<double>(reference.size());
+    }
+  EXPECT_LE(ours, theirs * 1.001);
 }
 
 namespace {

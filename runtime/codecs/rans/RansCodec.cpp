@@ -3,6 +3,7 @@
 #include "runtime/common/Histogram.h"
 #include "runtime/containers/Payload.h"
 #include "runtime/codecs/rans/RansX32Decode.h"
+#include "runtime/codecs/rans/RansX32Encode.h"
 #include "runtime/common/Varint.h"
 
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 namespace brevis {
 
@@ -145,7 +147,19 @@ void encodeRansBlock(std::span<const W> words, unsigned order, size_t b, std::sp
     uint64_t counts[256] = {};
     if (b < blockCounts.size()) std::copy(blockCounts[b].begin(), blockCounts[b].end(), counts);
     else countSmallValues(std::span<const uint8_t>(block), counts);
-    patchCount = patchRareWords(block, planRarePatches(counts, block.size()), patches);
+    const RarePlan plan = planRarePatches(counts, block.size());
+    patchCount = patchRareWords(block, plan, patches);
+    if (block.size() >= kRansX32MinBytes && block.size() <= kRansX32OwnMaxBytes) { // htscodecs' setup costs more
+      for (unsigned s = 0; s < 256; ++s)
+        if (plan.rare[s]) counts[plan.replacement] += std::exchange(counts[s], 0);
+      frame.clear();
+      encodeRansX32Frame(block, counts, frame);
+      putVarint(out, frame.size());
+      out.insert(out.end(), frame.begin(), frame.end());
+      putVarint(out, patchCount);
+      out.insert(out.end(), patches.begin(), patches.end());
+      return;
+    }
   }
   unsigned bound = rans_compress_bound_4x16(static_cast<unsigned>(block.size()), static_cast<int>(order) | RANS_ORDER_X32);
   if (frame.size() < bound) frame.resize(bound);

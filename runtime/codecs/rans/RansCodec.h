@@ -11,7 +11,8 @@
 // to 12 bits, and every symbol present costs at least 1/4096 of the probability space, taken
 // from the frequent ones. On float exponents (~40 symbols seen a few times per megabyte) that
 // cost 0.35% of the coded size; coding those few occurrences as (position, value) pairs and the
-// mode in their place costs ~0.05%. The entropy coding itself is htscodecs'.
+// mode in their place costs ~0.05%. The entropy coding is htscodecs', except for order-0 blocks
+// of 1,001 to 65,536 bytes, whose frames RansX32Encode writes (htscodecs' setup costs more).
 #include "lang/Result.h"
 #include "runtime/common/Bytes.h"
 #include "runtime/common/RunBlocks.h"
