@@ -387,6 +387,28 @@ std::optional<int> refuseOwnInput(const std::string &output, std::initializer_li
   return std::nullopt;
 }
 
+namespace {
+/// The outputs written so far, by file identity (device, inode), and the input each came from.
+std::map<std::pair<dev_t, ino_t>, std::string> &writtenOutputs() {
+  static std::map<std::pair<dev_t, ino_t>, std::string> written;
+  return written;
+}
+} // namespace
+
+std::optional<int> refuseOutputOfEarlierInput(const std::string &output, const std::string &input) {
+  struct stat st;
+  if (output == "-" || ::stat(output.c_str(), &st) != 0) return std::nullopt;
+  const auto earlier = writtenOutputs().find({st.st_dev, st.st_ino});
+  if (earlier == writtenOutputs().end()) return std::nullopt;
+  return fail(fmt::format("{} was written for {} by this command; not replacing it with the output of {}", output,
+                          shownName(earlier->second), shownName(input)));
+}
+
+void rememberOutput(const std::string &output, const std::string &input) {
+  struct stat st;
+  if (output != "-" && ::stat(output.c_str(), &st) == 0) writtenOutputs()[{st.st_dev, st.st_ino}] = input;
+}
+
 std::string baseName(const std::string &path) { return std::filesystem::path(path).filename().string(); }
 
 std::string notADirectory(const std::string &given, const std::string &path) {

@@ -187,6 +187,12 @@ bool sameFile(const std::string &a, const std::string &b);
 /// Where `output` names the same existing file as one of `inputs`, the usage error that says so
 /// (no command writes over what it reads: with -f it would lose the input); else nullopt.
 std::optional<int> refuseOwnInput(const std::string &output, std::initializer_list<std::string> inputs);
+/// Where `output` is a file (or directory) this process wrote for an earlier input, the error
+/// that says so: two inputs of one name compressed into one directory would otherwise leave
+/// only the last one's output, even with -f; else nullopt.
+std::optional<int> refuseOutputOfEarlierInput(const std::string &output, const std::string &input);
+/// Records `output` as written for `input`, for refuseOutputOfEarlierInput.
+void rememberOutput(const std::string &output, const std::string &input);
 /// The last component of a path.
 std::string baseName(const std::string &path);
 /// Why `path` (given as `given`, with its trailing slashes) cannot take an output into it: a

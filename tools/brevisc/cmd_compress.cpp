@@ -72,6 +72,8 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
         return usageError(fmt::format("the archive {} would be inside the directory it archives; use -o PATH", output));
     }
   }
+  if (!toStdout)
+    if (auto refused = refuseOutputOfEarlierInput(output, given)) return *refused;
   // The name recorded for the source: what decompress writes by default.
   std::string sourceName = baseName(input);
   if (fromStdin) {
@@ -154,6 +156,7 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
   }
   auto size = (*builder)->finish(directory);
   if (!size) return fail(size.error().message);
+  if (!toStdout) rememberOutput(output, given);
 
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   double rate = seconds > 0 ? static_cast<double>(originalSize) / seconds : 0;

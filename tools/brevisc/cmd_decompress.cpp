@@ -96,6 +96,8 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
     for (const auto &member : a.members)
       if (sameFile(input, output + "/" + member.path))
         return usageError(fmt::format("{}/{} would be written over its own archive; use -o PATH", output, member.path));
+  if (!destination->toStdout)
+    if (auto refused = refuseOutputOfEarlierInput(output, input)) return *refused;
 
   DecodeOptions options = decodeOptions(o.jit, resolveThreads(o.threads), v.verbose);
   options.asyncWrites = true;
@@ -153,6 +155,7 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
   for (size_t i = 0; done && i < files.size(); ++i) done = files[i]->commit();
   if (done && dir) done = dir->commit();
   if (!done) return fail(done.error().message);
+  if (!destination->toStdout) rememberOutput(output, input);
 
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   uint64_t original = archive->originalSize();
