@@ -26,6 +26,7 @@ struct TensorEntry {
   DType dtype;
   std::vector<uint64_t> shape;
   uint64_t begin = 0, end = 0; ///< absolute file offsets of the tensor's bytes
+  std::string opaqueDtype;     ///< a dtype without DSL words (then `dtype` is meaningless), as named
 };
 
 struct SafetensorsLayout {

@@ -295,6 +295,41 @@ def test_metadata_of_a_header_padded_with_nuls(tmp_path):
         assert f.keys() == ["a"] and f.metadata() == {"k": "v"}
 
 
+def test_tensors_of_dtypes_programs_have_no_words_for_load_as_their_bytes(tmp_path):
+    # F4, F6, F8_E8M0 and C64 tensors are kept in `bytes` regions, between ordinary tensors.
+    rng = np.random.default_rng(5)
+    parts = [("w", "F32", [4000], rng.standard_normal(4000).astype(np.float32).tobytes()),
+             ("z", "C64", [3000], (rng.standard_normal(3000) + 1j).astype(np.complex64).tobytes()),
+             ("scale", "F8_E8M0", [50, 100], rng.integers(100, 130, 5000, dtype=np.uint8).tobytes()),
+             ("q", "F4", [6000], rng.integers(0, 256, 3000, dtype=np.uint8).tobytes()),
+             ("nothing", "F6_E2M3", [0], b""),
+             ("w2", "F32", [4000], rng.standard_normal(4000).astype(np.float32).tobytes())]
+    header, offset = {}, 0
+    for name, dtype, shape, raw in parts:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(raw)]}
+        offset += len(raw)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    source = tmp_path / "mixed.safetensors"
+    source.write_bytes(len(h).to_bytes(8, "little") + h + b"".join(raw for *_, raw in parts))
+    brevis.compress(source)
+    archive = str(source) + ".brv"
+    got = brevis.numpy.load_file(archive)
+    assert list(got) == [name for name, *_ in parts]  # file order, every tensor
+    for name, dtype, shape, raw in parts:
+        assert got[name].tobytes() == raw, name
+    assert got["z"].dtype == np.complex64 and got["z"].shape == (3000,)
+    assert got["scale"].dtype == np.uint8 and got["scale"].shape == (50, 100)
+    assert got["q"].dtype == np.uint8 and got["q"].shape == (3000,)  # packed: two elements a byte
+    with brevis.safe_open(archive) as f:
+        assert f.get_slice("scale").get_dtype() == "F8_E8M0"
+        assert np.array_equal(f.get_slice("scale")[7:9], got["scale"][7:9])
+        assert np.array_equal(f.get_slice("z")[100:105], got["z"][100:105])
+    tensor = tmp_path / "scale.bin"
+    subprocess.run([BREVISC, "run", "-q", archive, "--tensor", "scale", "-o", str(tensor)], check=True)
+    assert tensor.read_bytes() == parts[2][3]
+
+
 def test_errors_are_exceptions_with_the_librarys_message(tmp_path):
     with pytest.raises(FileNotFoundError):
         brevis.numpy.load_file(str(tmp_path / "missing.brv"))

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace brevis {
 
 namespace {
@@ -75,14 +77,56 @@ uint64_t ArchiveReader::payloadSize() const {
   return total;
 }
 
+namespace {
+
+/// The tensors of `c`'s header whose dtypes programs have no words for, each placed in the
+/// region of bytes that holds it. Only a checkpoint with such tensors has regions of bytes
+/// after its header (its tensors tile the rest), so the header is decoded only then.
+std::vector<TensorInfo> opaqueTensors(const Checkpoint &c, const Payload &payload, size_t member,
+                                      const std::string &file) {
+  const Region *h = headerRegion(c);
+  if (!h || std::none_of(c.regions.begin(), c.regions.end(), [](const Region &r) { return r.kind == RegionKind::Bytes; }))
+    return {};
+  if (h->bytes.size > kMaxSafetensorsHeader + 8) return {};
+  auto header = evaluate(*h->program, payload);
+  if (!header) return {};
+  auto layout = parseSafetensorsHeader(*header, c.source.size);
+  if (!layout) return {};
+  std::vector<TensorInfo> out;
+  for (const TensorEntry &t : layout->opaque) {
+    // The region of bytes holding it (an empty tensor: any region it borders).
+    auto holder = std::find_if(c.regions.begin(), c.regions.end(), [&](const Region &r) {
+      return r.kind == RegionKind::Bytes && r.bytes.offset <= t.begin && t.end <= r.bytes.offset + r.bytes.size;
+    });
+    if (holder == c.regions.end()) continue; // not where the header says: reading says so
+    out.push_back(TensorInfo{member, static_cast<size_t>(holder - c.regions.begin()), file, t.name, DType::U8,
+                             t.shape, t.end - t.begin, t.opaqueDtype,
+                             t.begin - holder->bytes.offset});
+  }
+  return out;
+}
+
+} // namespace
+
 std::vector<TensorInfo> ArchiveReader::tensors() const {
   std::vector<TensorInfo> out;
-  for (size_t m = 0; m < memberCount(); ++m)
+  for (size_t m = 0; m < memberCount(); ++m) {
+    const size_t first = out.size();
     for (size_t r = 0; r < checkpoint(m).regions.size(); ++r) {
       const Region &region = checkpoint(m).regions[r];
       if (region.kind != RegionKind::Tensor) continue;
       out.push_back(TensorInfo{m, r, member(m).path, region.name, region.dtype, region.shape, region.bytes.size});
     }
+    std::vector<TensorInfo> opaque = opaqueTensors(checkpoint(m), payload(m), m, member(m).path);
+    if (opaque.empty()) continue;
+    out.insert(out.end(), std::make_move_iterator(opaque.begin()), std::make_move_iterator(opaque.end()));
+    auto start = [&](const TensorInfo &t) { return checkpoint(m).regions[t.region].bytes.offset + t.offset; };
+    std::stable_sort(out.begin() + static_cast<ptrdiff_t>(first), out.end(),
+                     [&](const TensorInfo &a, const TensorInfo &b) {
+                       // An empty tensor before one that starts where it is, as the header has it.
+                       return start(a) != start(b) ? start(a) < start(b) : a.bytes < b.bytes;
+                     });
+  }
   return out;
 }
 
@@ -112,6 +156,23 @@ private:
   PositionalSink &out_;
   uint64_t base_;
 };
+
+/// Positional writes of the bytes [base, base + size) of a member, shifted to start at byte 0;
+/// the other bytes of the pieces decoded (a tensor inside a region of bytes shares them with
+/// its neighbours) are dropped.
+class WindowSink final : public PositionalSink {
+public:
+  WindowSink(PositionalSink &out, uint64_t base, uint64_t size) : out_(out), base_(base), end_(base + size) {}
+  Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) override {
+    const uint64_t from = std::max(offset, base_), to = std::min(offset + size, end_);
+    if (from >= to) return {};
+    return out_.writeAt(from - base_, data + (from - offset), to - from);
+  }
+
+private:
+  PositionalSink &out_;
+  uint64_t base_, end_;
+};
 } // namespace
 
 DecodeJob ArchiveReader::decodeJob(size_t i, PositionalSink &output) const {
@@ -134,6 +195,7 @@ Result<void> ArchiveReader::declarationsHold(size_t member) const {
 }
 
 Result<void> ArchiveReader::readTensor(const TensorInfo &t, PositionalSink &sink, const DecodeOptions &options) const {
+  if (!t.opaqueDtype.empty()) return readTensorPart(t, ByteRange{0, t.bytes}, sink, options);
   BREVIS_TRY(declarationsHold(t.member));
   ShiftedSink shifted(sink, checkpoint(t.member).regions[t.region].bytes.offset);
   DecodeJob job = decodeJob(t.member, shifted);
@@ -145,11 +207,13 @@ ByteRange ArchiveReader::tensorPartToDecode(const TensorInfo &t, ByteRange part)
   DiscardPositionalSink none;
   DecodeJob job = decodeJob(t.member, none);
   job.onlyRegions = {t.region};
-  job.onlyBytes = part;
+  job.onlyBytes = ByteRange{t.offset + part.offset, part.size};
   const Region &r = checkpoint(t.member).regions[t.region];
   const auto [first, end] = piecesToDecode(job, r);
-  const uint64_t begin = first * kDigestPieceBytes;
-  return ByteRange{begin, std::min(r.bytes.size, end * kDigestPieceBytes) - std::min(begin, r.bytes.size)};
+  // Pieces of the region, as bytes of the tensor (one inside a region of bytes keeps its own).
+  const uint64_t begin = std::clamp(first * kDigestPieceBytes, t.offset, t.offset + t.bytes);
+  const uint64_t stop = std::clamp(end * kDigestPieceBytes, t.offset, t.offset + t.bytes);
+  return ByteRange{begin - t.offset, stop - begin};
 }
 
 Result<void> ArchiveReader::readTensorPart(const TensorInfo &t, ByteRange part, PositionalSink &sink,
@@ -157,10 +221,14 @@ Result<void> ArchiveReader::readTensorPart(const TensorInfo &t, ByteRange part, 
   BREVIS_TRY(declarationsHold(t.member));
   const ByteRange decoded = tensorPartToDecode(t, part);
   if (decoded.size == 0) return {};
-  ShiftedSink shifted(sink, checkpoint(t.member).regions[t.region].bytes.offset + decoded.offset);
-  DecodeJob job = decodeJob(t.member, shifted);
+  const uint64_t base = checkpoint(t.member).regions[t.region].bytes.offset + t.offset + decoded.offset;
+  // A tensor region's pieces are its own bytes, written in place; a tensor inside a region of
+  // bytes takes its part of them.
+  ShiftedSink shifted(sink, base);
+  WindowSink window(sink, base, decoded.size);
+  DecodeJob job = decodeJob(t.member, t.opaqueDtype.empty() ? static_cast<PositionalSink &>(shifted) : window);
   job.onlyRegions = {t.region};
-  job.onlyBytes = part;
+  job.onlyBytes = ByteRange{t.offset + part.offset, part.size};
   return decodeJobs(std::span(&job, 1), options);
 }
 

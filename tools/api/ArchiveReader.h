@@ -32,6 +32,10 @@ struct TensorInfo {
   DType dtype = DType::U8;
   std::vector<uint64_t> shape;
   uint64_t bytes = 0;
+  /// A tensor of a dtype programs have no words for (F4, F6_*, F8_E8M0, C64: its safetensors
+  /// name here, `dtype` meaningless) lies inside a region of bytes, from `offset` on.
+  std::string opaqueDtype;
+  uint64_t offset = 0;
 };
 
 class ArchiveReader {
@@ -58,7 +62,10 @@ public:
   uint64_t originalSize() const;
   uint64_t payloadSize() const;
 
-  /// Every tensor of every member, in member and file order.
+  /// Every tensor of every member, in member and file order: the tensor regions, and the
+  /// tensors of dtypes programs have no words for, found in the header a member's program
+  /// rebuilds (where that header does not decode, they are left out: reading a tensor of the
+  /// member then says why).
   std::vector<TensorInfo> tensors() const;
   /// The tensor called `name`; an error if no member or more than one has it.
   Result<TensorInfo> findTensor(const std::string &name) const;

@@ -69,6 +69,7 @@ Result<std::vector<ExplainedTensor>> explainTensors(std::shared_ptr<const Mapped
     for (size_t m = 0; m < archive->memberCount(); ++m) repeats.push_back(payloadOwners(archive->checkpoint(m)));
     // Every tensor of that name, in every member file of a directory archive.
     for (const TensorInfo &t : tensors) {
+      if (!t.opaqueDtype.empty()) continue; // bytes of a `bytes` region: no program of its own
       if (settings.tensor && t.name != *settings.tensor) continue;
       Job job;
       job.stored = archive->checkpoint(t.member).regions[t.region].program.get();

@@ -126,8 +126,9 @@ public:
   py::list tensors() const {
     py::list out;
     for (const TensorInfo &t : tensors_)
-      out.append(py::make_tuple(t.name, std::string(dtypeInfo(t.dtype).safetensorsName), py::tuple(py::cast(t.shape)),
-                                t.bytes, t.member));
+      out.append(py::make_tuple(t.name,
+                                t.opaqueDtype.empty() ? std::string(dtypeInfo(t.dtype).safetensorsName) : t.opaqueDtype,
+                                py::tuple(py::cast(t.shape)), t.bytes, t.member));
     return out;
   }
 
@@ -158,7 +159,8 @@ public:
     for (size_t i = 0; i < indices.size(); ++i) {
       const TensorInfo &t = checkedTensor(indices[i]);
       const Region &r = reader_->checkpoint(t.member).regions[t.region];
-      targets[t.member].push_back({r.bytes.offset, r.bytes.size, writableBuffer(buffers[i], t.bytes, quoteString(t.name))});
+      targets[t.member].push_back(
+          {r.bytes.offset + t.offset, t.bytes, writableBuffer(buffers[i], t.bytes, quoteString(t.name))});
       regions[t.member].push_back(t.region);
     }
     std::vector<std::unique_ptr<ScatterSink>> sinks;

@@ -13,11 +13,21 @@ from ._brevis import BrevisError
 # numpy has no bfloat16 or float8: those load as their bits (uint16, uint8), or, for BF16 with
 # bf16="float32", widened losslessly to float32.
 _NUMPY_DTYPES = {
-    "BOOL": "|b1", "U8": "|u1", "I8": "|i1", "F8_E4M3": "|u1", "F8_E5M2": "|u1",
+    "BOOL": "|b1", "U8": "|u1", "I8": "|i1", "F8_E4M3": "|u1", "F8_E5M2": "|u1", "F8_E8M0": "|u1",
     "I16": "<i2", "U16": "<u2", "F16": "<f2", "BF16": "<u2",
     "I32": "<i4", "U32": "<u4", "F32": "<f4",
-    "I64": "<i8", "U64": "<u8", "F64": "<f8",
+    "I64": "<i8", "U64": "<u8", "F64": "<f8", "C64": "<c8",
 }
+# Dtypes of fewer than 8 bits an element: their tensors load as their packed bytes (uint8, one
+# dimension), as the file holds them.
+_PACKED_DTYPES = ("F4", "F6_E2M3", "F6_E3M2")
+
+
+def _as_array(buffer, t):
+    """The bytes of tensor `t` as the array it loads as."""
+    if t.dtype in _PACKED_DTYPES:
+        return buffer
+    return buffer.view(_np.dtype(_NUMPY_DTYPES[t.dtype])).reshape(t.shape)
 _FRAMEWORKS = {"np": "np", "numpy": "np", "pt": "pt", "torch": "pt"}
 _BF16_CHOICES = ("bits", "float32")
 
@@ -151,7 +161,7 @@ class _Archive:
         # Each tensor is decoded into a byte buffer that the array is then a view of: no copy.
         buffers = [_buffer(t.nbytes) for t in tensors]
         self.archive.read_into([t.index for t in tensors], buffers, threads)
-        arrays = [b.view(_np.dtype(_NUMPY_DTYPES[t.dtype])).reshape(t.shape) for t, b in zip(tensors, buffers)]
+        arrays = [_as_array(b, t) for t, b in zip(tensors, buffers)]
         if bf16 == "float32":
             arrays = [_widen_bf16(a) if t.dtype == "BF16" else a for t, a in zip(tensors, arrays)]
         return dict(zip(names, arrays))
@@ -185,7 +195,10 @@ class _Slice:
         t = self._tensor
         rest = key[1:] if isinstance(key, tuple) else ()
         first = (key[0] if key else slice(None)) if isinstance(key, tuple) else key
-        if not t.shape or t.nbytes == 0 or first is Ellipsis or first is None or isinstance(first, (bool, _np.bool_)):
+        whole = (t.dtype in _PACKED_DTYPES  # rows of packed elements need not be whole bytes
+                 or not t.shape or t.nbytes == 0 or first is Ellipsis or first is None
+                 or isinstance(first, (bool, _np.bool_)))
+        if whole:
             return _own(self._owner.get_tensor(t.name)[key], t.nbytes)
         rows = range(t.shape[0])
         if isinstance(first, slice):
