@@ -37,11 +37,24 @@ std::string_view Diagnostics::line(uint32_t lineNumber) const {
   return std::string_view(text_).substr(begin, end - begin);
 }
 
+namespace {
+bool isControl(char c) { return (static_cast<uint8_t>(c) < 0x20 && c != '\t' && c != '\n') || c == 0x7f; }
+} // namespace
+
+std::string withControlsEscaped(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text)
+    if (isControl(c)) out += fmt::format("\\x{:02x}", static_cast<uint8_t>(c));
+    else out += c;
+  return out;
+}
+
 std::string Diagnostics::render(const Diagnostic &d) const {
   const char *severity = d.severity == Severity::Error ? "error" : "note";
-  if (!d.loc.valid()) return fmt::format("{}: {}: {}\n", fileName_, severity, d.message);
-  std::string out =
-      fmt::format("{}:{}:{}: {}: {}\n", fileName_, d.loc.line, d.loc.column, severity, d.message);
+  const std::string file = withControlsEscaped(fileName_);
+  if (!d.loc.valid()) return fmt::format("{}: {}: {}\n", file, severity, d.message);
+  std::string out = fmt::format("{}:{}:{}: {}: {}\n", file, d.loc.line, d.loc.column, severity, d.message);
   std::string_view src = line(d.loc.line);
   size_t caret = d.loc.column ? d.loc.column - 1 : 0; // bytes before the caret in what is shown
   std::string_view shown = src;
@@ -59,12 +72,13 @@ std::string Diagnostics::render(const Diagnostic &d) const {
     caret = caret >= begin ? caret - begin : 0;
   }
   out += before;
-  out += shown;
+  out += withControlsEscaped(shown);
   out += after;
   out += '\n';
   out += std::string(before.size(), ' ');
   // Keep tabs so the caret lines up under the same column in any terminal.
-  for (size_t i = 0; i < caret && i < shown.size(); ++i) out += shown[i] == '\t' ? '\t' : ' ';
+  for (size_t i = 0; i < caret && i < shown.size(); ++i)
+    out += shown[i] == '\t' ? "\t" : isControl(shown[i]) ? "    " : " ";
   out += "^\n";
   return out;
 }

@@ -18,6 +18,11 @@ struct Diagnostic {
   std::string message;
 };
 
+/// `text` with its control characters (all but tab and newline) written as \xHH: a hostile
+/// program's line, or an archive member's name, would otherwise reach a terminal as commands
+/// (set its title, clear it).
+std::string withControlsEscaped(std::string_view text);
+
 class Diagnostics {
 public:
   /// Errors beyond this count are dropped (a summary line says how many).

@@ -251,6 +251,24 @@ TEST(Diagnostics, ALongLineIsShownAroundItsColumn) {
   EXPECT_EQ(static_cast<uint8_t>(shown.back()), 0xa9);
 }
 
+TEST(Diagnostics, ControlCharactersAreShownEscaped) {
+  // A program line (and a file name, an archive member's) holding terminal commands: set the
+  // title (ESC ] 0 ; ... BEL), clear the screen (ESC [ 2 J). None reaches the output raw, and the
+  // caret stays under the character it points at.
+  const std::string text = "merge(\x1b]0;X\x07\x1b[2J, %)";
+  Diagnostics diags("m\x1b[2J.bdsl", text);
+  diags.error(SourceLoc{1, static_cast<uint32_t>(text.find('%') + 1)}, "unexpected character '%'");
+  const std::string out = diags.render();
+  for (const char c : out) EXPECT_TRUE(c == '\n' || static_cast<uint8_t>(c) >= 0x20) << out;
+  EXPECT_TRUE(out.starts_with("m\\x1b[2J.bdsl:1:")) << out;
+  const size_t first = out.find('\n'), second = out.find('\n', first + 1);
+  const std::string shown = out.substr(first + 1, second - first - 1);
+  EXPECT_EQ(shown, "merge(\\x1b]0;X\\x07\\x1b[2J, %)");
+  const std::string caret = out.substr(second + 1, out.size() - second - 2);
+  ASSERT_EQ(caret.back(), '^');
+  EXPECT_EQ(shown[caret.size() - 1], '%') << shown << "\n" << caret;
+}
+
 // --- a safetensors header as the list of the tensors (lang/SafetensorsIndex.h) --------------
 
 namespace {

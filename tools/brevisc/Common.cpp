@@ -2,6 +2,7 @@
 
 #include "tools/brevisc/Progress.h"
 
+#include "lang/Diagnostics.h"
 #include "lang/Printer.h"
 #include "runtime/containers/FileIO.h"
 #include "runtime/common/Utf8.h"
@@ -210,13 +211,15 @@ int usageError(const std::string &message) {
 }
 
 int fail(const std::string &message) {
-  std::cerr << "brevisc: error: " << message << "\n";
+  // Messages name files, members and tensors an archive may have been crafted to hold.
+  std::cerr << "brevisc: error: " << withControlsEscaped(message) << "\n";
   return kExitFailure;
 }
 
 int failIn(const std::string &file, const Error &error) {
   if (!error.loc.valid()) return fail(file + ": " + error.message);
-  std::cerr << fmt::format("{}:{}:{}: error: {}\n", file, error.loc.line, error.loc.column, error.message);
+  std::cerr << withControlsEscaped(
+      fmt::format("{}:{}:{}: error: {}\n", file, error.loc.line, error.loc.column, error.message));
   return kExitFailure;
 }
 
