@@ -362,6 +362,27 @@ def test_errors_are_exceptions_with_the_librarys_message(tmp_path):
         brevis.compress(source, str(archive))
     with pytest.raises(ValueError, match="framework"):
         brevis.safe_open(str(archive), framework="jax")
+    # A directory where a file belongs, even with overwrite; a non-empty one a directory archive
+    # would be written into, without it; a path with a NUL.
+    (tmp_path / "somedir").mkdir()
+    for overwrite in (False, True):
+        with pytest.raises(IsADirectoryError):
+            brevis.compress(source, str(tmp_path / "somedir"), overwrite=overwrite)
+        with pytest.raises(IsADirectoryError):
+            brevis.numpy.save_file({"a": np.zeros(2, np.float32)}, str(tmp_path / "somedir"), overwrite=overwrite)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "m.safetensors").write_bytes(open(source, "rb").read())
+    brevisc_archive = str(tmp_path / "tree.brv")
+    subprocess.run([BREVISC, "compress", "-q", "-l", "1", str(tree), "-o", brevisc_archive], check=True)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "other").write_bytes(b"x")
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        brevis.decompress(brevisc_archive, str(tmp_path / "full"))
+    assert brevis.decompress(brevisc_archive, str(tmp_path / "full"), overwrite=True) == str(tmp_path / "full")
+    assert (tmp_path / "full" / "m.safetensors").read_bytes() == open(source, "rb").read()
+    with pytest.raises(ValueError, match="NUL"):
+        brevis.numpy.load_file(str(tmp_path / "a\0b.brv"))
 
 
 def test_a_tensor_from_python_is_the_clis(tmp_path):

@@ -37,9 +37,12 @@ _BF16_CHOICES = ("bits", "float32")
 def _path(path, what="path"):
     """A path argument (str, bytes or os.PathLike) as str."""
     try:
-        return os.fsdecode(os.fspath(path))
+        path = os.fsdecode(os.fspath(path))
     except TypeError:
         raise TypeError(f"{what} must be a str, bytes or os.PathLike, not {type(path).__name__}") from None
+    if "\0" in path:
+        raise ValueError(f"{what} contains a NUL character: {path!r}")
+    return path
 
 
 def _existing_file(path):
@@ -58,6 +61,8 @@ def _output(path, overwrite):
     parent = os.path.dirname(path) or "."
     if not os.path.isdir(parent):
         raise FileNotFoundError(f"No such directory: {parent!r}")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"Is a directory: {path!r}")
     if not overwrite and os.path.lexists(path):
         raise FileExistsError(f"{path!r} exists; pass overwrite=True to replace it")
     return path
@@ -350,6 +355,8 @@ def decompress(src, dst=None, threads=0, overwrite=False):
         raise IsADirectoryError(f"Is a directory: {dst!r}")
     if not os.path.isdir(dst):
         _output(dst, overwrite)
+    elif not overwrite and any(os.scandir(dst)):
+        raise FileExistsError(f"{dst!r} exists and is not empty; pass overwrite=True to write into it")
     _brevis.decompress_file(src, dst, threads, overwrite)
     return dst
 
