@@ -1,5 +1,7 @@
 #include "tools/api/Explanation.h"
 
+#include "runtime/containers/Archive.h"
+
 #include "runtime/execution/ThreadPool.h"
 #include "lang/Printer.h"
 #include "synth/Driver.h"
@@ -63,6 +65,9 @@ Result<std::vector<ExplainedTensor>> explainTensors(std::shared_ptr<const Mapped
   if (looksLikeArchive(file->bytes())) {
     auto opened = ArchiveReader::open(file, name);
     if (!opened) return opened.error();
+    // The whole archive is explained, so the whole archive is checked, as decompress does:
+    // the tensors' digests do not cover what no tensor reads.
+    BREVIS_TRY(checkArchiveChecksum(file->bytes(), name));
     archive.emplace(std::move(*opened));
     tensors = archive->tensors();
     std::vector<std::vector<std::string>> repeats;
