@@ -198,6 +198,7 @@ Result<Archive> readArchive(std::shared_ptr<const MappedFile> file, const std::s
                             ArchiveReadOptions options) {
   ByteSpan a = file->bytes();
   auto corrupt = [&](const std::string &what) { return Error{fmt::format("{} is corrupt: {}", name, what)}; };
+  if (a.empty()) return Error{fmt::format("{} is empty, not a brevis archive", name)};
   if (!looksLikeArchive(a)) return Error{fmt::format("{} is not a brevis archive (bad magic)", name)};
   if (a.size() < kArchiveHeaderSize + kPayloadPadding + kTrailerSize)
     return Error{fmt::format("{} is truncated: {} bytes", name, a.size())};

@@ -199,7 +199,8 @@ Result<SafetensorsLayout> parseSafetensorsHeader(ByteSpan file, uint64_t fileSiz
     if (!dtype && !opaqueBits) return Error{fmt::format("tensor {} has unknown dtype {}", name, dtypeName)};
     if (!entry.shape.allUnsigned)
       return Error{fmt::format("tensor {} has a shape that is not unsigned integers", name)};
-    if (!entry.offsets.allUnsigned) return Error{fmt::format("tensor {} has non-integer data_offsets", name)};
+    if (!entry.offsets.allUnsigned)
+      return Error{fmt::format("tensor {} has data_offsets that are not non-negative integers", name)};
     TensorEntry t{name, dtype.value_or(DType::U8), std::move(entry.shape.values), 0, 0, dtype ? "" : dtypeName};
     uint64_t b = entry.offsets.values[0], e = entry.offsets.values[1];
     if (b > e || e > dataSize) return Error{fmt::format("tensor {} has data_offsets outside the data", name)};

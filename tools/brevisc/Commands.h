@@ -3,6 +3,7 @@
 #include "tools/brevisc/Common.h"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 namespace brevis::cli {
 
@@ -16,9 +17,24 @@ struct Context {
 /// process's threads.
 inline constexpr unsigned kMaxThreads = 1024;
 
+/// A check that an option's value is a whole number from `low` to `high`, saying which of the
+/// two it is not ("5.5 is not a whole number", where CLI::Range said "not in range 1 to 9").
+inline CLI::Validator wholeNumberIn(long low, long high) {
+  return CLI::Validator(
+      [low, high](std::string &value) -> std::string {
+        size_t at = value.size() > 1 && (value[0] == '-' || value[0] == '+') ? 1 : 0;
+        const bool digits = at < value.size() && value.find_first_not_of("0123456789", at) == std::string::npos;
+        if (!digits) return value + " is not a whole number";
+        const long parsed = value.size() - at > 12 ? (value[0] == '-' ? low - 1 : high + 1) : std::stol(value);
+        if (parsed < low || parsed > high) return fmt::format("{} is not from {} to {}", value, low, high);
+        return std::string();
+      },
+      fmt::format("INT in [{} - {}]", low, high));
+}
+
 /// Adds -T,--threads (0: all cores) to `cmd`, with a range check that names the option.
 inline CLI::Option *addThreadsOption(CLI::App *cmd, unsigned &threads, const std::string &help) {
-  return cmd->add_option("-T,--threads", threads, help)->check(CLI::Range(0u, kMaxThreads));
+  return cmd->add_option("-T,--threads", threads, help)->check(wholeNumberIn(0, kMaxThreads));
 }
 
 void registerSynth(CLI::App &app, Context &ctx);
