@@ -39,22 +39,33 @@ std::string_view Diagnostics::line(uint32_t lineNumber) const {
 
 namespace {
 bool isControl(char c) { return (static_cast<uint8_t>(c) < 0x20 && c != '\t' && c != '\n') || c == 0x7f; }
+/// Whether text[i] starts a C1 control character in UTF-8 (U+0080..U+009F: 0xC2 0x80..0x9F),
+/// which some terminals obey as they do ESC sequences (U+009B is CSI).
+bool startsC1(std::string_view text, size_t i) {
+  return static_cast<uint8_t>(text[i]) == 0xc2 && i + 1 < text.size() && static_cast<uint8_t>(text[i + 1]) >= 0x80 &&
+         static_cast<uint8_t>(text[i + 1]) <= 0x9f;
+}
 } // namespace
 
 std::string withControlsEscaped(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (const char c : text)
-    if (isControl(c)) out += fmt::format("\\x{:02x}", static_cast<uint8_t>(c));
-    else out += c;
+  for (size_t i = 0; i < text.size(); ++i)
+    if (isControl(text[i])) {
+      out += fmt::format("\\x{:02x}", static_cast<uint8_t>(text[i]));
+    } else if (startsC1(text, i)) {
+      out += fmt::format("\\u{:04x}", static_cast<uint8_t>(text[++i]));
+    } else {
+      out += text[i];
+    }
   return out;
 }
 
 std::string Diagnostics::render(const Diagnostic &d) const {
   const char *severity = d.severity == Severity::Error ? "error" : "note";
-  const std::string file = withControlsEscaped(fileName_);
-  if (!d.loc.valid()) return fmt::format("{}: {}: {}\n", file, severity, d.message);
-  std::string out = fmt::format("{}:{}:{}: {}: {}\n", file, d.loc.line, d.loc.column, severity, d.message);
+  const std::string file = withControlsEscaped(fileName_), message = withControlsEscaped(d.message);
+  if (!d.loc.valid()) return fmt::format("{}: {}: {}\n", file, severity, message);
+  std::string out = fmt::format("{}:{}:{}: {}: {}\n", file, d.loc.line, d.loc.column, severity, message);
   std::string_view src = line(d.loc.line);
   size_t caret = d.loc.column ? d.loc.column - 1 : 0; // bytes before the caret in what is shown
   std::string_view shown = src;
@@ -76,9 +87,14 @@ std::string Diagnostics::render(const Diagnostic &d) const {
   out += after;
   out += '\n';
   out += std::string(before.size(), ' ');
-  // Keep tabs so the caret lines up under the same column in any terminal.
-  for (size_t i = 0; i < caret && i < shown.size(); ++i)
-    out += shown[i] == '\t' ? "\t" : isControl(shown[i]) ? "    " : " ";
+  // Keep tabs so the caret lines up under the same column in any terminal; a character of
+  // several UTF-8 bytes takes one column, an escaped control the width of its escape.
+  for (size_t i = 0; i < caret && i < shown.size(); ++i) {
+    if (shown[i] == '\t') out += '\t';
+    else if (isControl(shown[i])) out += "    ";
+    else if (startsC1(shown, i)) out += "      ", ++i;
+    else if ((static_cast<uint8_t>(shown[i]) & 0xc0) != 0x80) out += ' ';
+  }
   out += "^\n";
   return out;
 }
@@ -87,7 +103,7 @@ std::string Diagnostics::render() const {
   std::string out;
   for (const auto &d : diagnostics_) out += render(d);
   if (errorCount_ > kMaxReported)
-    out += fmt::format("{}: note: {} more errors not shown\n", fileName_, errorCount_ - kMaxReported);
+    out += fmt::format("{}: note: {} more errors not shown\n", withControlsEscaped(fileName_), errorCount_ - kMaxReported);
   return out;
 }
 

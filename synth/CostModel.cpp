@@ -32,9 +32,6 @@ double entropyBits(std::span<const uint64_t> counts, uint64_t total) {
 
 uint64_t blocksOf(uint64_t n, uint64_t blockWords) { return n / blockWords + (n % blockWords != 0); }
 
-/// From this size of the best encoding so far, estimates decide which slower candidates to try.
-constexpr uint64_t kPromiseMinBytes = uint64_t{1} << 13;
-
 /// zstd's promise is measured on at most this many words: the whole of a shorter stream, else
 /// kZstdProbeChunks evenly spaced runs (compressed as one frame, so that repeats across them
 /// count). Probing costs about as much per byte as the level-1 encoding it is; on the corpus,
@@ -284,8 +281,8 @@ bool worthEncoding(Encoding e, WordsView words, unsigned width, uint64_t bestSiz
     // promises it: near-uniform mantissa bytes come within a fraction of a percent of bitpack
     // in every coder, and trying all three took half of the compression time for nothing kept.
     // (There the estimates are within ~0.1%: tables and framing, which they model least well,
-    // are a small part. Small literals are cheap to try and are always tried.)
-    return policy.gainFor(e, width) > 0 && bestSize >= kPromiseMinBytes &&
+    // are a small part. Smaller literals are tried whatever their estimate, but at level 1.)
+    return policy.gainFor(e, width) > 0 && bestSize >= policy.promiseMinBytes &&
            estimate >= static_cast<double>(bestSize) * (1 - policy.gainFor(e, width));
   };
   const uint64_t n = words.size();
@@ -365,6 +362,7 @@ EncodePolicy policyForLevel(int level) {
   policy.zstdSmallLevel = kZstdSmallLevel[row];
   if (level <= 1) {
     policy.estimateRoom = 0;
+    policy.promiseMinBytes = 0;
     policy.ransByteShare = 1;
     policy.triesOrder1 = false;
   }

@@ -328,6 +328,23 @@ def test_tensors_of_dtypes_programs_have_no_words_for_load_as_their_bytes(tmp_pa
     tensor = tmp_path / "scale.bin"
     subprocess.run([BREVISC, "run", "-q", archive, "--tensor", "scale", "-o", str(tensor)], check=True)
     assert tensor.read_bytes() == parts[2][3]
+    # Empty ones where no region of bytes is: between two tensor regions, and last.
+    f32 = np.arange(4, dtype=np.float32).tobytes()
+    header = {"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},
+              "e": {"dtype": "F8_E8M0", "shape": [0], "data_offsets": [16, 16]},
+              "z": {"dtype": "F32", "shape": [4], "data_offsets": [16, 32]},
+              "last": {"dtype": "C64", "shape": [0, 3], "data_offsets": [32, 32]}}
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    source = tmp_path / "empties.safetensors"
+    source.write_bytes(len(h).to_bytes(8, "little") + h + f32 + f32)
+    brevis.compress(source)
+    got = brevis.numpy.load_file(str(source) + ".brv")
+    assert list(got) == ["a", "e", "z", "last"]
+    assert got["e"].shape == (0,) and got["last"].shape == (0, 3) and got["last"].dtype == np.complex64
+    subprocess.run([BREVISC, "run", "-q", str(source) + ".brv", "--tensor", "e", "-o", str(tmp_path / "e.bin")],
+                   check=True)
+    assert (tmp_path / "e.bin").read_bytes() == b""
 
 
 def test_errors_are_exceptions_with_the_librarys_message(tmp_path):

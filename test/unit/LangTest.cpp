@@ -255,18 +255,24 @@ TEST(Diagnostics, ControlCharactersAreShownEscaped) {
   // A program line (and a file name, an archive member's) holding terminal commands: set the
   // title (ESC ] 0 ; ... BEL), clear the screen (ESC [ 2 J). None reaches the output raw, and the
   // caret stays under the character it points at.
-  const std::string text = "merge(\x1b]0;X\x07\x1b[2J, %)";
+  const std::string text = "merge(\x1b]0;X\x07\x1b[2J, \xc2\x9b" "2J \xc3\xa9%)"; // CSI as U+009B; an "é"
   Diagnostics diags("m\x1b[2J.bdsl", text);
-  diags.error(SourceLoc{1, static_cast<uint32_t>(text.find('%') + 1)}, "unexpected character '%'");
+  diags.error(SourceLoc{1, static_cast<uint32_t>(text.find('%') + 1)}, "unexpected token '\x1b[31m'");
   const std::string out = diags.render();
   for (const char c : out) EXPECT_TRUE(c == '\n' || static_cast<uint8_t>(c) >= 0x20) << out;
   EXPECT_TRUE(out.starts_with("m\\x1b[2J.bdsl:1:")) << out;
   const size_t first = out.find('\n'), second = out.find('\n', first + 1);
   const std::string shown = out.substr(first + 1, second - first - 1);
-  EXPECT_EQ(shown, "merge(\\x1b]0;X\\x07\\x1b[2J, %)");
+  EXPECT_EQ(shown, "merge(\\x1b]0;X\\x07\\x1b[2J, \\u009b2J \xc3\xa9%)");
+  EXPECT_NE(out.find("unexpected token '\\x1b[31m'"), std::string::npos) << out;
   const std::string caret = out.substr(second + 1, out.size() - second - 2);
   ASSERT_EQ(caret.back(), '^');
-  EXPECT_EQ(shown[caret.size() - 1], '%') << shown << "\n" << caret;
+  EXPECT_EQ(shown[caret.size()], '%') << shown << "\n" << caret; // after the two bytes of "é", one column
+  // The line saying how many more errors there were names the file escaped too.
+  Diagnostics many("m\x1b[2J.bdsl", text);
+  for (size_t i = 0; i <= Diagnostics::kMaxReported; ++i) many.error(SourceLoc{1, 1}, "bad");
+  const std::string all = many.render();
+  for (const char c : all) EXPECT_TRUE(c == '\n' || static_cast<uint8_t>(c) >= 0x20) << all;
 }
 
 // --- a safetensors header as the list of the tensors (lang/SafetensorsIndex.h) --------------

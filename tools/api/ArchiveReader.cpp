@@ -78,71 +78,6 @@ uint64_t ArchiveReader::payloadSize() const {
 }
 
 namespace {
-
-/// The tensors of `c`'s header whose dtypes programs have no words for, each placed in the
-/// region of bytes that holds it. Only a checkpoint with such tensors has regions of bytes
-/// after its header (its tensors tile the rest), so the header is decoded only then.
-std::vector<TensorInfo> opaqueTensors(const Checkpoint &c, const Payload &payload, size_t member,
-                                      const std::string &file) {
-  const Region *h = headerRegion(c);
-  if (!h || std::none_of(c.regions.begin(), c.regions.end(), [](const Region &r) { return r.kind == RegionKind::Bytes; }))
-    return {};
-  if (h->bytes.size > kMaxSafetensorsHeader + 8) return {};
-  auto header = evaluate(*h->program, payload);
-  if (!header) return {};
-  auto layout = parseSafetensorsHeader(*header, c.source.size);
-  if (!layout) return {};
-  std::vector<TensorInfo> out;
-  for (const TensorEntry &t : layout->opaque) {
-    // The region of bytes holding it (an empty tensor: any region it borders).
-    auto holder = std::find_if(c.regions.begin(), c.regions.end(), [&](const Region &r) {
-      return r.kind == RegionKind::Bytes && r.bytes.offset <= t.begin && t.end <= r.bytes.offset + r.bytes.size;
-    });
-    if (holder == c.regions.end()) continue; // not where the header says: reading says so
-    out.push_back(TensorInfo{member, static_cast<size_t>(holder - c.regions.begin()), file, t.name, DType::U8,
-                             t.shape, t.end - t.begin, t.opaqueDtype,
-                             t.begin - holder->bytes.offset});
-  }
-  return out;
-}
-
-} // namespace
-
-std::vector<TensorInfo> ArchiveReader::tensors() const {
-  std::vector<TensorInfo> out;
-  for (size_t m = 0; m < memberCount(); ++m) {
-    const size_t first = out.size();
-    for (size_t r = 0; r < checkpoint(m).regions.size(); ++r) {
-      const Region &region = checkpoint(m).regions[r];
-      if (region.kind != RegionKind::Tensor) continue;
-      out.push_back(TensorInfo{m, r, member(m).path, region.name, region.dtype, region.shape, region.bytes.size});
-    }
-    std::vector<TensorInfo> opaque = opaqueTensors(checkpoint(m), payload(m), m, member(m).path);
-    if (opaque.empty()) continue;
-    out.insert(out.end(), std::make_move_iterator(opaque.begin()), std::make_move_iterator(opaque.end()));
-    auto start = [&](const TensorInfo &t) { return checkpoint(m).regions[t.region].bytes.offset + t.offset; };
-    std::stable_sort(out.begin() + static_cast<ptrdiff_t>(first), out.end(),
-                     [&](const TensorInfo &a, const TensorInfo &b) {
-                       // An empty tensor before one that starts where it is, as the header has it.
-                       return start(a) != start(b) ? start(a) < start(b) : a.bytes < b.bytes;
-                     });
-  }
-  return out;
-}
-
-Result<TensorInfo> ArchiveReader::findTensor(const std::string &name) const {
-  std::optional<TensorInfo> found;
-  for (TensorInfo &t : tensors()) {
-    if (t.name != name) continue;
-    if (found)
-      return Error{fmt::format("{} has tensor {} in both {} and {}", path_, quoteString(name), found->file, t.file)};
-    found = std::move(t);
-  }
-  if (!found) return Error{fmt::format("{} has no tensor {}", path_, quoteString(name))};
-  return *found;
-}
-
-namespace {
 /// Positional writes of one region, shifted to start at byte 0.
 class ShiftedSink final : public PositionalSink {
 public:
@@ -174,6 +109,77 @@ private:
   uint64_t base_, end_;
 };
 } // namespace
+
+std::vector<TensorInfo> ArchiveReader::opaqueTensors(size_t m) const {
+  // Only a header kept as text can list them: one written as the list of the tensors
+  // (`safetensors(…)`) lists the tensor regions, and these are not.
+  const Checkpoint &c = checkpoint(m);
+  const Region *h = headerRegion(c);
+  if (!h || h->index || h->bytes.size > kMaxSafetensorsHeader + 8) return {};
+  std::lock_guard lock(opaque_->mutex);
+  if (opaque_->members.size() != memberCount()) opaque_->members.assign(memberCount(), std::nullopt);
+  std::optional<std::vector<TensorInfo>> &known = opaque_->members[m];
+  if (known) return *known;
+  known.emplace();
+  // The header as decompress makes it, checked against its digest.
+  Bytes header(h->bytes.size);
+  VectorPositionalSink sink(header);
+  ShiftedSink shifted(sink, h->bytes.offset);
+  DecodeJob job = decodeJob(m, shifted);
+  job.onlyRegions = {static_cast<size_t>(h - c.regions.data())};
+  if (!decodeJobs(std::span(&job, 1), DecodeOptions{})) return {}; // reading a tensor then says why
+  auto layout = parseSafetensorsHeader(header, c.source.size);
+  if (!layout) return {};
+  for (const TensorEntry &t : layout->opaque) {
+    // The region of bytes holding it; an empty one, any region where it is.
+    const bool empty = t.end == t.begin;
+    auto holds = [&](const Region &r) {
+      return r.bytes.offset <= t.begin && t.end <= r.bytes.offset + r.bytes.size &&
+             (r.kind == RegionKind::Bytes || empty);
+    };
+    auto holder = std::find_if(c.regions.begin(), c.regions.end(), holds);
+    // A tensor across two regions of bytes (a program written so by hand) is not one to read.
+    if (holder == c.regions.end()) continue;
+    known->push_back(TensorInfo{m, static_cast<size_t>(holder - c.regions.begin()), member(m).path, t.name, DType::U8,
+                                t.shape, t.end - t.begin, t.opaqueDtype, t.begin - holder->bytes.offset});
+  }
+  return *known;
+}
+
+std::vector<TensorInfo> ArchiveReader::tensors() const {
+  std::vector<TensorInfo> out;
+  for (size_t m = 0; m < memberCount(); ++m) {
+    const size_t first = out.size();
+    for (size_t r = 0; r < checkpoint(m).regions.size(); ++r) {
+      const Region &region = checkpoint(m).regions[r];
+      if (region.kind != RegionKind::Tensor) continue;
+      out.push_back(TensorInfo{m, r, member(m).path, region.name, region.dtype, region.shape, region.bytes.size});
+    }
+    std::vector<TensorInfo> opaque = opaqueTensors(m);
+    if (opaque.empty()) continue;
+    out.insert(out.end(), std::make_move_iterator(opaque.begin()), std::make_move_iterator(opaque.end()));
+    auto start = [&](const TensorInfo &t) { return checkpoint(m).regions[t.region].bytes.offset + t.offset; };
+    std::stable_sort(out.begin() + static_cast<ptrdiff_t>(first), out.end(),
+                     [&](const TensorInfo &a, const TensorInfo &b) {
+                       // An empty tensor before one that starts where it is, as the header has it.
+                       return start(a) != start(b) ? start(a) < start(b) : a.bytes < b.bytes;
+                     });
+  }
+  return out;
+}
+
+Result<TensorInfo> ArchiveReader::findTensor(const std::string &name) const {
+  std::optional<TensorInfo> found;
+  for (TensorInfo &t : tensors()) {
+    if (t.name != name) continue;
+    if (found)
+      return Error{fmt::format("{} has tensor {} in both {} and {}", path_, quoteString(name), found->file, t.file)};
+    found = std::move(t);
+  }
+  if (!found) return Error{fmt::format("{} has no tensor {}", path_, quoteString(name))};
+  return *found;
+}
+
 
 DecodeJob ArchiveReader::decodeJob(size_t i, PositionalSink &output) const {
   DecodeJob job{&checkpoint(i), &payload(i), digests(i), &output,

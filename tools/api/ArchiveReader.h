@@ -64,8 +64,9 @@ public:
 
   /// Every tensor of every member, in member and file order: the tensor regions, and the
   /// tensors of dtypes programs have no words for, found in the header a member's program
-  /// rebuilds (where that header does not decode, they are left out: reading a tensor of the
-  /// member then says why).
+  /// rebuilds (where that header does not decode to its digest, they are left out: reading a
+  /// tensor of the member then says why; so is one a hand-written program splits across two
+  /// regions of bytes).
   std::vector<TensorInfo> tensors() const;
   /// The tensor called `name`; an error if no member or more than one has it.
   Result<TensorInfo> findTensor(const std::string &name) const;
@@ -86,6 +87,9 @@ public:
   Result<void> declarationsHold(size_t member) const;
 
 private:
+  /// Member m's tensors of dtypes programs have no words for, found once in its header.
+  std::vector<TensorInfo> opaqueTensors(size_t m) const;
+
   std::string path_;
   Archive archive_;
   std::vector<Module> modules_; ///< one checkpoint program per member
@@ -94,6 +98,11 @@ private:
     std::vector<std::optional<std::string>> checked; ///< per member: unchecked, "" held, or the error
   };
   std::shared_ptr<DeclarationChecks> declarations_ = std::make_shared<DeclarationChecks>();
+  struct OpaqueTensors {
+    std::mutex mutex;
+    std::vector<std::optional<std::vector<TensorInfo>>> members; ///< per member, once found
+  };
+  std::shared_ptr<OpaqueTensors> opaque_ = std::make_shared<OpaqueTensors>();
 };
 
 } // namespace brevis

@@ -17,16 +17,23 @@ struct Context {
 /// process's threads.
 inline constexpr unsigned kMaxThreads = 1024;
 
-/// A check that an option's value is a whole number from `low` to `high`, saying which of the
-/// two it is not ("5.5 is not a whole number", where CLI::Range said "not in range 1 to 9").
+/// An option value that must be a whole number from `low` to `high`, in decimal: says which of
+/// the two it is not ("5.5 is not a whole number", where CLI::Range said "not in range 1 to 9"),
+/// and hands the number on without its sign or leading zeros (CLI11 would read "010" as octal).
+/// Used with ->transform().
 inline CLI::Validator wholeNumberIn(long low, long high) {
   return CLI::Validator(
       [low, high](std::string &value) -> std::string {
-        size_t at = value.size() > 1 && (value[0] == '-' || value[0] == '+') ? 1 : 0;
-        const bool digits = at < value.size() && value.find_first_not_of("0123456789", at) == std::string::npos;
+        const bool negative = !value.empty() && value[0] == '-';
+        const size_t sign = !value.empty() && (value[0] == '-' || value[0] == '+') ? 1 : 0;
+        const bool digits = sign < value.size() && value.find_first_not_of("0123456789", sign) == std::string::npos;
         if (!digits) return value + " is not a whole number";
-        const long parsed = value.size() - at > 12 ? (value[0] == '-' ? low - 1 : high + 1) : std::stol(value);
-        if (parsed < low || parsed > high) return fmt::format("{} is not from {} to {}", value, low, high);
+        const std::string magnitude = value.substr(std::min(value.find_first_not_of('0', sign), value.size() - 1));
+        const std::string outOfRange = fmt::format("{} is not from {} to {}", value, low, high);
+        if (magnitude.size() > 12) return outOfRange;
+        const long number = negative ? -std::stol(magnitude) : std::stol(magnitude);
+        if (number < low || number > high) return outOfRange;
+        value = std::to_string(number);
         return std::string();
       },
       fmt::format("INT in [{} - {}]", low, high));
@@ -34,7 +41,7 @@ inline CLI::Validator wholeNumberIn(long low, long high) {
 
 /// Adds -T,--threads (0: all cores) to `cmd`, with a range check that names the option.
 inline CLI::Option *addThreadsOption(CLI::App *cmd, unsigned &threads, const std::string &help) {
-  return cmd->add_option("-T,--threads", threads, help)->check(wholeNumberIn(0, kMaxThreads));
+  return cmd->add_option("-T,--threads", threads, help)->transform(wholeNumberIn(0, kMaxThreads));
 }
 
 void registerSynth(CLI::App &app, Context &ctx);

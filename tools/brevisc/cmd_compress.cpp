@@ -223,7 +223,7 @@ void registerCompress(CLI::App &app, Context &ctx) {
                   "estimates: on a file, a lower level can come out a few hundredths of a percent smaller); the "
                   "`context` encoding, ten times slower to decode than any other, five times that and 1% at least; "
                   "neither it nor `rans_o1` is tried at level 1)")
-      ->check(wholeNumberIn(1, 9))
+      ->transform(wholeNumberIn(1, 9))
       ->capture_default_str();
   cmd->add_option("--prior", o->prior, kPriorHelp)->check([](const std::string &value) {
     return value.empty() ? std::string("--prior needs a prior file or \"uniform\"") : std::string();

@@ -97,10 +97,10 @@ void registerExplain(CLI::App &app, Context &ctx) {
       ->required();
   cmd->add_option("--tensor", o->tensor, "only this tensor (in a directory archive, in every file that has one)");
   cmd->add_option("-l,--level", o->level, "1-9: the search's level, as for compress")
-      ->check(wholeNumberIn(1, 9))
+      ->transform(wholeNumberIn(1, 9))
       ->capture_default_str();
   cmd->add_option("--candidates", o->candidates, "how many candidates to list per tensor")
-      ->check(wholeNumberIn(0, 1000))
+      ->transform(wholeNumberIn(0, 1000))
       ->capture_default_str();
   addThreadsOption(cmd, o->threads, "threads (default 0: all cores)");
   cmd->add_flag("--json", o->json, "print the report as JSON on stdout");

@@ -61,7 +61,7 @@ void registerPrior(CLI::App &app, Context &ctx) {
   learn->add_option("inputs", o->inputs, "safetensors checkpoints")->required();
   learn->add_option("-o,--output", o->output, "prior file to write (JSON; - for standard output)")->required();
   learn->add_option("-l,--level", o->level, "1-9: the encoding policy the sample is searched with, as for compress")
-      ->check(wholeNumberIn(1, 9))
+      ->transform(wholeNumberIn(1, 9))
       ->capture_default_str();
   addThreadsOption(learn, o->threads, "threads (default 0: all cores)");
   learn->add_flag("-f,--force", o->force, "overwrite an existing prior file");

@@ -219,7 +219,7 @@ void registerSynth(CLI::App &app, Context &ctx) {
   cmd->add_option("-o,--output", o->output, "program file to write (default: INPUT with extension .bdsl); "
                                             "the payload goes to OUTPUT.bin");
   addThreadsOption(cmd, o->threads, "synthesis threads (default 0: all cores)");
-  cmd->add_option("-l,--level", o->level, "1-9, as for compress")->check(wholeNumberIn(1, 9))->capture_default_str();
+  cmd->add_option("-l,--level", o->level, "1-9, as for compress")->transform(wholeNumberIn(1, 9))->capture_default_str();
   cmd->add_option("--prior", o->prior, kPriorHelp)->check([](const std::string &value) {
     return value.empty() ? std::string("--prior needs a prior file or \"uniform\"") : std::string();
   });
