@@ -121,7 +121,8 @@ SynthOutput synthesizeCheckpoint(ByteSpan file, const std::string &sourceName, c
   // any order and the joined payload is still the same. Regions are joined in file order as soon
   // as every region before them is done, and their buffers freed: the memory is then reused by
   // the regions that follow (a fresh buffer for every region, all held until the end, was most
-  // of level 1's page faults) and only the regions in flight are held twice.
+  // of level 1's page faults) and only the regions in flight, or done while a write goes on,
+  // are held twice.
   const size_t n = c.regions.size();
   std::vector<Bytes> payloads(n);
   std::vector<char> done(n, 0);
