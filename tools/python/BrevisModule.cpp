@@ -108,6 +108,13 @@ public:
     file_ = *file;
     reader_ = std::make_unique<ArchiveReader>(valueOr(ArchiveReader::open(file_, path)));
     tensors_ = reader_->tensors();
+    // Per member, the regions its tensors lie in (a region of bytes may hold several).
+    std::vector<std::vector<size_t>> regions(reader_->memberCount());
+    for (const TensorInfo &t : tensors_) regions[t.member].push_back(t.region);
+    for (auto &r : regions) {
+      std::sort(r.begin(), r.end());
+      tensorRegions_.push_back(static_cast<size_t>(std::unique(r.begin(), r.end()) - r.begin()));
+    }
   }
 
   std::string path() const { return reader_->path(); }
@@ -171,10 +178,7 @@ public:
       regions[m].erase(std::unique(regions[m].begin(), regions[m].end()), regions[m].end());
       // Every tensor of the member (load_file): decode the member whole, as decompress does,
       // with the decoder prepared for all of it; the other regions' bytes are dropped.
-      const size_t tensorRegions = static_cast<size_t>(std::count_if(
-          reader_->checkpoint(m).regions.begin(), reader_->checkpoint(m).regions.end(),
-          [](const Region &r) { return r.kind == RegionKind::Tensor; }));
-      if (regions[m].size() == tensorRegions) regions[m].clear();
+      if (regions[m].size() == tensorRegions_[m]) regions[m].clear();
       sinks.push_back(std::make_unique<ScatterSink>(std::move(targets[m])));
       jobs.push_back(DecodeJob{&reader_->checkpoint(m), &reader_->payload(m), reader_->digests(m), sinks.back().get(),
                                label(m), std::move(regions[m])});
@@ -229,6 +233,7 @@ private:
   std::shared_ptr<const MappedFile> file_;
   std::unique_ptr<ArchiveReader> reader_;
   std::vector<TensorInfo> tensors_;
+  std::vector<size_t> tensorRegions_; ///< per member, how many regions its tensors lie in
 };
 
 /// Compresses `bytes`, the file `name`, into the archive `target`; the GIL is released. With
