@@ -12,9 +12,8 @@
 
 #include <filesystem>
 #include <functional>
-#include <variant>
-
 #include <iostream>
+#include <variant>
 
 namespace brevis::cli {
 
@@ -112,9 +111,10 @@ int runCheck(const CheckOptions &o, const Verbosity &v) {
   if (o.json && o.types) return fail("--json and --types both print on standard output; choose one");
   std::error_code ec;
   std::vector<std::string> files{o.input};
+  std::string dir;
   if (std::filesystem::is_directory(o.input, ec)) {
     // A directory of programs, as unpack writes a directory archive: every .bdsl in it.
-    std::string dir = o.input;
+    dir = o.input;
     while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
     auto listed = listFiles(dir);
     if (!listed) return fail(listed.error().message);
@@ -130,6 +130,9 @@ int runCheck(const CheckOptions &o, const Verbosity &v) {
     ok = ok && checked.ok;
     regions += checked.regions;
   }
+  // The directory as a whole, as pack and run take it: each program's source a usable path,
+  // no two rebuilding one file, no file where another needs a directory.
+  if (ok && !dir.empty() && std::holds_alternative<int>(readProgramTree(dir, "checked"))) ok = false;
   if (o.json)
     printJson({{"command", "check"}, {"input", o.input}, {"ok", ok}, {"files", files.size()}, {"regions", regions}});
   return ok ? kExitOk : kExitFailure;
