@@ -27,6 +27,7 @@ struct PackOptions {
   std::string payload;
   bool force = false;
   bool json = false;
+  unsigned threads = 0;
 };
 
 /// `dir/name` relative paths ('/'-separated; `dir` may be empty).
@@ -187,7 +188,7 @@ int packDirectory(const PackOptions &o, const Verbosity &v) {
   std::string output = o.output.empty() ? withExtension(input, ".brv") : o.output;
   auto builder = ArchiveBuilder::create(output, o.force);
   if (!builder) return fail(builder.error().message);
-  const DecodeOptions options = decodeOptions(/*jit=*/false, resolveThreads(0));
+  const DecodeOptions options = decodeOptions(/*jit=*/false, resolveThreads(o.threads));
   uint64_t originalSize = 0;
   Preparation total;
   for (TreeProgram &p : programs) {
@@ -269,7 +270,7 @@ int runPack(const PackOptions &o, const Verbosity &v) {
   MemberSource member{baseName(c.source.fileName), std::move(c), std::move(*payload), std::move(*digests)};
   if (!isValidMemberPath(member.path))
     return fail(fmt::format("{} names an unusable source file {}", o.input, quoteString(member.checkpoint.source.fileName)));
-  auto added = (*builder)->add(member, decodeOptions(/*jit=*/false, resolveThreads(0)));
+  auto added = (*builder)->add(member, decodeOptions(/*jit=*/false, resolveThreads(o.threads)));
   if (!added) return fail(o.input + ": " + added.error().message);
   auto size = (*builder)->finish(/*directory=*/false);
   if (!size) return fail(size.error().message);
@@ -309,6 +310,7 @@ void registerPack(CLI::App &app, Context &ctx) {
       ->check(CLI::Validator([](std::string &s) { return s.empty() ? "needs a file name" : ""; }, "FILE"));
   cmd->add_option("--payload", o->payload, "payload file (default: the one the program names, beside it)");
   cmd->add_flag("-f,--force", o->force, "overwrite an existing archive");
+  addThreadsOption(cmd, o->threads, "threads for verifying what is packed (default 0: all cores)");
   cmd->add_flag("--json", o->json, "print the result as JSON on stdout (docs/cli.md)");
   cmd->callback([o, &ctx] { ctx.exitCode = runPack(*o, ctx.verbosity); });
 
