@@ -226,7 +226,9 @@ int failIn(const std::string &file, const Error &error) {
 Result<Payload> readPayload(const Checkpoint &c, const std::string &path) {
   std::error_code ec;
   if (c.payloadSize == 0 && !std::filesystem::exists(path, ec)) return Payload();
-  return Payload::readFile(path);
+  auto payload = Payload::readFile(path);
+  if (!payload) return Error{payload.error().message, c.payloadLoc}; // at the line that names it
+  return payload;
 }
 
 const Lit *firstPayloadLit(const Expr &e) {

@@ -194,7 +194,7 @@ int packDirectory(const PackOptions &o, const Verbosity &v) {
   for (TreeProgram &p : programs) {
     // One member's payload in memory at a time; each is verified before it is written.
     auto payload = readPayload(p.checkpoint, directoryOf(p.file) + "/" + baseName(p.checkpoint.payloadFile));
-    if (!payload) return fail(payload.error().message);
+    if (!payload) return failIn(p.file, payload.error());
     auto original = originalBeside(p.file, p.checkpoint);
     auto prepared = prepareForPacking(p.file, p.checkpoint, *payload, original.get());
     if (auto *failed = std::get_if<int>(&prepared)) return *failed;
@@ -252,7 +252,7 @@ int runPack(const PackOptions &o, const Verbosity &v) {
   Checkpoint &c = module->checkpoint();
   std::string payloadPath = o.payload.empty() ? directoryOf(o.input) + "/" + baseName(c.payloadFile) : o.payload;
   auto payload = readPayload(c, payloadPath);
-  if (!payload) return fail(payload.error().message);
+  if (!payload) return o.payload.empty() ? failIn(o.input, payload.error()) : fail(payload.error().message);
   auto original = originalBeside(o.input, c);
   auto prepared = prepareForPacking(o.input, c, *payload, original.get());
   if (auto *failed = std::get_if<int>(&prepared)) return *failed;

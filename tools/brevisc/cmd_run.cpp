@@ -139,7 +139,7 @@ int runDirectory(const RunOptions &o, const Verbosity &v) {
   uint64_t written = 0;
   for (const TreeProgram &p : programs) {
     auto payload = readPayload(p.checkpoint, directoryOf(p.file) + "/" + baseName(p.checkpoint.payloadFile));
-    if (!payload) return fail(payload.error().message);
+    if (!payload) return failIn(p.file, payload.error());
     auto original = originalBeside(p.file, p.checkpoint);
     auto file = (*out)->createFile(p.memberPath);
     if (!file) return fail(file.error().message);
@@ -229,7 +229,7 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
   }
   if (!payloadPath.empty()) {
     auto loaded = module->isCheckpoint() ? readPayload(module->checkpoint(), payloadPath) : Payload::readFile(payloadPath);
-    if (!loaded) return fail(loaded.error().message);
+    if (!loaded) return o.payload.empty() ? failIn(o.input, loaded.error()) : fail(loaded.error().message);
     payload = std::move(*loaded);
     // A payload given with --payload is named as given, not as the program's payload line names it.
     if (!o.payload.empty() && module->isCheckpoint() && payload.size() != module->checkpoint().payloadSize)
