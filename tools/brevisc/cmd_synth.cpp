@@ -53,8 +53,14 @@ int runFill(const SynthCommandOptions &o, const std::string &sketchPath, std::st
   if (!module->isCheckpoint()) return fail(sketchPath + ": a sketch is a checkpoint program (brevis 1, source, payload, regions)");
   Checkpoint &c = module->checkpoint();
   auto beside = [&](const std::string &name) { return directoryOf(sketchPath) + "/" + baseName(name); };
-  if (modelPath.empty()) modelPath = beside(c.source.fileName);
+  const bool fromSourceLine = modelPath.empty();
+  if (fromSourceLine) modelPath = beside(c.source.fileName);
   auto model = openInput(modelPath);
+  if (!model && fromSourceLine)
+    return failIn(sketchPath, Error{fmt::format("the holes are filled from the checkpoint this line names, beside the "
+                                                "program: {} (give another with --sketch {} CHECKPOINT)",
+                                                model.error().message, sketchPath),
+                                    c.sourceLoc});
   if (!model) return fail(model.error().message);
   const ByteSpan file = (*model)->bytes();
   if (file.size() != c.source.size || xxh64(file) != c.source.xxh64)
