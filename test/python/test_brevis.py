@@ -32,6 +32,17 @@ def read_safetensors(path):
     return metadata, tensors
 
 
+def write_safetensors(path, parts):
+    """A safetensors file of `parts` [(name, dtype, shape, bytes)], laid out one after another."""
+    header, offset = {}, 0
+    for name, dtype, shape, raw in parts:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(raw)]}
+        offset += len(raw)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    path.write_bytes(len(h).to_bytes(8, "little") + h + b"".join(raw for *_, raw in parts))
+
+
 @pytest.fixture(scope="module", params=CHECKPOINTS)
 def archived(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("archived")
@@ -304,14 +315,8 @@ def test_tensors_of_dtypes_programs_have_no_words_for_load_as_their_bytes(tmp_pa
              ("q", "F4", [6000], rng.integers(0, 256, 3000, dtype=np.uint8).tobytes()),
              ("nothing", "F6_E2M3", [0], b""),
              ("w2", "F32", [4000], rng.standard_normal(4000).astype(np.float32).tobytes())]
-    header, offset = {}, 0
-    for name, dtype, shape, raw in parts:
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(raw)]}
-        offset += len(raw)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
     source = tmp_path / "mixed.safetensors"
-    source.write_bytes(len(h).to_bytes(8, "little") + h + b"".join(raw for *_, raw in parts))
+    write_safetensors(source, parts)
     brevis.compress(source)
     archive = str(source) + ".brv"
     got = brevis.numpy.load_file(archive)
@@ -330,14 +335,9 @@ def test_tensors_of_dtypes_programs_have_no_words_for_load_as_their_bytes(tmp_pa
     assert tensor.read_bytes() == parts[2][3]
     # Empty ones where no region of bytes is: between two tensor regions, and last.
     f32 = np.arange(4, dtype=np.float32).tobytes()
-    header = {"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},
-              "e": {"dtype": "F8_E8M0", "shape": [0], "data_offsets": [16, 16]},
-              "z": {"dtype": "F32", "shape": [4], "data_offsets": [16, 32]},
-              "last": {"dtype": "C64", "shape": [0, 3], "data_offsets": [32, 32]}}
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
     source = tmp_path / "empties.safetensors"
-    source.write_bytes(len(h).to_bytes(8, "little") + h + f32 + f32)
+    write_safetensors(source, [("a", "F32", [4], f32), ("e", "F8_E8M0", [0], b""), ("z", "F32", [4], f32),
+                               ("last", "C64", [0, 3], b"")])
     brevis.compress(source)
     got = brevis.numpy.load_file(str(source) + ".brv")
     assert list(got) == ["a", "e", "z", "last"]

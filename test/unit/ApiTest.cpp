@@ -106,7 +106,7 @@ TEST(ArchiveReader, ReportsAmbiguousNamesAndDamagedTensors) {
   EXPECT_NE(ambiguous.error().message.find("in both a/bf16.safetensors and f32.safetensors"), std::string::npos);
   // Region 1 of the first member is its first tensor in file order; its digest was damaged.
   const Region &first = archive->checkpoint(0).regions[1];
-  TensorInfo t{0, 1, "a/bf16.safetensors", first.name, first.dtype, first.shape, first.bytes.size};
+  TensorInfo t{0, 1, "a/bf16.safetensors", first.name, first.dtype, first.shape, first.bytes.size, {}, 0};
   Bytes out(t.bytes);
   VectorPositionalSink sink(out);
   auto damaged = archive->readTensor(t, sink);

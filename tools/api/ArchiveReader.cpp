@@ -78,23 +78,10 @@ uint64_t ArchiveReader::payloadSize() const {
 }
 
 namespace {
-/// Positional writes of one region, shifted to start at byte 0.
-class ShiftedSink final : public PositionalSink {
-public:
-  ShiftedSink(PositionalSink &out, uint64_t base) : out_(out), base_(base) {}
-  Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) override {
-    return out_.writeAt(offset - base_, data, size);
-  }
-  uint8_t *memoryAt(uint64_t offset, size_t size) override { return out_.memoryAt(offset - base_, size); }
-
-private:
-  PositionalSink &out_;
-  uint64_t base_;
-};
-
-/// Positional writes of the bytes [base, base + size) of a member, shifted to start at byte 0;
-/// the other bytes of the pieces decoded (a tensor inside a region of bytes shares them with
-/// its neighbours) are dropped.
+/// Positional writes of the bytes [base, base + size) of a member, shifted to start at byte 0:
+/// a region, or a part of one. The other bytes of the pieces decoded (a tensor inside a region
+/// of bytes shares them with its neighbours) are dropped; a range inside the window is decoded
+/// in place where `out` keeps memory.
 class WindowSink final : public PositionalSink {
 public:
   WindowSink(PositionalSink &out, uint64_t base, uint64_t size) : out_(out), base_(base), end_(base + size) {}
@@ -103,12 +90,28 @@ public:
     if (from >= to) return {};
     return out_.writeAt(from - base_, data + (from - offset), to - from);
   }
+  uint8_t *memoryAt(uint64_t offset, size_t size) override {
+    return offset >= base_ && offset + size <= end_ ? out_.memoryAt(offset - base_, size) : nullptr;
+  }
 
 private:
   PositionalSink &out_;
   uint64_t base_, end_;
 };
 } // namespace
+
+Result<Bytes> ArchiveReader::header(size_t m, const DecodeOptions &options) const {
+  const Checkpoint &c = checkpoint(m);
+  const Region *h = headerRegion(c);
+  if (!h) return Bytes();
+  Bytes out(h->bytes.size);
+  VectorPositionalSink sink(out);
+  WindowSink window(sink, h->bytes.offset, h->bytes.size);
+  DecodeJob job = decodeJob(m, window);
+  job.onlyRegions = {static_cast<size_t>(h - c.regions.data())};
+  BREVIS_TRY(decodeJobs(std::span(&job, 1), options));
+  return out;
+}
 
 std::vector<TensorInfo> ArchiveReader::opaqueTensors(size_t m) const {
   // Only a header kept as text can list them: one written as the list of the tensors
@@ -121,14 +124,9 @@ std::vector<TensorInfo> ArchiveReader::opaqueTensors(size_t m) const {
   std::optional<std::vector<TensorInfo>> &known = opaque_->members[m];
   if (known) return *known;
   known.emplace();
-  // The header as decompress makes it, checked against its digest.
-  Bytes header(h->bytes.size);
-  VectorPositionalSink sink(header);
-  ShiftedSink shifted(sink, h->bytes.offset);
-  DecodeJob job = decodeJob(m, shifted);
-  job.onlyRegions = {static_cast<size_t>(h - c.regions.data())};
-  if (!decodeJobs(std::span(&job, 1), DecodeOptions{})) return {}; // reading a tensor then says why
-  auto layout = parseSafetensorsHeader(header, c.source.size);
+  auto bytes = header(m);
+  if (!bytes) return {}; // reading a tensor then says why
+  auto layout = parseSafetensorsHeader(*bytes, c.source.size);
   if (!layout) return {};
   for (const TensorEntry &t : layout->opaque) {
     // The region of bytes holding it; an empty one, any region where it is.
@@ -153,7 +151,7 @@ std::vector<TensorInfo> ArchiveReader::tensors() const {
     for (size_t r = 0; r < checkpoint(m).regions.size(); ++r) {
       const Region &region = checkpoint(m).regions[r];
       if (region.kind != RegionKind::Tensor) continue;
-      out.push_back(TensorInfo{m, r, member(m).path, region.name, region.dtype, region.shape, region.bytes.size});
+      out.push_back(TensorInfo{m, r, member(m).path, region.name, region.dtype, region.shape, region.bytes.size, {}, 0});
     }
     std::vector<TensorInfo> opaque = opaqueTensors(m);
     if (opaque.empty()) continue;
@@ -203,8 +201,9 @@ Result<void> ArchiveReader::declarationsHold(size_t member) const {
 Result<void> ArchiveReader::readTensor(const TensorInfo &t, PositionalSink &sink, const DecodeOptions &options) const {
   if (!t.opaqueDtype.empty()) return readTensorPart(t, ByteRange{0, t.bytes}, sink, options);
   BREVIS_TRY(declarationsHold(t.member));
-  ShiftedSink shifted(sink, checkpoint(t.member).regions[t.region].bytes.offset);
-  DecodeJob job = decodeJob(t.member, shifted);
+  const Region &r = checkpoint(t.member).regions[t.region];
+  WindowSink window(sink, r.bytes.offset, r.bytes.size);
+  DecodeJob job = decodeJob(t.member, window);
   job.onlyRegions = {t.region};
   return decodeJobs(std::span(&job, 1), options);
 }
@@ -227,12 +226,9 @@ Result<void> ArchiveReader::readTensorPart(const TensorInfo &t, ByteRange part, 
   BREVIS_TRY(declarationsHold(t.member));
   const ByteRange decoded = tensorPartToDecode(t, part);
   if (decoded.size == 0) return {};
-  const uint64_t base = checkpoint(t.member).regions[t.region].bytes.offset + t.offset + decoded.offset;
-  // A tensor region's pieces are its own bytes, written in place; a tensor inside a region of
-  // bytes takes its part of them.
-  ShiftedSink shifted(sink, base);
-  WindowSink window(sink, base, decoded.size);
-  DecodeJob job = decodeJob(t.member, t.opaqueDtype.empty() ? static_cast<PositionalSink &>(shifted) : window);
+  WindowSink window(sink, checkpoint(t.member).regions[t.region].bytes.offset + t.offset + decoded.offset,
+                    decoded.size);
+  DecodeJob job = decodeJob(t.member, window);
   job.onlyRegions = {t.region};
   job.onlyBytes = ByteRange{t.offset + part.offset, part.size};
   return decodeJobs(std::span(&job, 1), options);

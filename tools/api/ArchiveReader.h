@@ -62,6 +62,9 @@ public:
   uint64_t originalSize() const;
   uint64_t payloadSize() const;
 
+  /// The safetensors header member `m`'s program rebuilds (length prefix and JSON), decoded and
+  /// checked against its digest; empty where the member has no header region.
+  Result<Bytes> header(size_t m, const DecodeOptions &options = {}) const;
   /// Every tensor of every member, in member and file order: the tensor regions, and the
   /// tensors of dtypes programs have no words for, found in the header a member's program
   /// rebuilds (where that header does not decode to its digest, they are left out: reading a

@@ -141,21 +141,13 @@ public:
 
   /// The safetensors header of member `m` (length prefix and JSON), decoded and checked.
   py::bytes header(size_t m) const {
-    const Checkpoint &c = reader_->checkpoint(checkedMember(m));
-    auto at = std::find_if(c.regions.begin(), c.regions.end(),
-                           [](const Region &r) { return r.kind == RegionKind::Header; });
-    if (at == c.regions.end()) return py::bytes("");
-    const size_t region = static_cast<size_t>(at - c.regions.begin());
-    Bytes out(at->bytes.size);
-    ScatterSink sink({{at->bytes.offset, at->bytes.size, out.data()}});
-    Result<void> done;
+    Result<Bytes> out = Bytes();
     {
       py::gil_scoped_release release;
-      DecodeJob job{&c, &reader_->payload(m), reader_->digests(m), &sink, label(m), {region}};
-      done = decodeJobs(std::span(&job, 1), DecodeOptions{});
+      out = reader_->header(checkedMember(m));
     }
-    check(done);
-    return py::bytes(reinterpret_cast<const char *>(out.data()), out.size());
+    const Bytes bytes = valueOr(std::move(out));
+    return py::bytes(reinterpret_cast<const char *>(bytes.data()), bytes.size());
   }
 
   /// Decodes the tensors `indices` (into tensors()) into `buffers`, one each, on `threads`.

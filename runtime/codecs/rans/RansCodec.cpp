@@ -143,33 +143,35 @@ void encodeRansBlock(std::span<const W> words, unsigned order, size_t b, std::sp
   std::copy(words.begin() + begin, words.begin() + end, block.begin());
   Bytes patches;
   uint64_t patchCount = 0;
+  // Order-0 blocks htscodecs would code 32-way are coded by our encoder where its setup costs
+  // more than the coding (RansX32Encode.h); the frames are the same.
+  const bool ours = order == 0 && block.size() >= kRansX32MinBytes && block.size() <= kRansX32OwnMaxBytes;
   if (order == 0) {
     uint64_t counts[256] = {};
     if (b < blockCounts.size()) std::copy(blockCounts[b].begin(), blockCounts[b].end(), counts);
     else countSmallValues(std::span<const uint8_t>(block), counts);
     const RarePlan plan = planRarePatches(counts, block.size());
     patchCount = patchRareWords(block, plan, patches);
-    if (block.size() >= kRansX32MinBytes && block.size() <= kRansX32OwnMaxBytes) { // htscodecs' setup costs more
+    if (ours) {
       for (unsigned s = 0; s < 256; ++s)
         if (plan.rare[s]) counts[plan.replacement] += std::exchange(counts[s], 0);
       frame.clear();
       encodeRansX32Frame(block, counts, frame);
-      putVarint(out, frame.size());
-      out.insert(out.end(), frame.begin(), frame.end());
-      putVarint(out, patchCount);
-      out.insert(out.end(), patches.begin(), patches.end());
-      return;
     }
   }
-  unsigned bound = rans_compress_bound_4x16(static_cast<unsigned>(block.size()), static_cast<int>(order) | RANS_ORDER_X32);
-  if (frame.size() < bound) frame.resize(bound);
-  unsigned size = bound;
-  touchSlack(block.data(), block.size(), kRansInputSlack, kRansInputSlack);
-  if (!rans_compress_to_4x16(block.data(), static_cast<unsigned>(block.size()), frame.data(), &size,
-                             static_cast<int>(order) | RANS_ORDER_X32))
-    __builtin_trap(); // only fails on allocation failure or a buffer below the bound
+  size_t size = frame.size();
+  if (!ours) {
+    const int flags = static_cast<int>(order) | RANS_ORDER_X32;
+    const unsigned bound = rans_compress_bound_4x16(static_cast<unsigned>(block.size()), flags);
+    if (frame.size() < bound) frame.resize(bound);
+    unsigned coded = bound;
+    touchSlack(block.data(), block.size(), kRansInputSlack, kRansInputSlack);
+    if (!rans_compress_to_4x16(block.data(), static_cast<unsigned>(block.size()), frame.data(), &coded, flags))
+      __builtin_trap(); // only fails on allocation failure or a buffer below the bound
+    size = coded;
+  }
   putVarint(out, size);
-  out.insert(out.end(), frame.begin(), frame.begin() + size);
+  out.insert(out.end(), frame.begin(), frame.begin() + static_cast<ptrdiff_t>(size));
   putVarint(out, patchCount);
   out.insert(out.end(), patches.begin(), patches.end());
 }

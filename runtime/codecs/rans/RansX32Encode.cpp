@@ -104,8 +104,7 @@ EncodeStep stepFor(uint32_t f, uint32_t cum) {
     e.shift = 0;
     e.bias = cum + (1u << kShift) - 1;
   } else {
-    unsigned bits = 0;
-    while ((1u << bits) < f) ++bits;
+    const unsigned bits = static_cast<unsigned>(std::bit_width(f - 1)); // ceil(log2 f)
     e.reciprocal = static_cast<uint32_t>(((uint64_t{1} << (bits + 31)) + f - 1) / f);
     e.shift = static_cast<uint8_t>(bits - 1);
     e.bias = cum;
