@@ -3,6 +3,7 @@
 #include "lang/StreamType.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace brevis {
 
@@ -54,7 +55,8 @@ FieldLayout splitAtConstantBits(const FieldLayout &layout, unsigned width, uint6
 
 } // namespace
 
-std::vector<ProposedLayout> proposeFieldLayouts(unsigned width, const DTypeInfo *floatType, uint64_t constantMask) {
+std::vector<ProposedLayout> proposeFieldLayouts(unsigned width, const DTypeInfo *floatType, uint64_t constantMask,
+                                                bool withSignJoined) {
   std::vector<ProposedLayout> layouts;
   auto add = [&](const FieldLayout &layout, const std::string &kind) {
     if (layout.size() >= 2 && std::none_of(layouts.begin(), layouts.end(), [&](const auto &l) { return l.widths == layout; }))
@@ -76,7 +78,7 @@ std::vector<ProposedLayout> proposeFieldLayouts(unsigned width, const DTypeInfo 
       addWithConstantsSplit({s, e + k, m - k});
     }
     // The sign with them too, where the joint symbol fits the entropy coders' 16 bits.
-    for (unsigned k = 0; k <= 3 && k < m && s + e + k <= 16; ++k) {
+    for (unsigned k = 0; withSignJoined && k <= 3 && k < m && s + e + k <= 16; ++k) {
       kind = "signexp+" + std::to_string(k);
       addWithConstantsSplit({s + e + k, m - k});
     }
@@ -91,6 +93,35 @@ std::vector<ProposedLayout> proposeFieldLayouts(unsigned width, const DTypeInfo 
   kind = "bytes";
   if (width >= 16 && width % 8 == 0) addWithConstantsSplit(FieldLayout(width / 8, 8));
   return layouts;
+}
+
+bool signMayJoinExponent(WordsView words, const DTypeInfo &floatType) {
+  // A fair coin: at least this many bits of entropy; telling nothing: less than this many bits
+  // of information shared with the exponent (mantissaLooksRandom's bound for a field's top bits).
+  constexpr double kMinSignBits = 0.99, kMaxSharedBits = 0.01;
+  const unsigned e = floatType.exponentBits, m = floatType.mantissaBits;
+  if (floatType.signBits != 1 || e == 0 || e > 16 || words.empty()) return true;
+  const size_t exponents = size_t{1} << e;
+  std::vector<uint64_t> joint(2 * exponents); // [sign][exponent]
+  words.visit([&](auto span) {
+    for (const uint64_t w : span) ++joint[((w >> (m + e)) & 1) * exponents + ((w >> m) & (exponents - 1))];
+  });
+  const auto n = static_cast<double>(words.size());
+  double sign[2] = {0, 0};
+  std::vector<double> exponent(exponents);
+  for (size_t i = 0; i < joint.size(); ++i) {
+    sign[i / exponents] += static_cast<double>(joint[i]);
+    exponent[i % exponents] += static_cast<double>(joint[i]);
+  }
+  double signBits = 0, shared = 0;
+  for (const double c : sign)
+    if (c > 0) signBits -= c / n * std::log2(c / n);
+  for (size_t i = 0; i < joint.size(); ++i)
+    if (joint[i]) {
+      const auto c = static_cast<double>(joint[i]);
+      shared += c / n * std::log2(c * n / (sign[i / exponents] * exponent[i % exponents]));
+    }
+  return signBits < kMinSignBits || shared >= kMaxSharedBits;
 }
 
 std::string fieldName(unsigned width, const DTypeInfo *floatType, unsigned lo, unsigned w) {

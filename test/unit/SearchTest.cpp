@@ -20,6 +20,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <random>
 #include <set>
 
 using namespace brevis;
@@ -275,7 +276,7 @@ TEST_F(Planted, ABudgetOfZeroReturnsTheTemplatesShapeUnscoredUnlessTraced) {
 TEST(FieldLayouts, TheTemplateComesFirstAndConstantBitsGetFieldsOfTheirOwn) {
   const DTypeInfo &f32 = dtypeInfo(DType::F32);
   // Low 13 bits constant (F16 origin).
-  const auto layouts = proposeFieldLayouts(32, &f32, 0x1fff);
+  const auto layouts = proposeFieldLayouts(32, &f32, 0x1fff, true);
   ASSERT_FALSE(layouts.empty());
   EXPECT_EQ(layouts[0].widths, (FieldLayout{1, 8, 23}));
   EXPECT_EQ(layouts[0].kind, "ieee");
@@ -292,6 +293,36 @@ TEST(FieldLayouts, TheTemplateComesFirstAndConstantBitsGetFieldsOfTheirOwn) {
   EXPECT_EQ(fieldName(32, &f32, 31, 1), "sign");
   EXPECT_EQ(fieldName(16, nullptr, 8, 8), "bits15_8");
   EXPECT_EQ(constantBits(std::vector<uint64_t>{0xf0, 0xf1, 0xf3}, 8), 0xfcu);
+}
+
+TEST(FieldLayouts, TheSignJoinsTheExponentOnlyWhereItMayCodeSmallerSo) {
+  const DTypeInfo &bf16 = dtypeInfo(DType::BF16);
+  auto kinds = [&](bool joined) {
+    std::vector<std::string> out;
+    for (const ProposedLayout &l : proposeFieldLayouts(16, &bf16, 0, joined)) out.push_back(l.kind);
+    return out;
+  };
+  auto hasSignJoined = [](const std::vector<std::string> &k) {
+    return std::any_of(k.begin(), k.end(), [](const std::string &s) { return s.starts_with("signexp"); });
+  };
+  EXPECT_TRUE(hasSignJoined(kinds(true)));
+  EXPECT_FALSE(hasSignJoined(kinds(false)));
+  EXPECT_EQ(kinds(false).front(), "ieee");
+
+  // BF16 words: sign bit 15, exponent bits 14..7, mantissa bits 6..0.
+  std::mt19937_64 rng(7);
+  auto word = [](uint64_t sign, uint64_t exponent, uint64_t mantissa) { return sign << 15 | exponent << 7 | mantissa; };
+  std::vector<uint64_t> independent, tied, positive;
+  for (int i = 0; i < 20000; ++i) {
+    const uint64_t exponent = 120 + rng() % 8, mantissa = rng() % 128, sign = rng() & 1;
+    independent.push_back(word(sign, exponent, mantissa));
+    tied.push_back(word(exponent >= 124 ? sign : 0, exponent, mantissa)); // small values are positive
+    positive.push_back(word(rng() % 8 == 0, exponent, mantissa));           // a sign of 0.54 bits
+  }
+  EXPECT_FALSE(signMayJoinExponent(independent, bf16));
+  EXPECT_TRUE(signMayJoinExponent(tied, bf16));
+  EXPECT_TRUE(signMayJoinExponent(positive, bf16));
+  EXPECT_TRUE(signMayJoinExponent(std::vector<uint64_t>{}, bf16));
 }
 
 /// A region's stored bytes: its payload, plus its program text as the search models it after the
