@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fcntl.h>
@@ -347,7 +348,25 @@ OutputFile::OutputFile(std::string path, std::string tempPath, std::FILE *f, boo
                 ::lseek(fileno(file_), 0, SEEK_CUR) >= 0;
 }
 
-Result<std::unique_ptr<OutputFile>> OutputFile::create(const std::string &path, bool overwrite) {
+std::string fileALinkNames(const std::string &path) {
+  struct stat link, named, resolvedSt;
+  if (::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode) || ::stat(path.c_str(), &named) != 0 ||
+      !S_ISREG(named.st_mode))
+    return path;
+  char *resolved = ::realpath(path.c_str(), nullptr);
+  std::string out;
+  if (resolved && ::stat(resolved, &resolvedSt) == 0 && resolvedSt.st_dev == named.st_dev &&
+      resolvedSt.st_ino == named.st_ino)
+    out = resolved;
+  std::free(resolved);
+  return out;
+}
+
+Result<std::unique_ptr<OutputFile>> OutputFile::create(const std::string &given, bool overwrite) {
+  // A link to a regular file is followed: the file is replaced, not the link (`-o /dev/stdout`
+  // with standard output redirected to a file; a checkpoint linked into a model directory).
+  const std::string path = fileALinkNames(given);
+  if (path.empty()) return Error{fmt::format("cannot follow the link {} to the file it names", given)};
   struct stat st;
   bool exists = ::stat(path.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode)) return Error{fmt::format("{} is a directory", path)};

@@ -79,10 +79,17 @@ private:
   Bytes copy_;
 };
 
+/// The regular file a symbolic link names, which an output through the link replaces: `path`
+/// itself where it is no link to one (a link to a device or a pipe is written through, a link
+/// to nothing yet replaced); empty where the file cannot be named by a path (a file deleted while
+/// open, behind /proc/self/fd/N).
+std::string fileALinkNames(const std::string &path);
+
 class OutputFile final : public ByteSink, public PositionalSink {
 public:
-  /// Opens a temporary file next to `path`. With overwrite false, fails if `path` exists (and
-  /// commit() fails if it appeared meanwhile).
+  /// Opens a temporary file next to `path` (next to the file it names, where it is a link to
+  /// one). With overwrite false, fails if `path` exists (and commit() fails if it appeared
+  /// meanwhile). A device or a pipe is written in place.
   static Result<std::unique_ptr<OutputFile>> create(const std::string &path, bool overwrite);
   /// Standard output, written in place (`name` in messages).
   static Result<std::unique_ptr<OutputFile>> standardOutput(std::string name = "standard output");

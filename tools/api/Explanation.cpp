@@ -48,7 +48,7 @@ double bitsPerWord(uint64_t bytes, uint64_t words) {
 
 Result<std::vector<ExplainedTensor>> explainTensors(std::shared_ptr<const MappedFile> file, const std::string &name,
                                                     const ExplainSettings &settings) {
-  const StrategyOptions options = strategyOptionsForLevel(settings.level);
+  const StrategyOptions options = settings.strategy ? *settings.strategy : strategyOptionsForLevel(settings.level);
   struct Job {
     RegionInput input;
     const Expr *stored = nullptr;

@@ -25,6 +25,9 @@ struct ExplainSettings {
   std::optional<std::string> tensor;
   int level = kDefaultLevel;
   unsigned threads = 1;
+  /// The search's options where they are not the level's alone (a prior given, as compress
+  /// --prior takes it).
+  std::optional<StrategyOptions> strategy;
 };
 
 /// The report of every tensor of `file` (`name` in messages): an archive's stored programs, or

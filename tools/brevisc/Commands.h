@@ -44,6 +44,13 @@ inline CLI::Option *addThreadsOption(CLI::App *cmd, unsigned &threads, const std
   return cmd->add_option("-T,--threads", threads, help)->transform(wholeNumberIn(0, kMaxThreads));
 }
 
+/// Adds --prior (kPriorHelp; strategyOptionsFor reads it) to `cmd`.
+inline CLI::Option *addPriorOption(CLI::App *cmd, std::string &prior) {
+  return cmd->add_option("--prior", prior, kPriorHelp)->check([](const std::string &value) {
+    return value.empty() ? std::string("--prior needs a prior file or \"uniform\"") : std::string();
+  });
+}
+
 void registerSynth(CLI::App &app, Context &ctx);
 void registerCheck(CLI::App &app, Context &ctx);
 void registerFmt(CLI::App &app, Context &ctx);

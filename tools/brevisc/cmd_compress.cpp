@@ -65,7 +65,7 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
   }
   if (!toStdout && !fromStdin) {
     if (sameFile(input, output))
-      return usageError(fmt::format("{} would replace its own input; use -o PATH", output));
+      return usageError(fmt::format("{} would replace its own input; choose another output with -o PATH", output));
     if (directory) {
       auto inside = fs::weakly_canonical(output, ec).lexically_relative(fs::canonical(input, ec));
       if (!ec && !inside.empty() && *inside.begin() != "..")
@@ -225,9 +225,7 @@ void registerCompress(CLI::App &app, Context &ctx) {
                   "neither it nor `rans_o1` is tried at level 1)")
       ->transform(wholeNumberIn(1, 9))
       ->capture_default_str();
-  cmd->add_option("--prior", o->prior, kPriorHelp)->check([](const std::string &value) {
-    return value.empty() ? std::string("--prior needs a prior file or \"uniform\"") : std::string();
-  });
+  addPriorOption(cmd, o->prior);
   cmd->add_flag("-f,--force", o->force, "overwrite an existing archive");
   cmd->add_flag("--json", o->json, "print the summary as JSON on stdout");
   cmd->callback([o, &ctx] { ctx.exitCode = runCompress(*o, ctx.verbosity); });

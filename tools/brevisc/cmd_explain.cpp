@@ -5,6 +5,7 @@
 // come from searching the decoded tensor again at the given level.
 #include "tools/brevisc/Commands.h"
 
+#include "lang/Diagnostics.h"
 #include "lang/Printer.h"
 #include "runtime/containers/FileIO.h"
 #include "tools/api/Explanation.h"
@@ -19,6 +20,7 @@ struct ExplainOptions {
   std::string input;
   std::optional<std::string> tensor;
   int level = kDefaultLevel;
+  std::string prior;
   unsigned threads = 0;
   size_t candidates = 5;
   bool json = false;
@@ -65,7 +67,10 @@ int runExplain(const ExplainOptions &o, const Verbosity &v) {
   const std::string inputName = shownName(o.input);
   auto file = openInput(o.input); // a checkpoint or an archive, from a file or a pipe
   if (!file) return fail(file.error().message);
-  auto explained = explainTensors(*file, inputName, ExplainSettings{o.tensor, o.level, resolveThreads(o.threads)});
+  auto strategy = strategyOptionsFor(o.level, o.prior);
+  if (!strategy) return fail(strategy.error().message);
+  auto explained =
+      explainTensors(*file, inputName, ExplainSettings{o.tensor, o.level, resolveThreads(o.threads), *strategy});
   if (!explained) return fail(explained.error().message);
   if (explained->empty() && !v.quiet) // an archive of a file kept as bytes
     std::cerr << fmt::format("brevisc: note: {} holds no tensors: its file is kept as bytes\n", inputName);
@@ -77,7 +82,7 @@ int runExplain(const ExplainOptions &o, const Verbosity &v) {
     for (size_t i = 0; i < explained->size(); ++i) {
       const ExplainedTensor &t = (*explained)[i];
       if (i) std::cout << "\n";
-      if (!t.file.empty()) std::cout << "in " << t.file << ":\n";
+      if (!t.file.empty()) std::cout << "in " << withControlsEscaped(t.file) << ":\n";
       printText(t.report, o.candidates);
       if (!t.repeatOf.empty())
         std::cout << fmt::format("  repeats the bytes of {}: the same program, reading its payload\n",
@@ -99,6 +104,7 @@ void registerExplain(CLI::App &app, Context &ctx) {
   cmd->add_option("-l,--level", o->level, "1-9: the search's level, as for compress")
       ->transform(wholeNumberIn(1, 9))
       ->capture_default_str();
+  addPriorOption(cmd, o->prior);
   cmd->add_option("--candidates", o->candidates, "how many candidates to list per tensor")
       ->transform(wholeNumberIn(0, 1000))
       ->capture_default_str();

@@ -8,6 +8,7 @@
 #include "runtime/containers/FileIO.h"
 #include "runtime/execution/Interpreter.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -290,20 +291,33 @@ int runRun(const RunOptions &o, const Verbosity &v) {
   if (!o.jit) return usageError("--emit-llvm needs --jit");
   std::error_code ec;
   if (std::filesystem::is_directory(o.input, ec)) return usageError("--emit-llvm takes one program, not a directory");
+  if (o.emitLlvm == "-") {
+    // LLVM's output stream takes "-" for standard output, as the decoded bytes' -o does.
+    if (o.output == "-") return usageError("--emit-llvm - and -o - cannot both go to standard output");
+    return runProgram(o, v);
+  }
   if (o.emitLlvm == o.input || o.emitLlvm == o.output || sameFile(o.emitLlvm, o.input) ||
       (!o.output.empty() && sameFile(o.emitLlvm, o.output)))
     return usageError("--emit-llvm FILE must not be the program or the output");
-  if (std::filesystem::exists(o.emitLlvm, ec)) {
+  struct stat st;
+  if (::stat(o.emitLlvm.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return fail(fmt::format("{} is a directory", o.emitLlvm));
+    // A device or a pipe (/dev/null, a named pipe, /dev/stdout on a pipe) is written in place,
+    // as -o writes one: nothing there to replace or to read first.
+    if (!S_ISREG(st.st_mode)) return runProgram(o, v);
     if (!o.force) return fail(fmt::format("{} already exists; use -f to overwrite it", o.emitLlvm));
     // -f is for the output; the IR file may be any path, so only a file of IR is replaced.
     if (!holdsEmittedIr(o.emitLlvm))
       return fail(fmt::format("{} exists and is not LLVM IR that --emit-llvm wrote; it is left alone", o.emitLlvm));
   }
-  // The IR goes to a temporary file beside FILE, renamed into place only when the run succeeds.
+  // The IR goes to a temporary file beside FILE (beside the file FILE names, where it is a link
+  // to one, which is replaced and not the link), renamed into place only when the run succeeds.
+  const std::string target = fileALinkNames(o.emitLlvm);
+  if (target.empty()) return fail(fmt::format("cannot follow the link {} to the file it names", o.emitLlvm));
   RunOptions staged = o;
-  staged.emitLlvm = fmt::format("{}.brevisc-tmp-{}", o.emitLlvm, ::getpid());
+  staged.emitLlvm = fmt::format("{}.brevisc-tmp-{}", target, ::getpid());
   const int status = runProgram(staged, v);
-  if (status == kExitOk && std::rename(staged.emitLlvm.c_str(), o.emitLlvm.c_str()) != 0)
+  if (status == kExitOk && std::rename(staged.emitLlvm.c_str(), target.c_str()) != 0)
     return fail(fmt::format("cannot write {}: {}", o.emitLlvm, std::strerror(errno)));
   if (status != kExitOk) std::remove(staged.emitLlvm.c_str());
   return status;

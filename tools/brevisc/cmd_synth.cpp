@@ -226,9 +226,7 @@ void registerSynth(CLI::App &app, Context &ctx) {
                                             "the payload goes to OUTPUT.bin");
   addThreadsOption(cmd, o->threads, "synthesis threads (default 0: all cores)");
   cmd->add_option("-l,--level", o->level, "1-9, as for compress")->transform(wholeNumberIn(1, 9))->capture_default_str();
-  cmd->add_option("--prior", o->prior, kPriorHelp)->check([](const std::string &value) {
-    return value.empty() ? std::string("--prior needs a prior file or \"uniform\"") : std::string();
-  });
+  addPriorOption(cmd, o->prior);
   cmd->add_flag("--header-text", o->headerText,
                 "write the safetensors header as its JSON text (a literal over 4 MiB), to edit apart from the "
                 "tensors' declarations (default: safetensors(tensors, …), made from the declarations, where that "
