@@ -125,9 +125,13 @@ Result<void> SequentialPositionalSink::writeAt(uint64_t offset, const uint8_t *d
   return out_.write(data, size);
 }
 
-std::optional<uint64_t> parseSize(const std::string &text) {
+namespace {
+
+/// parseSize, which also tells a size past 2^64 - 1 bytes (`tooLarge`) from text that is no size.
+std::optional<uint64_t> readSize(const std::string &text, bool &tooLarge) {
   // DIGITS[.DIGITS][UNIT], UNIT one of K M G T P E (powers of 1024), optionally followed by
   // "iB" or "B", or B alone; a fraction of a byte is dropped.
+  tooLarge = false;
   size_t at = 0;
   auto digits = [&] {
     size_t start = at;
@@ -151,12 +155,23 @@ std::optional<uint64_t> parseSize(const std::string &text) {
     if (!(unit.empty() || unit == "B" || unit == "b" || (shift && unit == "iB"))) return std::nullopt;
   }
   long double bytes = std::strtold(number.c_str(), nullptr) * std::ldexp(1.0L, shift);
-  if (bytes >= 18446744073709551616.0L) return std::nullopt;
+  tooLarge = bytes >= 18446744073709551616.0L;
+  if (tooLarge) return std::nullopt;
   return static_cast<uint64_t>(bytes);
 }
 
+} // namespace
+
+std::optional<uint64_t> parseSize(const std::string &text) {
+  bool tooLarge;
+  return readSize(text, tooLarge);
+}
+
 std::string validateSize(const std::string &text) {
-  return parseSize(text) ? std::string() : "expected a size such as 4096, 512M or 2T, got " + text;
+  bool tooLarge;
+  if (readSize(text, tooLarge)) return std::string();
+  if (tooLarge) return "sizes go up to 16E less a byte (2^64 - 1 bytes), got " + text;
+  return "expected a size such as 4096, 512M or 2T, got " + text;
 }
 
 Result<void> checkOutputLimit(const std::string &what, uint64_t bytes, uint64_t limit) {
