@@ -166,15 +166,22 @@ std::vector<TensorInfo> ArchiveReader::tensors() const {
   return out;
 }
 
-Result<TensorInfo> ArchiveReader::findTensor(const std::string &name) const {
+Result<TensorInfo> ArchiveReader::findTensor(const std::string &name, const std::optional<std::string> &file) const {
+  if (file && !archive_.directory) return Error{fmt::format("{} is an archive of one file, not a directory", path_)};
+  if (file && std::none_of(archive_.members.begin(), archive_.members.end(),
+                           [&](const ArchiveMember &m) { return m.path == *file; }))
+    return Error{fmt::format("{} has no file {}", path_, quoteString(*file))};
   std::optional<TensorInfo> found;
   for (TensorInfo &t : tensors()) {
-    if (t.name != name) continue;
+    if (t.name != name || (file && t.file != *file)) continue;
     if (found)
-      return Error{fmt::format("{} has tensor {} in both {} and {}", path_, quoteString(name), found->file, t.file)};
+      return Error{fmt::format("{} has tensor {} in both {} and {}", path_, quoteString(name),
+                               quoteString(found->file), quoteString(t.file))};
     found = std::move(t);
   }
-  if (!found) return Error{fmt::format("{} has no tensor {}", path_, quoteString(name))};
+  if (!found)
+    return Error{file ? fmt::format("{} has no tensor {} in {}", path_, quoteString(name), quoteString(*file))
+                      : fmt::format("{} has no tensor {}", path_, quoteString(name))};
   return *found;
 }
 

@@ -71,8 +71,9 @@ public:
   /// tensor of the member then says why; so is one a hand-written program splits across two
   /// regions of bytes).
   std::vector<TensorInfo> tensors() const;
-  /// The tensor called `name`; an error if no member or more than one has it.
-  Result<TensorInfo> findTensor(const std::string &name) const;
+  /// The tensor called `name` (in member file `file` of a directory archive, where given); an
+  /// error if no member or more than one has it.
+  Result<TensorInfo> findTensor(const std::string &name, const std::optional<std::string> &file = std::nullopt) const;
   /// Decodes one tensor's bytes (as its safetensors file holds them) to `sink`, at offsets from
   /// 0, checked against its digest.
   Result<void> readTensor(const TensorInfo &tensor, PositionalSink &sink, const DecodeOptions &options = {}) const;

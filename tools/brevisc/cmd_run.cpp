@@ -24,6 +24,7 @@ struct RunOptions {
   std::string output;
   std::string payload;
   std::optional<std::string> tensor; ///< --tensor NAME (a name may be empty: safetensors allows it)
+  std::optional<std::string> file;   ///< --file PATH: the member file of a directory archive that has it
   unsigned threads = 0;
   std::string maxOutput = "16T";
   bool jit = false;
@@ -98,7 +99,9 @@ int runProgramTensor(const RunOptions &o, const Module &module, const Payload &p
 /// its digest is checked.
 int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive, bool verbose) {
   if (o.output.empty()) return usageError("--tensor needs an output file: use -o FILE");
-  auto tensor = archive.findTensor(*o.tensor);
+  auto tensor = archive.findTensor(*o.tensor, o.file);
+  if (!tensor && archive.isDirectory() && !o.file && tensor.error().message.find(" in both ") != std::string::npos)
+    return fail(tensor.error().message + "; --file names the one to read");
   if (!tensor) return fail(tensor.error().message);
   if (auto refused = refuseOwnInput(o.output, {o.input})) return *refused;
   auto out = openOutput(o.output, o.force);
@@ -237,6 +240,7 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
       return fail(fmt::format("{}: payload {} has {} bytes, but the program declares {}", o.input, payloadPath,
                               payload.size(), module->checkpoint().payloadSize));
   }
+  if (o.file) return usageError("--file is for a directory archive; a program rebuilds one file");
   if (o.tensor) return runProgramTensor(o, *module, payload, payloadPath, v.verbose, v.quiet);
 
   std::string output = o.output;
@@ -287,6 +291,7 @@ bool holdsEmittedIr(const std::string &path) {
 }
 
 int runRun(const RunOptions &o, const Verbosity &v) {
+  if (o.file && !o.tensor) return usageError("--file goes with --tensor: it names the file of a directory archive that holds the tensor");
   if (o.emitLlvm.empty()) return runProgram(o, v);
   if (!o.jit) return usageError("--emit-llvm needs --jit");
   std::error_code ec;
@@ -333,6 +338,8 @@ void registerRun(CLI::App &app, Context &ctx) {
                   "written to -o DIR, by default DIR without .bdsl)")
       ->required();
   cmd->add_option("--tensor", o->tensor, "decode only this tensor, writing its raw bytes to -o");
+  cmd->add_option("--file", o->file,
+                  "with --tensor, in a directory archive: the file that holds the tensor (as `info -v` lists it)");
   cmd->add_option("-o,--output", o->output,
                   "file to write, - for standard output (default for a checkpoint: its source file name, beside the "
                   "program; for a directory of programs: DIR without .bdsl)")
