@@ -348,29 +348,28 @@ OutputFile::OutputFile(std::string path, std::string tempPath, std::FILE *f, boo
                 ::lseek(fileno(file_), 0, SEEK_CUR) >= 0;
 }
 
-std::string fileALinkNames(const std::string &path) {
-  struct stat link, named, resolvedSt;
-  if (::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode) || ::stat(path.c_str(), &named) != 0 ||
-      !S_ISREG(named.st_mode))
-    return path;
-  char *resolved = ::realpath(path.c_str(), nullptr);
-  std::string out;
-  if (resolved && ::stat(resolved, &resolvedSt) == 0 && resolvedSt.st_dev == named.st_dev &&
-      resolvedSt.st_ino == named.st_ino)
-    out = resolved;
-  std::free(resolved);
-  return out;
+std::optional<int> standardStreamOf(const std::string &path) {
+  struct stat link, named, stream;
+  if (::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode) || ::stat(path.c_str(), &named) != 0) return std::nullopt;
+  for (int fd : {STDOUT_FILENO, STDERR_FILENO})
+    if (::fstat(fd, &stream) == 0 && stream.st_dev == named.st_dev && stream.st_ino == named.st_ino) return fd;
+  return std::nullopt;
 }
 
-Result<std::unique_ptr<OutputFile>> OutputFile::create(const std::string &given, bool overwrite) {
-  // A link to a regular file is followed: the file is replaced, not the link (`-o /dev/stdout`
-  // with standard output redirected to a file; a checkpoint linked into a model directory).
-  const std::string path = fileALinkNames(given);
-  if (path.empty()) return Error{fmt::format("cannot follow the link {} to the file it names", given)};
+Result<std::unique_ptr<OutputFile>> OutputFile::create(const std::string &path, bool overwrite) {
+  // A link to this process's standard output or error (/dev/stdout, /proc/self/fd/1) is written
+  // through the descriptor, as `-o -` is: where the shell points it at a file (`> f`, `>> f`,
+  // a group's redirection), renaming a new file over its name would lose what the shell writes
+  // there before and after, or replace /dev/stdout itself.
+  if (const std::optional<int> fd = standardStreamOf(path))
+    return inherited(*fd == STDOUT_FILENO ? stdout : stderr, path);
   struct stat st;
   bool exists = ::stat(path.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode)) return Error{fmt::format("{} is a directory", path)};
-  if (!overwrite && exists && S_ISREG(st.st_mode))
+  // A link to nothing is there as much as a file is (the rename would replace it).
+  struct stat entry;
+  const bool dangling = !exists && ::lstat(path.c_str(), &entry) == 0;
+  if (!overwrite && ((exists && S_ISREG(st.st_mode)) || dangling))
     return Error{fmt::format("{} already exists; use -f to overwrite it", path)};
   if (exists && !S_ISREG(st.st_mode)) {
     // A device or a pipe (-o /dev/null): written in place; there is nothing to rename over. A
@@ -402,16 +401,21 @@ Result<std::unique_ptr<OutputFile>> OutputFile::create(const std::string &given,
 }
 
 Result<std::unique_ptr<OutputFile>> OutputFile::standardOutput(std::string name) {
-  auto out = std::unique_ptr<OutputFile>(new OutputFile(std::move(name), "", stdout, false));
+  return inherited(stdout, std::move(name));
+}
+
+std::unique_ptr<OutputFile> OutputFile::inherited(std::FILE *stream, std::string name) {
+  auto out = std::unique_ptr<OutputFile>(new OutputFile(std::move(name), "", stream, false));
   out->ownsFile_ = false;
   // Positional writes only into a regular file opened at its start without O_APPEND (`> file`),
   // or a device such as /dev/null; a pipe, or a file the shell wrote to before us or opened for
   // appending, takes the bytes in order.
+  const int fd = fileno(stream);
   struct stat st;
-  int flags = ::fcntl(STDOUT_FILENO, F_GETFL);
-  bool ok = ::fstat(STDOUT_FILENO, &st) == 0 && flags >= 0 && !(flags & O_APPEND);
-  out->positional_ = ok && ((S_ISREG(st.st_mode) && ::lseek(STDOUT_FILENO, 0, SEEK_CUR) == 0) ||
-                            (S_ISCHR(st.st_mode) && !::isatty(STDOUT_FILENO))); // > /dev/null
+  int flags = ::fcntl(fd, F_GETFL);
+  bool ok = ::fstat(fd, &st) == 0 && flags >= 0 && !(flags & O_APPEND);
+  out->positional_ = ok && ((S_ISREG(st.st_mode) && ::lseek(fd, 0, SEEK_CUR) == 0) ||
+                            (S_ISCHR(st.st_mode) && !::isatty(fd))); // > /dev/null
   return out;
 }
 

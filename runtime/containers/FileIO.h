@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,20 +80,21 @@ private:
   Bytes copy_;
 };
 
-/// The regular file a symbolic link names, which an output through the link replaces: `path`
-/// itself where it is no link to one (a link to a device or a pipe is written through, a link
-/// to nothing yet replaced); empty where the file cannot be named by a path (a file deleted while
-/// open, behind /proc/self/fd/N).
-std::string fileALinkNames(const std::string &path);
+/// The descriptor, standard output or standard error, whose file the symbolic link `path` names
+/// (/dev/stdout, /proc/self/fd/2, or any link to the file the shell redirected one to); none
+/// where `path` is no link or names another file.
+std::optional<int> standardStreamOf(const std::string &path);
 
 class OutputFile final : public ByteSink, public PositionalSink {
 public:
-  /// Opens a temporary file next to `path` (next to the file it names, where it is a link to
-  /// one). With overwrite false, fails if `path` exists (and commit() fails if it appeared
-  /// meanwhile). A device or a pipe is written in place.
+  /// Opens a temporary file next to `path`. With overwrite false, fails if `path` exists (a
+  /// link to nothing included; commit() fails if it appeared meanwhile). A device or a pipe is
+  /// written in place, as is a link to standard output or error (standardStreamOf).
   static Result<std::unique_ptr<OutputFile>> create(const std::string &path, bool overwrite);
   /// Standard output, written in place (`name` in messages).
   static Result<std::unique_ptr<OutputFile>> standardOutput(std::string name = "standard output");
+  /// An open stream of the process (standard output or error), written in place and not closed.
+  static std::unique_ptr<OutputFile> inherited(std::FILE *stream, std::string name);
   ~OutputFile() override; ///< removes the temporary file unless committed
 
   Result<void> write(const uint8_t *data, size_t size) override;

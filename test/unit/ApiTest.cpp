@@ -103,7 +103,12 @@ TEST(ArchiveReader, ReportsAmbiguousNamesAndDamagedTensors) {
   EXPECT_EQ(archive->tensors().size(), 98u);
   auto ambiguous = archive->findTensor("tok_embeddings.weight");
   ASSERT_FALSE(ambiguous);
-  EXPECT_NE(ambiguous.error().message.find("in both a/bf16.safetensors and f32.safetensors"), std::string::npos);
+  EXPECT_NE(ambiguous.error().message.find("in both \"a/bf16.safetensors\" and \"f32.safetensors\""), std::string::npos);
+  // Named with its file, it is found.
+  auto named = archive->findTensor("tok_embeddings.weight", std::string("f32.safetensors"));
+  ASSERT_TRUE(named) << named.error().message;
+  EXPECT_EQ(named->file, "f32.safetensors");
+  EXPECT_FALSE(archive->findTensor("tok_embeddings.weight", std::string("b.safetensors")));
   // Region 1 of the first member is its first tensor in file order; its digest was damaged.
   const Region &first = archive->checkpoint(0).regions[1];
   TensorInfo t{0, 1, "a/bf16.safetensors", first.name, first.dtype, first.shape, first.bytes.size, {}, 0};

@@ -29,6 +29,7 @@ struct RunOptions {
   std::string maxOutput = "16T";
   bool jit = false;
   std::string emitLlvm;
+  std::string emitLlvmTarget; ///< where emitLlvm, a temporary file, goes in the end (runRun)
   bool force = false;
   bool noVerify = false;
 
@@ -54,6 +55,17 @@ Result<void> runExpression(ExprPtr e, const Payload &payload, const RunOptions &
   BREVIS_TRY((*decoder)->decode(region, payload, sink));
   if (options.summary) options.summary((*decoder)->summary());
   return {};
+}
+
+/// Whether paths `a` (non-empty) and `b` name one file, whether or not it exists yet: the IR
+/// file --emit-llvm names and the output a checkpoint program's source name gives by default.
+bool namesOneFile(const std::string &a, const std::string &b) {
+  if (a.empty()) return false;
+  if (a == b || sameFile(a, b)) return true;
+  std::error_code ec, ed;
+  namespace fs = std::filesystem;
+  const fs::path x = fs::weakly_canonical(fs::absolute(a, ec), ec), y = fs::weakly_canonical(fs::absolute(b, ed), ed);
+  return !ec && !ed && x == y;
 }
 
 /// The output file, or standard output for `-` (never a terminal).
@@ -182,6 +194,7 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
       output = *beside;
     }
     if (auto refused = refuseOwnInput(output, {o.input})) return *refused;
+    if (namesOneFile(o.emitLlvmTarget, output)) return usageError("--emit-llvm FILE must not be the program or the output");
     auto out = openOutput(output, o.force);
     if (!out) return fail(out.error().message);
     if (auto room = (*out)->checkRoom(archive->originalSize()); !room) return fail(room.error().message);
@@ -250,6 +263,7 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
     if (!beside) return fail(beside.error().message);
     output = *beside;
   }
+  if (namesOneFile(o.emitLlvmTarget, output)) return usageError("--emit-llvm FILE must not be the program or the output");
   // The original, where it lies beside the program, locates a region that does not rebuild it
   // (read only then, and used only if it is the file the program describes).
   std::shared_ptr<const MappedFile> original;
@@ -296,34 +310,39 @@ int runRun(const RunOptions &o, const Verbosity &v) {
   if (!o.jit) return usageError("--emit-llvm needs --jit");
   std::error_code ec;
   if (std::filesystem::is_directory(o.input, ec)) return usageError("--emit-llvm takes one program, not a directory");
-  if (o.emitLlvm == "-") {
-    // LLVM's output stream takes "-" for standard output, as the decoded bytes' -o does.
-    if (o.output == "-") return usageError("--emit-llvm - and -o - cannot both go to standard output");
-    return runProgram(o, v);
+  auto toStandardOutput = [](const std::string &path) { return path == "-" || standardStreamOf(path) == STDOUT_FILENO; };
+  if (toStandardOutput(o.emitLlvm)) {
+    if (toStandardOutput(o.output)) return usageError("--emit-llvm and -o cannot both go to standard output");
+    RunOptions direct = o;
+    direct.emitLlvm = "-"; // LLVM's output stream takes "-" for standard output
+    return runProgram(direct, v);
   }
   if (o.emitLlvm == o.input || o.emitLlvm == o.output || sameFile(o.emitLlvm, o.input) ||
       (!o.output.empty() && sameFile(o.emitLlvm, o.output)))
     return usageError("--emit-llvm FILE must not be the program or the output");
-  struct stat st;
+  struct stat st, entry;
+  // A link is neither followed nor replaced: the IR file is named as itself.
+  if (::lstat(o.emitLlvm.c_str(), &entry) == 0 && S_ISLNK(entry.st_mode))
+    return fail(fmt::format("{} is a symbolic link; name the file itself (or - for standard output)", o.emitLlvm));
   if (::stat(o.emitLlvm.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return fail(fmt::format("{} is a directory", o.emitLlvm));
-    // A device or a pipe (/dev/null, a named pipe, /dev/stdout on a pipe) is written in place,
-    // as -o writes one: nothing there to replace or to read first.
+    // A device or a pipe (/dev/null, a named pipe) is written in place, as -o writes one:
+    // nothing there to replace or to read first.
     if (!S_ISREG(st.st_mode)) return runProgram(o, v);
     if (!o.force) return fail(fmt::format("{} already exists; use -f to overwrite it", o.emitLlvm));
     // -f is for the output; the IR file may be any path, so only a file of IR is replaced.
     if (!holdsEmittedIr(o.emitLlvm))
       return fail(fmt::format("{} exists and is not LLVM IR that --emit-llvm wrote; it is left alone", o.emitLlvm));
   }
-  // The IR goes to a temporary file beside FILE (beside the file FILE names, where it is a link
-  // to one, which is replaced and not the link), renamed into place only when the run succeeds.
-  const std::string target = fileALinkNames(o.emitLlvm);
-  if (target.empty()) return fail(fmt::format("cannot follow the link {} to the file it names", o.emitLlvm));
+  // The IR goes to a temporary file beside FILE (named as removeStaleTemps finds what a killed
+  // run left), renamed into place only when the run succeeds.
+  removeStaleTemps(o.emitLlvm);
   RunOptions staged = o;
-  staged.emitLlvm = fmt::format("{}.brevisc-tmp-{}", target, ::getpid());
-  const int status = runProgram(staged, v);
-  if (status == kExitOk && std::rename(staged.emitLlvm.c_str(), target.c_str()) != 0)
-    return fail(fmt::format("cannot write {}: {}", o.emitLlvm, std::strerror(errno)));
+  staged.emitLlvm = fmt::format("{}.brevisc-tmp-{}-ir", o.emitLlvm, ::getpid());
+  staged.emitLlvmTarget = o.emitLlvm;
+  int status = runProgram(staged, v);
+  if (status == kExitOk && std::rename(staged.emitLlvm.c_str(), o.emitLlvm.c_str()) != 0)
+    status = fail(fmt::format("cannot write {}: {}", o.emitLlvm, std::strerror(errno)));
   if (status != kExitOk) std::remove(staged.emitLlvm.c_str());
   return status;
 }
