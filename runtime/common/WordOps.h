@@ -63,13 +63,16 @@ inline uint64_t scanDifference(ScanOp op, unsigned width, uint64_t previous, uin
   return op == ScanOp::Xor ? next ^ previous : (next - previous) & widthMask(width);
 }
 
-/// The update words of a scan producing `words` (one fewer than there are words).
-inline std::vector<uint64_t> scanDifferences(ScanOp op, unsigned width, WordsView words) {
-  std::vector<uint64_t> steps(words.empty() ? 0 : words.size() - 1);
-  words.visit([&](auto w) {
-    for (size_t i = 1; i < w.size(); ++i) steps[i - 1] = scanDifference(op, width, w[i - 1], w[i]);
+/// The update words of a scan producing `words` (one fewer than there are words), in the words'
+/// own container: a byte stream's steps are bytes (as 64-bit words, the search's scans nested
+/// three deep held 24 times a large byte file in memory).
+inline WordBuffer scanDifferences(ScanOp op, unsigned width, WordsView words) {
+  return words.visit([&](auto w) {
+    using W = typename decltype(w)::value_type;
+    std::vector<W> steps(w.empty() ? 0 : w.size() - 1);
+    for (size_t i = 1; i < w.size(); ++i) steps[i - 1] = static_cast<W>(scanDifference(op, width, w[i - 1], w[i]));
+    return WordBuffer(std::move(steps));
   });
-  return steps;
 }
 
 } // namespace brevis

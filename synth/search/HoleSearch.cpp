@@ -723,10 +723,10 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
     // scan: differences (ramps, sorted indices, smooth integer sequences).
     for (ScanOp op : {ScanOp::Add, ScanOp::Xor})
       productions.push_back({"scan:" + std::string(scanOpName(op)), [&, op]() -> std::optional<Plan> {
-                               const std::vector<uint64_t> steps = scanDifferences(op, width, words);
+                               const WordBuffer steps = scanDifferences(op, width, words);
                                Plan scan = planOf(PlanOp::Scan, "scan:" + std::string(scanOpName(op)));
                                scan.scanOp = op;
-                               return over(std::move(scan), solveHole(steps, width, {}, depth - 1), kNodeTextBytes + 3);
+                               return over(std::move(scan), solveHole(steps.view(), width, {}, depth - 1), kNodeTextBytes + 3);
                              }});
     // map add: words offset from a minimum pack into fewer bits.
     const auto [lowest, highest] = words.visit([](auto w) {
@@ -735,14 +735,17 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
     });
     if (lowest > 0 && std::bit_width(highest - lowest) < std::bit_width(highest))
       productions.push_back({"map:add", [&, low = lowest]() -> std::optional<Plan> {
-                               std::vector<uint64_t> offsets(words.size());
-                               words.visit([&](auto w) {
-                                 for (size_t i = 0; i < w.size(); ++i) offsets[i] = w[i] - low;
+                               // In the words' own container, as scanDifferences' steps.
+                               const WordBuffer offsets = words.visit([&](auto w) {
+                                 using W = typename decltype(w)::value_type;
+                                 std::vector<W> out(w.size());
+                                 for (size_t i = 0; i < w.size(); ++i) out[i] = static_cast<W>(w[i] - low);
+                                 return WordBuffer(std::move(out));
                                });
                                Plan map = planOf(PlanOp::Map, "map:add");
                                map.mapFn = MapFn::Add;
                                map.mapParam = low;
-                               return over(std::move(map), solveHole(offsets, width, {}, depth - 1), kNodeTextBytes + 3);
+                               return over(std::move(map), solveHole(offsets.view(), width, {}, depth - 1), kNodeTextBytes + 3);
                              }});
   }
 
@@ -827,7 +830,7 @@ ExprPtr HoleSearch::emit(const Plan &plan, WordsView words, unsigned width, Byte
   case PlanOp::Scan: {
     if (n == 0 || plan.children.size() != 1) return literal();
     return Scan::make(plan.scanOp, words[0],
-                      emit(plan.children[0], scanDifferences(plan.scanOp, width, words), width, payload));
+                      emit(plan.children[0], scanDifferences(plan.scanOp, width, words).view(), width, payload));
   }
   case PlanOp::Merge: {
     unsigned total = 0;

@@ -89,6 +89,28 @@ TEST(LitCodec, RejectsMalformedPayloads) {
   EXPECT_FALSE(validateLit(*Lit::make(StreamType{8, 4}, Encoding::Raw, ByteRange{1, 4}), Payload::fromBytes(bytes)));
 }
 
+TEST(WordOps, ScanDifferencesStayInTheWordsContainerAndScanBack) {
+  // A byte stream's differences are bytes (as 64-bit words, a search over a large byte file held
+  // 24 times its size), and scanning them from the first word gives the words back.
+  std::mt19937_64 rng(4);
+  std::vector<uint8_t> bytes(3000);
+  for (uint8_t &b : bytes) b = static_cast<uint8_t>(rng());
+  std::vector<uint32_t> wide(500);
+  for (uint32_t &w : wide) w = static_cast<uint32_t>(rng() & widthMask(21));
+  for (ScanOp op : {ScanOp::Add, ScanOp::Xor}) {
+    const WordBuffer steps = scanDifferences(op, 8, std::vector<uint8_t>(bytes));
+    EXPECT_EQ(steps.view().containerBytes(), 1u);
+    ASSERT_EQ(steps.size(), bytes.size() - 1);
+    uint64_t at = bytes[0];
+    for (size_t i = 1; i < bytes.size(); ++i) EXPECT_EQ(at = scanStep(op, 8, at, steps.view()[i - 1]), bytes[i]);
+    const WordBuffer wideSteps = scanDifferences(op, 21, wide);
+    EXPECT_EQ(wideSteps.view().containerBytes(), 4u);
+    at = wide[0];
+    for (size_t i = 1; i < wide.size(); ++i) EXPECT_EQ(at = scanStep(op, 21, at, wideSteps.view()[i - 1]), wide[i]);
+  }
+  EXPECT_EQ(scanDifferences(ScanOp::Add, 8, std::vector<uint8_t>{}).size(), 0u);
+}
+
 TEST(WordOps, InverseMapUndoesEveryMap) {
   std::mt19937_64 rng(3);
   for (unsigned width : {1u, 5u, 8u, 13u, 16u, 32u, 63u, 64u}) {
