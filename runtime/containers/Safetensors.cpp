@@ -191,8 +191,11 @@ Result<SafetensorsLayout> parseSafetensorsHeader(ByteSpan file, uint64_t fileSiz
     if (entry.kind != HeaderEvents::Kind::Object)
       return Error{fmt::format("tensor {} is not described by an object", name)};
     if (!entry.dtypePresent || !entry.dtypeIsString || !entry.shape.present || !entry.shape.isArray ||
-        !entry.offsets.present || !entry.offsets.isArray || entry.offsets.elements != 2)
+        !entry.offsets.present || !entry.offsets.isArray)
       return Error{fmt::format("tensor {} lacks dtype, shape or data_offsets", name)};
+    if (entry.offsets.elements != 2)
+      return Error{fmt::format("tensor {} has {} data_offsets, not 2 (its first and last byte)", name,
+                               entry.offsets.elements)};
     const std::string &dtypeName = entry.dtype;
     auto dtype = dtypeFromSafetensorsName(dtypeName);
     auto opaqueBits = dtype ? std::nullopt : opaqueDtypeBits(dtypeName);

@@ -214,11 +214,26 @@ def test_every_dtype_through_save_file(tmp_path):
         assert dtype == (dtypes.get(name) or {"scalar": "F32", "empty": "F32"}.get(name) or name[2:].upper())
 
 
+def test_save_file_stores_complex64_and_block_scales(tmp_path):
+    # What load_file hands out for C64 and F8_E8M0 tensors saves back as them (save_file refused
+    # complex64, which safetensors holds as C64).
+    c = (np.arange(6, dtype=np.float32) + 1j * np.arange(6, dtype=np.float32)).astype(np.complex64).reshape(2, 3)
+    scales = np.array([0x7F, 0x80, 0x01], dtype=np.uint8)
+    archive = str(tmp_path / "c.safetensors.brv")
+    brevis.save_file({"c": c, "s": scales}, archive, dtypes={"s": "F8_E8M0"})
+    _, read = read_safetensors(brevis.decompress(archive))
+    assert read["c"] == ("C64", (2, 3), c.tobytes())
+    assert read["s"] == ("F8_E8M0", (3,), scales.tobytes())
+    loaded = brevis.numpy.load_file(archive)
+    assert loaded["c"].dtype == np.complex64 and np.array_equal(loaded["c"], c)
+    assert np.array_equal(loaded["s"], scales)
+
+
 def test_save_file_refuses_what_safetensors_cannot_hold(tmp_path):
     a = np.zeros(2, dtype=np.float32)
     out = str(tmp_path / "x.brv")
-    with pytest.raises(ValueError, match="complex"):
-        brevis.save_file({"c": np.zeros(2, dtype=np.complex64)}, out)
+    with pytest.raises(ValueError, match="complex128"):
+        brevis.save_file({"c": np.zeros(2, dtype=np.complex128)}, out)
     with pytest.raises(ValueError, match="metadata"):
         brevis.save_file({"a": a}, out, metadata={"n": 1})
     with pytest.raises(ValueError, match="cannot hold"):

@@ -135,7 +135,7 @@ TEST(Safetensors, ReadsTheHeaderAsAJsonObject) {
   EXPECT_EQ(reason(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,[1]]}})", 1),
             "tensor a has data_offsets that are not non-negative integers");
   EXPECT_EQ(reason(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1,2]}})", 1),
-            "tensor a lacks dtype, shape or data_offsets");
+            "tensor a has 3 data_offsets, not 2 (its first and last byte)");
   EXPECT_EQ(reason(R"({"a":{"dtype":"U8","shape":[[1]],"data_offsets":[0,1]}})", 1),
             "tensor a has a shape that is not unsigned integers");
   EXPECT_EQ(reason(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":{"shape":[-1],"dtype":"Q4"}}})", 1),

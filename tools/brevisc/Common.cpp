@@ -171,6 +171,7 @@ std::string validateSize(const std::string &text) {
   bool tooLarge;
   if (readSize(text, tooLarge)) return std::string();
   if (tooLarge) return "sizes go up to 16E less a byte (2^64 - 1 bytes), got " + text;
+  if (text.empty()) return "needs a size such as 4096, 512M or 2T";
   return "expected a size such as 4096, 512M or 2T, got " + text;
 }
 

@@ -367,9 +367,10 @@ def decompress(src, dst=None, threads=0, overwrite=False):
 _SAFETENSORS_DTYPES = {
     "bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "uint16": "U16", "float16": "F16",
     "int32": "I32", "uint32": "U32", "float32": "F32", "int64": "I64", "uint64": "U64", "float64": "F64",
+    "complex64": "C64",
 }
 # The dtypes numpy cannot hold, stored from the bits of an array of this type (dtypes=).
-_BITS_OF = {"BF16": ("uint16", "int16"), "F8_E4M3": ("uint8",), "F8_E5M2": ("uint8",)}
+_BITS_OF = {"BF16": ("uint16", "int16"), "F8_E4M3": ("uint8",), "F8_E5M2": ("uint8",), "F8_E8M0": ("uint8",)}
 
 
 def _safetensors_image(tensors, metadata, dtypes):
@@ -403,8 +404,8 @@ def _safetensors_image(tensors, metadata, dtypes):
             raise ValueError(f"tensor {name!r} has dtype {array.dtype}, which safetensors does not hold")
         if dtype != natural:
             if dtype not in _BITS_OF:
-                raise ValueError(f"dtypes[{name!r}] = {dtype!r}: only BF16 (from uint16 bits) and F8_E4M3 or F8_E5M2 "
-                                 f"(from uint8 bits) can be given")
+                raise ValueError(f"dtypes[{name!r}] = {dtype!r}: only BF16 (from uint16 bits) and F8_E4M3, F8_E5M2 "
+                                 f"or F8_E8M0 (from uint8 bits) can be given")
             if array.dtype.name not in _BITS_OF[dtype]:
                 raise ValueError(f"tensor {name!r} of {array.dtype} cannot hold the bits of {dtype} "
                                  f"(give a {' or '.join(_BITS_OF[dtype])} array)")
