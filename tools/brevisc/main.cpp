@@ -169,6 +169,10 @@ int main(int argc, char **argv) {
                         : fmt::format("brevisc {} needs a command: brevisc {} --help lists them", at->get_name(),
                                       at->get_name());
     }
+    // CLI11's "--threads: At Most 1 required but received 2", for an option given twice.
+    constexpr std::string_view kTwice = ": At Most 1 required but received ";
+    if (const size_t at = what.find(kTwice); e.get_name() == "ArgumentMismatch" && at != std::string::npos)
+      what = fmt::format("{} is given {} times; give it once", what.substr(0, at), what.substr(at + kTwice.size()));
     std::cerr << "brevisc: error: " << what << "\n";
     return kExitUsage;
   } catch (const std::filesystem::filesystem_error &e) {
