@@ -350,7 +350,8 @@ OutputFile::OutputFile(std::string path, std::string tempPath, std::FILE *f, boo
 
 std::optional<int> standardStreamOf(const std::string &path) {
   struct stat link, named, stream;
-  if (::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode) || ::stat(path.c_str(), &named) != 0) return std::nullopt;
+  if (::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode) || ::stat(path.c_str(), &named) != 0)
+    return std::nullopt;
   for (int fd : {STDOUT_FILENO, STDERR_FILENO})
     if (::fstat(fd, &stream) == 0 && stream.st_dev == named.st_dev && stream.st_ino == named.st_ino) return fd;
   return std::nullopt;

@@ -726,7 +726,8 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
                                const WordBuffer steps = scanDifferences(op, width, words);
                                Plan scan = planOf(PlanOp::Scan, "scan:" + std::string(scanOpName(op)));
                                scan.scanOp = op;
-                               return over(std::move(scan), solveHole(steps.view(), width, {}, depth - 1), kNodeTextBytes + 3);
+                               return over(std::move(scan), solveHole(steps.view(), width, {}, depth - 1),
+                                           kNodeTextBytes + 3);
                              }});
     // map add: words offset from a minimum pack into fewer bits.
     const auto [lowest, highest] = words.visit([](auto w) {
@@ -745,7 +746,8 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
                                Plan map = planOf(PlanOp::Map, "map:add");
                                map.mapFn = MapFn::Add;
                                map.mapParam = low;
-                               return over(std::move(map), solveHole(offsets.view(), width, {}, depth - 1), kNodeTextBytes + 3);
+                               return over(std::move(map), solveHole(offsets.view(), width, {}, depth - 1),
+                                           kNodeTextBytes + 3);
                              }});
   }
 

@@ -103,7 +103,8 @@ TEST(ArchiveReader, ReportsAmbiguousNamesAndDamagedTensors) {
   EXPECT_EQ(archive->tensors().size(), 98u);
   auto ambiguous = archive->findTensor("tok_embeddings.weight");
   ASSERT_FALSE(ambiguous);
-  EXPECT_NE(ambiguous.error().message.find("in both \"a/bf16.safetensors\" and \"f32.safetensors\""), std::string::npos);
+  EXPECT_NE(ambiguous.error().message.find("in both \"a/bf16.safetensors\" and \"f32.safetensors\""),
+            std::string::npos);
   // Named with its file, it is found.
   auto named = archive->findTensor("tok_embeddings.weight", std::string("f32.safetensors"));
   ASSERT_TRUE(named) << named.error().message;

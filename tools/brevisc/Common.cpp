@@ -404,7 +404,8 @@ bool sameFile(const std::string &a, const std::string &b) {
 std::optional<int> refuseOwnInput(const std::string &output, std::initializer_list<std::string> inputs) {
   for (const std::string &input : inputs)
     if (!input.empty() && input != "-" && output != "-" && sameFile(input, output))
-      return usageError(fmt::format("{} would replace its own input {}; choose another output with -o PATH", output, input));
+      return usageError(
+          fmt::format("{} would replace its own input {}; choose another output with -o PATH", output, input));
   return std::nullopt;
 }
 

@@ -57,6 +57,8 @@ Result<void> runExpression(ExprPtr e, const Payload &payload, const RunOptions &
   return {};
 }
 
+constexpr const char *kIrNotOutput = "--emit-llvm FILE must not be the program or the output";
+
 /// Whether paths `a` (non-empty) and `b` name one file, whether or not it exists yet: the IR
 /// file --emit-llvm names and the output a checkpoint program's source name gives by default.
 bool namesOneFile(const std::string &a, const std::string &b) {
@@ -194,7 +196,7 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
       output = *beside;
     }
     if (auto refused = refuseOwnInput(output, {o.input})) return *refused;
-    if (namesOneFile(o.emitLlvmTarget, output)) return usageError("--emit-llvm FILE must not be the program or the output");
+    if (namesOneFile(o.emitLlvmTarget, output)) return usageError(kIrNotOutput);
     auto out = openOutput(output, o.force);
     if (!out) return fail(out.error().message);
     if (auto room = (*out)->checkRoom(archive->originalSize()); !room) return fail(room.error().message);
@@ -263,7 +265,7 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
     if (!beside) return fail(beside.error().message);
     output = *beside;
   }
-  if (namesOneFile(o.emitLlvmTarget, output)) return usageError("--emit-llvm FILE must not be the program or the output");
+  if (namesOneFile(o.emitLlvmTarget, output)) return usageError(kIrNotOutput);
   // The original, where it lies beside the program, locates a region that does not rebuild it
   // (read only then, and used only if it is the file the program describes).
   std::shared_ptr<const MappedFile> original;
@@ -305,12 +307,15 @@ bool holdsEmittedIr(const std::string &path) {
 }
 
 int runRun(const RunOptions &o, const Verbosity &v) {
-  if (o.file && !o.tensor) return usageError("--file goes with --tensor: it names the file of a directory archive that holds the tensor");
+  if (o.file && !o.tensor)
+    return usageError("--file goes with --tensor: it names the file of a directory archive that holds the tensor");
   if (o.emitLlvm.empty()) return runProgram(o, v);
   if (!o.jit) return usageError("--emit-llvm needs --jit");
   std::error_code ec;
   if (std::filesystem::is_directory(o.input, ec)) return usageError("--emit-llvm takes one program, not a directory");
-  auto toStandardOutput = [](const std::string &path) { return path == "-" || standardStreamOf(path) == STDOUT_FILENO; };
+  auto toStandardOutput = [](const std::string &path) {
+    return path == "-" || standardStreamOf(path) == STDOUT_FILENO;
+  };
   if (toStandardOutput(o.emitLlvm)) {
     if (toStandardOutput(o.output)) return usageError("--emit-llvm and -o cannot both go to standard output");
     RunOptions direct = o;
@@ -319,7 +324,7 @@ int runRun(const RunOptions &o, const Verbosity &v) {
   }
   if (o.emitLlvm == o.input || o.emitLlvm == o.output || sameFile(o.emitLlvm, o.input) ||
       (!o.output.empty() && sameFile(o.emitLlvm, o.output)))
-    return usageError("--emit-llvm FILE must not be the program or the output");
+    return usageError(kIrNotOutput);
   struct stat st, entry;
   // A link is neither followed nor replaced: the IR file is named as itself.
   if (::lstat(o.emitLlvm.c_str(), &entry) == 0 && S_ISLNK(entry.st_mode))
