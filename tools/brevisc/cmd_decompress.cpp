@@ -71,6 +71,15 @@ Result<Destination> chooseDestination(const DecompressOptions &o, const std::str
     if (!fs::is_directory(out)) return Error{notADirectory(o.output, out)};
     return Destination{out + "/" + baseName(a.members[0].path)};
   }
+  if (a.directory && o.inputs.size() > 1) {
+    // One of several archives into the directory -o names: a directory archive becomes a
+    // directory in it, named after the archive, as it would beside the archive.
+    const std::string suffix = ".brv";
+    const std::string in = baseName(withoutTrailingSlashes(input).first);
+    if (in.size() <= suffix.size() || !in.ends_with(suffix))
+      return Error{fmt::format("cannot derive a directory name from {} (it does not end in .brv)", input)};
+    return Destination{out + "/" + in.substr(0, in.size() - suffix.size())};
+  }
   return Destination{out};
 }
 
@@ -189,8 +198,9 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
 }
 
 int runDecompress(const DecompressOptions &o, const Verbosity &v) {
-  if (o.inputs.size() > 1 && !o.output.empty() && o.output != "-")
-    return usageError("-o names one output; with several archives, leave it out (each is written beside its archive)");
+  if (o.inputs.size() > 1 && !o.output.empty() && o.output != "-" && !fs::is_directory(o.output))
+    return usageError("-o names one output; with several archives, give a directory or leave it out (each is written "
+                      "beside its archive)");
   if (std::count(o.inputs.begin(), o.inputs.end(), "-") > 1) return usageError("standard input (-) can be read only once");
   const auto writesStandardOutput = [&](const std::string &input) { return toStandardOutput(o, input); };
   if (o.json && std::any_of(o.inputs.begin(), o.inputs.end(), writesStandardOutput))
@@ -216,7 +226,9 @@ void registerDecompress(CLI::App &app, Context &ctx) {
                   "beside it; for a directory archive, ARCHIVE without .brv; standard output when the archive is read "
                   "from standard input). A directory archive goes into an "
                   "existing directory only if it is empty, or with -f, as tar -x does: each file replaced by itself, "
-                  "nothing else touched. A file archive given an existing directory (or DIR/) goes into it");
+                  "nothing else touched. A file archive given an existing directory (or DIR/) goes into it; with "
+                  "several archives, -o names an existing directory, and a directory archive goes into DIR/ARCHIVE "
+                  "without .brv");
   cmd->add_flag("-c,--stdout", o->toStdout,
                 "write to standard output (file archives). Bytes go out as they are decoded, after the whole archive's "
                 "checksum: a damaged archive fails with exit status 1 before any byte is written (with "
