@@ -72,9 +72,8 @@ struct Filler {
       if (words.empty()) return fail(*e, "a scan produces at least one word");
       if (words[0] != s.init)
         return fail(*e, fmt::format("scan starts at {:#x} but the first word is {:#x}", s.init, words[0]));
-      std::vector<uint64_t> steps(words.size() - 1); // sketches are filled in 64-bit words throughout
-      for (size_t i = 1; i < words.size(); ++i) steps[i - 1] = scanDifference(s.op, type.width, words[i - 1], words[i]);
-      return fill(s.body, steps, inner);
+      // Sketches are filled in 64-bit words throughout.
+      return fill(s.body, scanDifferences(s.op, type.width, words).view().widened(), inner);
     }
     case NodeKind::Merge: {
       Merge &m = as<Merge>(*e);

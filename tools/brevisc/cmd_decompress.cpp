@@ -45,6 +45,13 @@ bool toStandardOutput(const DecompressOptions &o, const std::string &input) {
   return o.toStdout || o.output == "-" || (o.output.empty() && input == "-");
 }
 
+/// `name` without its `.brv` (nothing where it does not end so, or is no more than that).
+std::optional<std::string> withoutArchiveSuffix(const std::string &name) {
+  const std::string suffix = ".brv";
+  if (name.size() <= suffix.size() || !name.ends_with(suffix)) return std::nullopt;
+  return name.substr(0, name.size() - suffix.size());
+}
+
 Result<Destination> chooseDestination(const DecompressOptions &o, const std::string &input, const ArchiveReader &archive) {
   const Archive &a = archive.contents();
   if (toStandardOutput(o, input)) {
@@ -54,11 +61,10 @@ Result<Destination> chooseDestination(const DecompressOptions &o, const std::str
   }
   if (o.output.empty()) {
     if (a.directory) {
-      const std::string suffix = ".brv";
-      auto [in, slash] = withoutTrailingSlashes(input);
-      if (in.size() <= suffix.size() || !in.ends_with(suffix))
+      const auto dir = withoutArchiveSuffix(withoutTrailingSlashes(input).first);
+      if (!dir)
         return Error{fmt::format("cannot derive a directory name from {} (it does not end in .brv); use -o DIR", input)};
-      return Destination{in.substr(0, in.size() - suffix.size())};
+      return Destination{*dir};
     }
     // The file's own name, as the archive recorded it, beside the archive (in the current
     // directory when the archive is a pipe: `<(cat x.brv)` lies in /dev/fd).
@@ -74,11 +80,9 @@ Result<Destination> chooseDestination(const DecompressOptions &o, const std::str
   if (a.directory && o.inputs.size() > 1) {
     // One of several archives into the directory -o names: a directory archive becomes a
     // directory in it, named after the archive, as it would beside the archive.
-    const std::string suffix = ".brv";
-    const std::string in = baseName(withoutTrailingSlashes(input).first);
-    if (in.size() <= suffix.size() || !in.ends_with(suffix))
-      return Error{fmt::format("cannot derive a directory name from {} (it does not end in .brv)", input)};
-    return Destination{out + "/" + in.substr(0, in.size() - suffix.size())};
+    const auto dir = withoutArchiveSuffix(baseName(withoutTrailingSlashes(input).first));
+    if (!dir) return Error{fmt::format("cannot derive a directory name from {} (it does not end in .brv)", input)};
+    return Destination{out + "/" + *dir};
   }
   return Destination{out};
 }

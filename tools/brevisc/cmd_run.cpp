@@ -322,8 +322,7 @@ int runRun(const RunOptions &o, const Verbosity &v) {
     direct.emitLlvm = "-"; // LLVM's output stream takes "-" for standard output
     return runProgram(direct, v);
   }
-  if (o.emitLlvm == o.input || o.emitLlvm == o.output || sameFile(o.emitLlvm, o.input) ||
-      (!o.output.empty() && sameFile(o.emitLlvm, o.output)))
+  if (namesOneFile(o.emitLlvm, o.input) || (!o.output.empty() && namesOneFile(o.emitLlvm, o.output)))
     return usageError(kIrNotOutput);
   struct stat st, entry;
   // A link is neither followed nor replaced: the IR file is named as itself.
