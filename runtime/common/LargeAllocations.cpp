@@ -8,10 +8,19 @@
 // Where the kernel offers transparent huge pages only on request ("madvise", Debian's default),
 // asking for them on every block of 2 MiB or more makes one fault per 2 MiB.
 //
+// Smaller blocks come from malloc's heap, and memory touched for the first time is expensive
+// there too: a fault for every 4 KiB page (12 µs each on the virtual machines of benchmarks.md, where
+// decoding a page's worth of words takes a few). glibc gives freed memory at the top of its heap
+// back to the kernel and maps blocks from 128 KiB on afresh, so that each literal's decoding
+// buffers, each tensor's tables, were new pages again. The heap keeps what is freed now, for the
+// next block to reuse (the process's peak is unchanged: only its reuse), and only blocks of 2 MiB
+// or more are mapped apart, with the advice above.
+//
 // This file replaces the global operator new of the executables that link it (brevisc,
 // brevis-bench, brevis-gen): the block still comes from malloc, so that the library's operator
 // delete (free) releases it; only the advice is added. Not linked in sanitizer builds, whose
 // runtimes replace operator new themselves and check that what it returned is released by it.
+#include <malloc.h>
 #include <sys/mman.h>
 
 #include <cstdint>
@@ -29,6 +38,12 @@ void adviseHugePages(void *p, std::size_t n) {
   const auto begin = (reinterpret_cast<std::uintptr_t>(p) + kHugePage - 1) & ~(kHugePage - 1);
   const auto end = (reinterpret_cast<std::uintptr_t>(p) + n) & ~(kHugePage - 1);
   if (begin < end) ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_HUGEPAGE);
+}
+
+/// Sets malloc's thresholds once, before main() allocates.
+[[gnu::constructor]] void keepFreedMemoryInTheHeap() {
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }
 
 } // namespace

@@ -9,9 +9,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -28,6 +30,16 @@ std::string regionLabel(const Region &r) {
 }
 
 namespace {
+
+/// A write buffer: its bytes are not cleared when it is made (a decoder writes every byte it
+/// commits), which for fresh buffers was a memset and its page faults on every megabyte decoded.
+struct WriteBuffer {
+  std::unique_ptr<uint8_t[]> bytes;
+  size_t capacity = 0;
+  static WriteBuffer of(size_t capacity) {
+    return WriteBuffer{std::make_unique_for_overwrite<uint8_t[]>(capacity), capacity};
+  }
+};
 
 struct Piece {
   size_t job, region;
@@ -51,11 +63,11 @@ public:
   }
   /// Queues `buffer` for writing at `offset`; returns a spare buffer (any size, any contents) to
   /// fill next.
-  Bytes submit(PositionalSink &out, uint64_t offset, Bytes buffer) {
+  WriteBuffer submit(PositionalSink &out, uint64_t offset, WriteBuffer buffer, size_t size) {
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return pending_.size() < maxQueued_; });
-    pending_.push_back(Task{&out, offset, std::move(buffer)});
-    Bytes reuse;
+    pending_.push_back(Task{&out, offset, std::move(buffer), size});
+    WriteBuffer reuse;
     if (!spare_.empty()) {
       reuse = std::move(spare_.back());
       spare_.pop_back();
@@ -65,15 +77,15 @@ public:
   }
   /// A buffer written already (empty if none is), to fill instead of a new one: the memory of
   /// fresh buffers, a megabyte for every task, was most of decoding's page faults.
-  Bytes takeSpare() {
+  WriteBuffer takeSpare() {
     std::lock_guard lock(mutex_);
     if (spare_.empty()) return {};
-    Bytes reuse = std::move(spare_.back());
+    WriteBuffer reuse = std::move(spare_.back());
     spare_.pop_back();
     return reuse;
   }
   /// A buffer no longer needed, kept for takeSpare().
-  void giveBack(Bytes buffer) {
+  void giveBack(WriteBuffer buffer) {
     std::lock_guard lock(mutex_);
     spare_.push_back(std::move(buffer));
   }
@@ -89,7 +101,8 @@ private:
   struct Task {
     PositionalSink *out;
     uint64_t offset;
-    Bytes data;
+    WriteBuffer data;
+    size_t size;
   };
   void loop() {
     std::unique_lock lock(mutex_);
@@ -100,11 +113,11 @@ private:
       pending_.pop_front();
       busy_ = true;
       lock.unlock();
-      Result<void> r = error_ ? Result<void>{} : t.out->writeAt(t.offset, t.data.data(), t.data.size());
+      Result<void> r = error_ ? Result<void>{} : t.out->writeAt(t.offset, t.data.bytes.get(), t.size);
       lock.lock();
       busy_ = false;
       if (!r && !error_) error_ = r.error();
-      spare_.push_back(std::move(t.data)); // kept at its size: the next user's resize clears nothing
+      spare_.push_back(std::move(t.data));
       changed_.notify_all();
     }
   }
@@ -112,7 +125,7 @@ private:
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Task> pending_;
-  std::vector<Bytes> spare_;
+  std::vector<WriteBuffer> spare_;
   std::optional<Error> error_;
   bool busy_ = false, closing_ = false;
   std::thread thread_;
@@ -122,14 +135,19 @@ private:
 /// small ones), counting progress. Decoders write small chunks, or decode straight into the
 /// buffer (reserve/commit); they are gathered into writes of kWriteBytes, which the kernel
 /// copies into the page cache far more cheaply than many small ones.
+///
+/// The buffers are small because memory touched for the first time is expensive: every 4 KiB
+/// page is a fault, and on virtual machines a fault costs microseconds (12 µs a page here, more
+/// than decoding the page's bytes). A file's first buffers are always fresh; with 1 MiB ones,
+/// a 3 MB checkpoint was decoded into new pages from start to end.
 class OutputBuffer final : public ByteSink {
 public:
-  static constexpr size_t kWriteBytes = size_t{1} << 20;
+  static constexpr size_t kWriteBytes = size_t{128} << 10;
   OutputBuffer(PositionalSink &out, uint64_t offset, uint64_t size, std::atomic<uint64_t> *progress, WriteQueue *queue)
       : out_(out), offset_(offset), bufferBytes_(static_cast<size_t>(std::min<uint64_t>(size, kWriteBytes))),
         progress_(progress), queue_(queue), direct_(out.memoryAt(offset, static_cast<size_t>(size))), size_(size) {}
   ~OutputBuffer() override {
-    if (queue_ && buffer_.capacity() != 0) queue_->giveBack(std::move(buffer_));
+    if (queue_ && buffer_.capacity != 0) queue_->giveBack(std::move(buffer_));
   }
   OutputBuffer(const OutputBuffer &) = delete;
   OutputBuffer &operator=(const OutputBuffer &) = delete;
@@ -171,13 +189,12 @@ public:
     const size_t size = used_;
     used_ = 0;
     if (queue_) {
-      buffer_.resize(size);
-      buffer_ = queue_->submit(out_, offset_ + written_, std::move(buffer_));
+      buffer_ = queue_->submit(out_, offset_ + written_, std::move(buffer_), size);
       written_ += size;
       if (progress_) progress_->fetch_add(size, std::memory_order_relaxed);
       return {};
     }
-    return emit(buffer_.data(), size);
+    return emit(buffer_.bytes.get(), size);
   }
 
 private:
@@ -188,9 +205,12 @@ private:
       if (!flushed && !error_) error_ = flushed.error();
       used_ = 0; // after a failed write the bytes are dropped; commit() reports the failure
     }
-    if (buffer_.capacity() == 0 && queue_) buffer_ = queue_->takeSpare();
-    if (buffer_.size() < bufferBytes_) buffer_.resize(bufferBytes_);
-    return buffer_.data() + used_;
+    if (buffer_.capacity == 0 && queue_) buffer_ = queue_->takeSpare();
+    if (buffer_.capacity < bufferBytes_) {
+      assert(used_ == 0 && "a buffer holding bytes is never replaced");
+      buffer_ = WriteBuffer::of(bufferBytes_);
+    }
+    return buffer_.bytes.get() + used_;
   }
   Result<void> commitRoom(size_t size) {
     if (error_) return *error_;
@@ -219,8 +239,8 @@ private:
   size_t bufferBytes_; ///< kWriteBytes, or the whole task if smaller
   std::atomic<uint64_t> *progress_;
   WriteQueue *queue_;
-  Bytes buffer_;    ///< bytes [0, used_) wait to be written; it only grows (but for the buffers
-  size_t used_ = 0; ///< handed to the queue), so that no byte is cleared twice
+  WriteBuffer buffer_; ///< bytes [0, used_) wait to be written
+  size_t used_ = 0;
   std::optional<Error> error_;
   uint64_t written_ = 0;
   bool writeFailed_ = false;
@@ -300,7 +320,8 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
     }
   }
   // Tasks: a large piece alone, or a run of small consecutive ones (many small tensors) that
-  // one thread decodes into one buffer, so that they make one write, not one each.
+  // one thread decodes through one buffer, so that they make few writes, not one each.
+  constexpr uint64_t kTaskBytes = uint64_t{1} << 20;
   struct Task {
     size_t firstPiece, pieces;
     uint64_t offset, size; ///< in the job's output
@@ -312,7 +333,7 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
     if (!tasks.empty()) {
       Task &t = tasks.back();
       const Piece &last = pieces[t.firstPiece + t.pieces - 1];
-      if (last.job == p.job && t.offset + t.size == offset && t.size + p.size <= OutputBuffer::kWriteBytes) {
+      if (last.job == p.job && t.offset + t.size == offset && t.size + p.size <= kTaskBytes) {
         ++t.pieces;
         t.size += p.size;
         continue;

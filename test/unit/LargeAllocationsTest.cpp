@@ -1,6 +1,9 @@
 // Large allocations on transparent huge pages (runtime/common/LargeAllocations.cpp): a block of
-// 2 MiB or more carries the huge-page advice, seen by the kernel as the `hg` flag of its mapping.
+// 2 MiB or more carries the huge-page advice, seen by the kernel as the `hg` flag of its mapping;
+// memory freed stays in malloc's heap for the next block, which then faults no new pages in.
 #include <gtest/gtest.h>
+
+#include <sys/resource.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -30,6 +33,38 @@ std::string flagsOfMappingAt(const void *address) {
     if (inside && line.rfind("VmFlags:", 0) == 0) return line;
   }
   return {};
+}
+
+/// Page faults of this process so far.
+long pageFaults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt + usage.ru_majflt;
+}
+
+/// A block of `bytes` with every page written.
+std::unique_ptr<uint8_t[]> touchedBlock(size_t bytes) {
+  auto block = std::make_unique_for_overwrite<uint8_t[]>(bytes);
+  for (size_t i = 0; i < bytes; i += 4096) block[i] = static_cast<uint8_t>(i >> 12);
+  return block;
+}
+
+// First in this file: glibc's own thresholds move with the blocks freed before (a test that frees
+// 8 MiB first would hide their default).
+TEST(LargeAllocations, AFreedBlockIsReusedWithoutNewPages) {
+#if !BREVIS_LARGE_ALLOCATIONS
+  GTEST_SKIP() << "not linked in this build (sanitizers replace operator new)";
+#endif
+  // Sizes glibc would map afresh (128 KiB and more) or give back to the kernel when freed at
+  // the top of its heap; each block of these holds 64 to 1,024 pages.
+  for (size_t bytes : {size_t{256} << 10, size_t{1} << 20, size_t{4} << 20}) {
+    touchedBlock(bytes).reset();
+    const long before = pageFaults();
+    auto again = touchedBlock(bytes);
+    const long faults = pageFaults() - before;
+    EXPECT_LT(faults, 8) << bytes << " bytes: the block freed before was not reused";
+    for (size_t i = 0; i < bytes; i += 4096) ASSERT_EQ(again[i], static_cast<uint8_t>(i >> 12));
+  }
 }
 
 TEST(LargeAllocations, BlocksOfTwoMebibytesOrMoreAskForHugePages) {

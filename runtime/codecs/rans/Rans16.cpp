@@ -149,10 +149,10 @@ Result<std::unique_ptr<Rans16Decoder>> Rans16Decoder::create(ByteSpan bytes, uns
     if (sum > kTotal) return Error{"rans frequencies sum to more than 2^16"};
   }
   if (sum != kTotal) return Error{"rans frequencies do not sum to 2^16"};
-  if (buildTables) {
-    d->slotSymbol_.resize(kTotal);
+  if (buildTables) { // every slot is filled (the frequencies sum to 2^16): not cleared first
+    d->slotSymbol_ = std::make_unique_for_overwrite<uint16_t[]>(kTotal);
     for (uint32_t s = 0; s < *k; ++s)
-      std::fill_n(d->slotSymbol_.begin() + d->start_[s], d->freq_[s], static_cast<uint16_t>(s));
+      std::fill_n(d->slotSymbol_.get() + d->start_[s], d->freq_[s], static_cast<uint16_t>(s));
   }
   auto blockWords = in.varint();
   if (!blockWords || *blockWords == 0) return Error{"rans literal has an invalid block size"};
@@ -186,7 +186,7 @@ Result<void> Rans16Decoder::decodeBlock(size_t b, uint16_t *out) const {
     if (x < kStateLow) return Error{fmt::format("rans block {} is corrupt", b)};
   const uint8_t *p = block.data() + sizeof state;
   const uint8_t *end = block.data() + block.size();
-  const uint16_t *slots = slotSymbol_.data();
+  const uint16_t *slots = slotSymbol_.get();
   const uint32_t *freq = freq_.data(), *start = start_.data();
   // One step of state x: its word, then a renormalizing read where it fell below 2^16,
   // without a branch on it (half of them went the other way on skewed words).

@@ -47,7 +47,7 @@ public:
 private:
   std::vector<uint64_t> words_;
   std::vector<uint32_t> freq_, start_;
-  std::vector<uint16_t> slotSymbol_; ///< 2^16 slots: the symbol whose range holds the slot
+  std::unique_ptr<uint16_t[]> slotSymbol_; ///< 2^16 slots: the symbol whose range holds the slot
   uint64_t count_ = 0, blockWords_ = 1;
   std::vector<ByteSpan> blocks_;
 };
