@@ -1,6 +1,7 @@
 // Large allocations on transparent huge pages (runtime/common/LargeAllocations.cpp): a block of
-// 2 MiB or more carries the huge-page advice, seen by the kernel as the `hg` flag of its mapping;
-// memory freed stays in malloc's heap for the next block, which then faults no new pages in.
+// 2 MiB or more, and malloc's heap, carry the huge-page advice, seen by the kernel as the `hg`
+// flag of their mapping; memory freed stays in the heap for the next block, which then faults no
+// new pages in.
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
@@ -35,6 +36,21 @@ std::string flagsOfMappingAt(const void *address) {
   return {};
 }
 
+// First in this file, as the next one: a block of 2 MiB or more freed by another test would
+// leave its advice on the heap's pages.
+TEST(LargeAllocations, TheHeapAsksForHugePages) {
+#if !BREVIS_LARGE_ALLOCATIONS
+  GTEST_SKIP() << "not linked in this build (sanitizers replace operator new)";
+#endif
+  if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage")) GTEST_SKIP() << "no transparent huge pages";
+  // Blocks too small for advice of their own, from the heap; the third is past its first 2 MiB.
+  std::vector<std::unique_ptr<uint8_t[]>> blocks;
+  for (int k = 0; k < 3; ++k) blocks.push_back(std::make_unique<uint8_t[]>(size_t{1} << 20));
+  const std::string flags = flagsOfMappingAt(blocks.back().get() + (size_t{1} << 19));
+  ASSERT_FALSE(flags.empty()) << "no mapping found for the block";
+  EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+}
+
 /// Page faults of this process so far.
 long pageFaults() {
   rusage usage{};
@@ -49,8 +65,8 @@ std::unique_ptr<uint8_t[]> touchedBlock(size_t bytes) {
   return block;
 }
 
-// First in this file: glibc's own thresholds move with the blocks freed before (a test that frees
-// 8 MiB first would hide their default).
+// Before any test that frees a block: glibc's own thresholds move with the blocks freed before (a
+// test that frees 8 MiB first would hide their default).
 TEST(LargeAllocations, AFreedBlockIsReusedWithoutNewPages) {
 #if !BREVIS_LARGE_ALLOCATIONS
   GTEST_SKIP() << "not linked in this build (sanitizers replace operator new)";
