@@ -12,6 +12,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -38,17 +39,27 @@ std::string flagsOfMappingAt(const void *address) {
 
 // First in this file, as the next one: a block of 2 MiB or more freed by another test would
 // leave its advice on the heap's pages.
+/// The VmFlags of the mapping of the third of three 1 MiB blocks taken by the calling thread: too
+/// small for advice of their own, from its heap, the third past the heap's first 2 MiB.
+std::string flagsOfAHeapBlock() {
+  std::vector<std::unique_ptr<uint8_t[]>> blocks;
+  for (int k = 0; k < 3; ++k) blocks.push_back(std::make_unique<uint8_t[]>(size_t{1} << 20));
+  return flagsOfMappingAt(blocks.back().get() + (size_t{1} << 19));
+}
+
 TEST(LargeAllocations, TheHeapAsksForHugePages) {
 #if !BREVIS_LARGE_ALLOCATIONS
   GTEST_SKIP() << "not linked in this build (sanitizers replace operator new)";
 #endif
   if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage")) GTEST_SKIP() << "no transparent huge pages";
-  // Blocks too small for advice of their own, from the heap; the third is past its first 2 MiB.
-  std::vector<std::unique_ptr<uint8_t[]>> blocks;
-  for (int k = 0; k < 3; ++k) blocks.push_back(std::make_unique<uint8_t[]>(size_t{1} << 20));
-  const std::string flags = flagsOfMappingAt(blocks.back().get() + (size_t{1} << 19));
+  const std::string flags = flagsOfAHeapBlock();
   ASSERT_FALSE(flags.empty()) << "no mapping found for the block";
   EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+  // Another thread allocates from a heap of its own.
+  std::string threadFlags;
+  std::thread([&] { threadFlags = flagsOfAHeapBlock(); }).join();
+  ASSERT_FALSE(threadFlags.empty()) << "no mapping found for the other thread's block";
+  EXPECT_NE(threadFlags.find(" hg"), std::string::npos) << threadFlags;
 }
 
 /// Page faults of this process so far.
