@@ -60,7 +60,7 @@ void adviseHugePagesForThisThreadsHeap() {
 thread_local bool heapAdvised = false;
 
 /// Sets malloc's thresholds and advises the main thread's heap, before main() allocates.
-[[gnu::constructor]] void setUpTheHeap() {
+[[gnu::constructor(101)]] void setUpTheHeap() { // before other static initializers allocate
   ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
   heapAdvised = true;
