@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 
 namespace brevis {
 
@@ -33,12 +34,28 @@ namespace {
 
 /// A write buffer: its bytes are not cleared when it is made (a decoder writes every byte it
 /// commits), which for fresh buffers was a memset and its page faults on every megabyte decoded.
-struct WriteBuffer {
-  std::unique_ptr<uint8_t[]> bytes;
-  size_t capacity = 0;
+class WriteBuffer {
+public:
+  WriteBuffer() = default;
   static WriteBuffer of(size_t capacity) {
-    return WriteBuffer{std::make_unique_for_overwrite<uint8_t[]>(capacity), capacity};
+    WriteBuffer b;
+    b.bytes_ = std::make_unique_for_overwrite<uint8_t[]>(capacity);
+    b.capacity_ = capacity;
+    return b;
   }
+  WriteBuffer(WriteBuffer &&other) noexcept
+      : bytes_(std::move(other.bytes_)), capacity_(std::exchange(other.capacity_, 0)) {}
+  WriteBuffer &operator=(WriteBuffer &&other) noexcept {
+    bytes_ = std::move(other.bytes_);
+    capacity_ = std::exchange(other.capacity_, 0);
+    return *this;
+  }
+  uint8_t *data() const { return bytes_.get(); }
+  size_t capacity() const { return capacity_; } ///< 0: none (moved from)
+
+private:
+  std::unique_ptr<uint8_t[]> bytes_;
+  size_t capacity_ = 0;
 };
 
 struct Piece {
@@ -113,7 +130,7 @@ private:
       pending_.pop_front();
       busy_ = true;
       lock.unlock();
-      Result<void> r = error_ ? Result<void>{} : t.out->writeAt(t.offset, t.data.bytes.get(), t.size);
+      Result<void> r = error_ ? Result<void>{} : t.out->writeAt(t.offset, t.data.data(), t.size);
       lock.lock();
       busy_ = false;
       if (!r && !error_) error_ = r.error();
@@ -147,7 +164,7 @@ public:
       : out_(out), offset_(offset), bufferBytes_(static_cast<size_t>(std::min<uint64_t>(size, kWriteBytes))),
         progress_(progress), queue_(queue), direct_(out.memoryAt(offset, static_cast<size_t>(size))), size_(size) {}
   ~OutputBuffer() override {
-    if (queue_ && buffer_.capacity != 0) queue_->giveBack(std::move(buffer_));
+    if (queue_ && buffer_.capacity() != 0) queue_->giveBack(std::move(buffer_));
   }
   OutputBuffer(const OutputBuffer &) = delete;
   OutputBuffer &operator=(const OutputBuffer &) = delete;
@@ -194,7 +211,7 @@ public:
       if (progress_) progress_->fetch_add(size, std::memory_order_relaxed);
       return {};
     }
-    return emit(buffer_.bytes.get(), size);
+    return emit(buffer_.data(), size);
   }
 
 private:
@@ -205,12 +222,12 @@ private:
       if (!flushed && !error_) error_ = flushed.error();
       used_ = 0; // after a failed write the bytes are dropped; commit() reports the failure
     }
-    if (buffer_.capacity == 0 && queue_) buffer_ = queue_->takeSpare();
-    if (buffer_.capacity < bufferBytes_) {
+    if (buffer_.capacity() == 0 && queue_) buffer_ = queue_->takeSpare();
+    if (buffer_.capacity() < bufferBytes_) {
       assert(used_ == 0 && "a buffer holding bytes is never replaced");
       buffer_ = WriteBuffer::of(bufferBytes_);
     }
-    return buffer_.bytes.get() + used_;
+    return buffer_.data() + used_;
   }
   Result<void> commitRoom(size_t size) {
     if (error_) return *error_;

@@ -62,6 +62,22 @@ TEST(LargeAllocations, TheHeapAsksForHugePages) {
   EXPECT_NE(threadFlags.find(" hg"), std::string::npos) << threadFlags;
 }
 
+TEST(LargeAllocations, BlocksOfTwoMebibytesOrMoreAskForHugePages) {
+#if !BREVIS_LARGE_ALLOCATIONS
+  GTEST_SKIP() << "not linked in this build (sanitizers replace operator new)";
+#endif
+  if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage")) GTEST_SKIP() << "no transparent huge pages";
+  // Past malloc's heap (blocks up to 32 MiB come from it, whose pages have the advice anyway; so
+  // do larger ones once as much is free in it, hence this test before those that free blocks).
+  constexpr size_t kBytes = size_t{40} << 20;
+  auto block = std::make_unique<uint8_t[]>(kBytes); // zeroed: every page touched
+  for (size_t i = 0; i < kBytes; i += 4096) block[i] = static_cast<uint8_t>(i >> 12);
+  const std::string flags = flagsOfMappingAt(block.get() + kBytes / 2);
+  ASSERT_FALSE(flags.empty()) << "no mapping found for the block";
+  EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+  for (size_t i = 0; i < kBytes; i += 4096) ASSERT_EQ(block[i], static_cast<uint8_t>(i >> 12));
+}
+
 /// Page faults of this process so far.
 long pageFaults() {
   rusage usage{};
@@ -69,43 +85,36 @@ long pageFaults() {
   return usage.ru_minflt + usage.ru_majflt;
 }
 
-/// A block of `bytes` with every page written.
-std::unique_ptr<uint8_t[]> touchedBlock(size_t bytes) {
-  auto block = std::make_unique_for_overwrite<uint8_t[]>(bytes);
-  for (size_t i = 0; i < bytes; i += 4096) block[i] = static_cast<uint8_t>(i >> 12);
-  return block;
+/// Blocks of `sizes` with every page written.
+std::vector<std::unique_ptr<uint8_t[]>> touchedBlocks(const std::vector<size_t> &sizes) {
+  std::vector<std::unique_ptr<uint8_t[]>> blocks;
+  for (size_t bytes : sizes) {
+    blocks.push_back(std::make_unique_for_overwrite<uint8_t[]>(bytes));
+    for (size_t i = 0; i < bytes; i += 4096) blocks.back()[i] = static_cast<uint8_t>(i >> 12);
+  }
+  return blocks;
 }
 
-// Before any test that frees a block: glibc's own thresholds move with the blocks freed before (a
-// test that frees 8 MiB first would hide their default).
+// Before any test that frees a block of 32 MiB or less: glibc's own thresholds move with the blocks
+// freed before (a test that frees 8 MiB first would hide their default).
 TEST(LargeAllocations, AFreedBlockIsReusedWithoutNewPages) {
 #if !BREVIS_LARGE_ALLOCATIONS
   GTEST_SKIP() << "not linked in this build (sanitizers replace operator new)";
 #endif
-  // Sizes glibc would map afresh (128 KiB and more) or give back to the kernel when freed at
-  // the top of its heap; each block of these holds 64 to 1,024 pages.
-  for (size_t bytes : {size_t{256} << 10, size_t{1} << 20, size_t{4} << 20}) {
-    touchedBlock(bytes).reset();
+  // Blocks glibc would map afresh (from 128 KiB on; after a larger block is freed, from its size
+  // on), or give back to the kernel when freed at the top of its heap (more than twice the
+  // largest block freed): 64 pages to 20,480.
+  const std::vector<std::vector<size_t>> cases = {
+      {size_t{256} << 10}, {size_t{1} << 20}, {size_t{4} << 20}, {size_t{31} << 20}, std::vector<size_t>(5, 16 << 20)};
+  for (const std::vector<size_t> &sizes : cases) {
+    touchedBlocks(sizes).clear();
     const long before = pageFaults();
-    auto again = touchedBlock(bytes);
+    auto again = touchedBlocks(sizes);
     const long faults = pageFaults() - before;
-    EXPECT_LT(faults, 8) << bytes << " bytes: the block freed before was not reused";
-    for (size_t i = 0; i < bytes; i += 4096) ASSERT_EQ(again[i], static_cast<uint8_t>(i >> 12));
+    EXPECT_LT(faults, 8) << sizes.size() << " blocks of " << sizes[0] << " bytes: the ones freed before were not reused";
+    for (size_t b = 0; b < sizes.size(); ++b)
+      for (size_t i = 0; i < sizes[b]; i += 4096) ASSERT_EQ(again[b][i], static_cast<uint8_t>(i >> 12));
   }
-}
-
-TEST(LargeAllocations, BlocksOfTwoMebibytesOrMoreAskForHugePages) {
-#if !BREVIS_LARGE_ALLOCATIONS
-  GTEST_SKIP() << "not linked in this build (sanitizers replace operator new)";
-#endif
-  if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage")) GTEST_SKIP() << "no transparent huge pages";
-  constexpr size_t kBytes = size_t{8} << 20;
-  auto block = std::make_unique<uint8_t[]>(kBytes); // zeroed: every page touched
-  for (size_t i = 0; i < kBytes; i += 4096) block[i] = static_cast<uint8_t>(i >> 12);
-  const std::string flags = flagsOfMappingAt(block.get() + kBytes / 2);
-  ASSERT_FALSE(flags.empty()) << "no mapping found for the block";
-  EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
-  for (size_t i = 0; i < kBytes; i += 4096) ASSERT_EQ(block[i], static_cast<uint8_t>(i >> 12));
 }
 
 TEST(LargeAllocations, SmallAndEmptyBlocksAreOrdinary) {

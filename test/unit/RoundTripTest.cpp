@@ -421,7 +421,7 @@ private:
 } // namespace
 
 TEST(RoundTripLarge, OutputInUnevenPiecesIsExactAndAnyFailedWriteIsReported) {
-  // Output is gathered into 1 MiB writes (in place, with a queue or without), whatever sizes the
+  // Output is gathered into writes of 128 KiB (in place, with a queue or without), whatever sizes the
   // decoder hands over; a write failing anywhere in a file must come back as the error.
   std::string path = ::testing::TempDir() + "/brevis-uneven.safetensors";
   gen::SyntheticOptions options;
@@ -440,7 +440,7 @@ TEST(RoundTripLarge, OutputInUnevenPiecesIsExactAndAnyFailedWriteIsReported) {
     digests.push_back(regionDigest(ByteSpan(*file).subspan(r.bytes.offset, r.bytes.size)));
     largest = std::max(largest, r.bytes.size);
   }
-  ASSERT_GT(largest, 2u << 20); // a region spans several 1 MiB writes
+  ASSERT_GT(largest, 2u << 20); // a region spans many writes
   Payload payload(std::move(synth.payload));
   UnevenDecoder decoder;
   for (unsigned threads : {1u, 2u})
