@@ -386,6 +386,21 @@ private:
   std::atomic<bool> failed_{false};
 };
 
+/// A sized buffer that takes bytes only through writeAt() (as a file does): decoding then goes
+/// through the write buffers and, with asynchronous writes, their queue.
+class WritesOnlySink final : public PositionalSink {
+public:
+  explicit WritesOnlySink(Bytes &out) : out_(out) {}
+  Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) override {
+    if (offset + size > out_.size()) return Error{"written past the end"};
+    std::memcpy(out_.data() + offset, data, size);
+    return {};
+  }
+
+private:
+  Bytes &out_;
+};
+
 /// The interpreter's bytes, passed on in uneven pieces by every route a ByteSink offers:
 /// write(), reserve() and commit() of all of it, and reserve() of more than is committed.
 class UnevenDecoder final : public RegionDecoder {
@@ -451,6 +466,12 @@ TEST(RoundTripLarge, OutputInUnevenPiecesIsExactAndAnyFailedWriteIsReported) {
       auto done = decodeJobs(std::span(&job, 1), decoder, DecodeOptions{.threads = threads, .asyncWrites = async});
       ASSERT_TRUE(done) << done.error().message;
       EXPECT_TRUE(out == *file) << threads << " threads, async " << async;
+      Bytes written(file->size());
+      WritesOnlySink writes(written);
+      job.output = &writes;
+      done = decodeJobs(std::span(&job, 1), decoder, DecodeOptions{.threads = threads, .asyncWrites = async});
+      ASSERT_TRUE(done) << done.error().message;
+      EXPECT_TRUE(written == *file) << threads << " threads, async " << async << ", through writeAt() alone";
       for (uint64_t k = 0; k <= 16; ++k) {
         const uint64_t at = std::min<uint64_t>(file->size() - 1, file->size() * k / 16 + k * 4099);
         FailingSink failing(at);
