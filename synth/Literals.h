@@ -3,6 +3,7 @@
 // the encoding the cost model (synth/CostModel.h) chooses, and a Lit node points at them.
 #include "lang/Ast.h"
 #include "runtime/common/Bytes.h"
+#include "runtime/common/UninitializedAllocator.h"
 #include "synth/CostModel.h"
 
 #include <initializer_list>
@@ -18,19 +19,8 @@ std::vector<uint64_t> readWords(ByteSpan bytes, unsigned wordBytes);
 
 /// Bits [shift, shift + width) of each word: one field of a merge.
 std::vector<uint64_t> extractField(WordsView words, unsigned shift, unsigned width);
-/// An allocator whose resize leaves new words as they are: a field buffer is written whole
-/// after every resize, and clearing it first was a sixteenth of level 1's instructions.
-template <typename T> struct UninitializedAllocator : std::allocator<T> {
-  template <typename U> struct rebind {
-    using other = UninitializedAllocator<U>;
-  };
-  using std::allocator<T>::allocator;
-  template <typename U, typename... Args> void construct(U *p, Args &&...args) {
-    if constexpr (sizeof...(Args) == 0) ::new (static_cast<void *>(p)) U;
-    else ::new (static_cast<void *>(p)) U(std::forward<Args>(args)...);
-  }
-};
-template <typename T> using FieldBuffer = std::vector<T, UninitializedAllocator<T>>;
+/// A field buffer: written whole after every resize, so not cleared by it.
+template <typename T> using FieldBuffer = UninitializedVector<T>;
 
 /// Buffers that fields extracted one after another reuse, one per container: a large tensor's
 /// pages are touched once, not once per field.

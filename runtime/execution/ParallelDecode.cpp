@@ -1,6 +1,7 @@
 #include "runtime/execution/ParallelDecode.h"
 
 #include "lang/Printer.h"
+#include "runtime/common/UninitializedAllocator.h"
 #include "runtime/containers/Checksum.h"
 #include "runtime/execution/HashingSink.h"
 #include "runtime/execution/Interpreter.h"
@@ -9,15 +10,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cassert>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
-#include <utility>
 
 namespace brevis {
 
@@ -32,31 +30,9 @@ std::string regionLabel(const Region &r) {
 
 namespace {
 
-/// A write buffer: its bytes are not cleared when it is made (a decoder writes every byte it
-/// commits), which for fresh buffers was a memset and its page faults on every megabyte decoded.
-class WriteBuffer {
-public:
-  WriteBuffer() = default;
-  static WriteBuffer of(size_t capacity) {
-    WriteBuffer b;
-    b.bytes_ = std::make_unique_for_overwrite<uint8_t[]>(capacity);
-    b.capacity_ = capacity;
-    return b;
-  }
-  WriteBuffer(WriteBuffer &&other) noexcept
-      : bytes_(std::move(other.bytes_)), capacity_(std::exchange(other.capacity_, 0)) {}
-  WriteBuffer &operator=(WriteBuffer &&other) noexcept {
-    bytes_ = std::move(other.bytes_);
-    capacity_ = std::exchange(other.capacity_, 0);
-    return *this;
-  }
-  uint8_t *data() const { return bytes_.get(); }
-  size_t capacity() const { return capacity_; } ///< 0: none (moved from)
-
-private:
-  std::unique_ptr<uint8_t[]> bytes_;
-  size_t capacity_ = 0;
-};
+/// A write buffer: its bytes are not cleared when it grows (a decoder writes every byte it
+/// commits), which for fresh buffers was a memset and its page faults on every buffer decoded.
+using WriteBuffer = UninitializedVector<uint8_t>;
 
 struct Piece {
   size_t job, region;
@@ -80,10 +56,10 @@ public:
   }
   /// Queues `buffer` for writing at `offset`; returns a spare buffer (any size, any contents) to
   /// fill next.
-  WriteBuffer submit(PositionalSink &out, uint64_t offset, WriteBuffer buffer, size_t size) {
+  WriteBuffer submit(PositionalSink &out, uint64_t offset, WriteBuffer buffer) {
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return pending_.size() < maxQueued_; });
-    pending_.push_back(Task{&out, offset, std::move(buffer), size});
+    pending_.push_back(Task{&out, offset, std::move(buffer)});
     WriteBuffer reuse;
     if (!spare_.empty()) {
       reuse = std::move(spare_.back());
@@ -119,7 +95,6 @@ private:
     PositionalSink *out;
     uint64_t offset;
     WriteBuffer data;
-    size_t size;
   };
   void loop() {
     std::unique_lock lock(mutex_);
@@ -130,11 +105,11 @@ private:
       pending_.pop_front();
       busy_ = true;
       lock.unlock();
-      Result<void> r = error_ ? Result<void>{} : t.out->writeAt(t.offset, t.data.data(), t.size);
+      Result<void> r = error_ ? Result<void>{} : t.out->writeAt(t.offset, t.data.data(), t.data.size());
       lock.lock();
       busy_ = false;
       if (!r && !error_) error_ = r.error();
-      spare_.push_back(std::move(t.data));
+      spare_.push_back(std::move(t.data)); // kept at its size: the next user's resize clears nothing
       changed_.notify_all();
     }
   }
@@ -206,7 +181,8 @@ public:
     const size_t size = used_;
     used_ = 0;
     if (queue_) {
-      buffer_ = queue_->submit(out_, offset_ + written_, std::move(buffer_), size);
+      buffer_.resize(size);
+      buffer_ = queue_->submit(out_, offset_ + written_, std::move(buffer_));
       written_ += size;
       if (progress_) progress_->fetch_add(size, std::memory_order_relaxed);
       return {};
@@ -223,10 +199,7 @@ private:
       used_ = 0; // after a failed write the bytes are dropped; commit() reports the failure
     }
     if (buffer_.capacity() == 0 && queue_) buffer_ = queue_->takeSpare();
-    if (buffer_.capacity() < bufferBytes_) {
-      assert(used_ == 0 && "a buffer holding bytes is never replaced");
-      buffer_ = WriteBuffer::of(bufferBytes_);
-    }
+    if (buffer_.size() < bufferBytes_) buffer_.resize(bufferBytes_);
     return buffer_.data() + used_;
   }
   Result<void> commitRoom(size_t size) {
