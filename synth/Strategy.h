@@ -11,6 +11,7 @@
 #include "lang/Result.h"
 #include "runtime/common/Bytes.h"
 #include "synth/CostModel.h"
+#include "synth/search/HoleSearch.h"
 #include "synth/search/Prior.h"
 
 #include <memory>
@@ -73,6 +74,10 @@ struct StrategyOptions {
   /// shape) take the structure the search found for the first of them, refit to their own words,
   /// and are searched only where it does not carry over (strategies/Search).
   bool reuseStructures = true;
+  /// From this many words on, a region's search result and template, where their estimates
+  /// come within the estimates' error, are compared on slices of its words before either is
+  /// encoded whole (SearchLimits::slicedComparisonMinWords; lower in tests).
+  uint64_t slicedComparisonMinWords = SearchLimits{}.slicedComparisonMinWords;
 };
 
 /// The options of compression level `level` (1-9, brevisc --level): its encoding policy

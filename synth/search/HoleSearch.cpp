@@ -772,6 +772,32 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
 }
 
 ExprPtr HoleSearch::emit(const Plan &plan, WordsView words, unsigned width, Bytes &payload) const {
+  return emitAt(plan, words, width, payload, 0);
+}
+
+namespace {
+
+/// Whether emitAt codes `plan` on a run of its stream as it would that part of the whole.
+bool emitsOnRuns(const Plan &plan) {
+  if (plan.op == PlanOp::Concat || plan.op == PlanOp::Repeat) return false;
+  return std::all_of(plan.children.begin(), plan.children.end(), emitsOnRuns);
+}
+
+} // namespace
+
+std::optional<double> HoleSearch::slicedPayloadBytes(const Plan &plan, WordsView words, unsigned width) const {
+  constexpr uint64_t kMaxRunWords = uint64_t{1} << 18, kRunsPerStream = 16;
+  const uint64_t n = words.size();
+  if (n < kSliceRuns * kRunsPerStream || !emitsOnRuns(plan)) return std::nullopt;
+  const uint64_t run = std::min(kMaxRunWords, n / kRunsPerStream);
+  const uint64_t stride = (n - run) / (kSliceRuns - 1);
+  Bytes payload;
+  for (size_t r = 0; r < kSliceRuns; ++r) emitAt(plan, words.subspan(r * stride, run), width, payload, r * stride);
+  return static_cast<double>(payload.size()) * static_cast<double>(n) / static_cast<double>(kSliceRuns * run);
+}
+
+ExprPtr HoleSearch::emitAt(const Plan &plan, WordsView words, unsigned width, Bytes &payload,
+                           uint64_t position) const {
   const uint64_t n = words.size();
   auto literal = [&]() -> ExprPtr {
     if (n > 0 && n <= kInlineMaxWords)
@@ -806,6 +832,7 @@ ExprPtr HoleSearch::emit(const Plan &plan, WordsView words, unsigned width, Byte
     std::vector<ExprPtr> parts;
     uint64_t offset = 0;
     for (size_t i = 0; i < plan.children.size(); ++i) {
+      // Each piece is a stream of its own, its map constants applied from its start.
       parts.push_back(emit(plan.children[i], words.subspan(offset, plan.pieceLengths[i]), width, payload));
       offset += plan.pieceLengths[i];
     }
@@ -819,20 +846,20 @@ ExprPtr HoleSearch::emit(const Plan &plan, WordsView words, unsigned width, Byte
       if (!periodic.empty()) {
         body.assign(w.begin(), w.end());
         applyMapConstants(plan.mapFn, std::span<const uint64_t>(inverseMapConstants(plan.mapFn, periodic, width)),
-                          plan.mapPer, width, 0, body.data(), n);
+                          plan.mapPer, width, position, body.data(), n);
         return;
       }
       for (uint64_t i = 0; i < n; ++i) body[i] = inverseMap(plan.mapFn, plan.mapParam, width, w[i]);
     });
-    auto map = Map::make(plan.mapFn, plan.mapParam, emit(plan.children[0], body, width, payload));
+    auto map = Map::make(plan.mapFn, plan.mapParam, emitAt(plan.children[0], body, width, payload, position));
     map->periodic = periodic;
     map->per = plan.mapPer;
     return map;
   }
   case PlanOp::Scan: {
     if (n == 0 || plan.children.size() != 1) return literal();
-    return Scan::make(plan.scanOp, words[0],
-                      emit(plan.children[0], scanDifferences(plan.scanOp, width, words).view(), width, payload));
+    const WordBuffer differences = scanDifferences(plan.scanOp, width, words);
+    return Scan::make(plan.scanOp, words[0], emitAt(plan.children[0], differences.view(), width, payload, position));
   }
   case PlanOp::Merge: {
     unsigned total = 0;
@@ -843,7 +870,7 @@ ExprPtr HoleSearch::emit(const Plan &plan, WordsView words, unsigned width, Byte
     auto emitField = [&](size_t i, FieldBuffers &buffers, Bytes &into) {
       const WordsView field = extractField(words, shifts[i], plan.fieldWidths[i], buffers);
       std::string name = i < plan.fieldNames.size() ? plan.fieldNames[i] : std::string();
-      return MergeField{std::move(name), emit(plan.children[i], field, plan.fieldWidths[i], into)};
+      return MergeField{std::move(name), emitAt(plan.children[i], field, plan.fieldWidths[i], into, position)};
     };
     std::vector<MergeField> fields(k);
     if (emitThreads_ > 1 && n >= kParallelFieldsMinWords) {

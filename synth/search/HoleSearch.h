@@ -28,6 +28,10 @@ inline constexpr size_t kSearchSampleThreshold = size_t{1} << 17;
 struct SearchLimits {
   unsigned maxDepth = 3;       ///< operators above a literal, at most
   uint64_t maxExpansions = 64; ///< candidates beyond the first tried per region; 0: the template only
+  /// From this many words on, a region whose search result and template come within the
+  /// estimates' error of each other has both compared on slices of its words before either is
+  /// encoded whole (strategies/Search.cpp, keepSmaller), at levels that ask a gain.
+  uint64_t slicedComparisonMinWords = uint64_t{1} << 22;
 };
 
 /// What a hole's stream is, beyond its words: a float tensor's words (their IEEE layout is
@@ -76,6 +80,14 @@ public:
   /// program always produces `words` exactly.
   ExprPtr emit(const Plan &plan, WordsView words, unsigned width, Bytes &payload) const;
 
+  /// The payload bytes emit codes for `plan` over kSliceRuns evenly spaced runs of `words`
+  /// (each a sixteenth of the stream, at most 2^18 words), scaled to the whole stream: exact
+  /// encodings, on a sixteenth to a quarter of the words. Null where the plan cannot be emitted
+  /// on a run of its stream (concat and repeat: their lengths are the whole stream's) or the
+  /// stream is shorter than kSliceRuns * 16 words.
+  std::optional<double> slicedPayloadBytes(const Plan &plan, WordsView words, unsigned width) const;
+  static constexpr size_t kSliceRuns = 4;
+
   /// Lets emit code the fields of a large merge on up to `threads` threads (the result is the
   /// same for any number).
   void emitOnThreads(unsigned threads) { emitThreads_ = threads; }
@@ -95,6 +107,9 @@ public:
   void recordWinners(ProductionPrior *learner) { learner_ = learner; }
 
 private:
+  /// emit for `words` at `position` of the stream the plan was made for: periodic map
+  /// constants are applied from there.
+  ExprPtr emitAt(const Plan &plan, WordsView words, unsigned width, Bytes &payload, uint64_t position) const;
   struct Hole; // a stream with what every candidate reads of it: constant bits, a sample
   Plan solveHole(WordsView words, unsigned width, const HoleContext &context, unsigned depth);
   Plan litPlan(const Hole &hole) const;

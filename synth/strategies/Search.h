@@ -60,9 +60,11 @@ private:
   mutable std::mutex keptMutex_; ///< guards Leader::program, taken by concurrent synthesize calls
   /// The program of `best` for `region`, or the template's (`baseline`) where that is smaller;
   /// with `margin`, how much smaller the one kept is than the other (relatively; the
-  /// estimated margin where only `best` was encoded).
+  /// estimated margin where only `best` was encoded, the margin on slices where both were
+  /// compared there). Without `emitDecided`, a program decided without encoding (the margin is
+  /// all that is wanted) is not encoded: the result then has none.
   RegionProgram keepSmaller(HoleSearch &search, const Plan &best, const Plan &baseline, const RegionInput &region,
-                            WordsView words, unsigned width, double *margin) const;
+                            WordsView words, unsigned width, double *margin, bool emitDecided = true) const;
   std::vector<Leader> leaders_;
   std::unordered_map<std::string, size_t> leaderOf_; ///< tensor name -> its role's leader
 };

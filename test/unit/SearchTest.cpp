@@ -639,16 +639,32 @@ TEST(Reuse, AFollowerTriesContextWhereItsLeadersFieldDid) {
   }
 }
 
+namespace {
+
+/// The bytes of a synthetic checkpoint of layers (tools/gen) of about `bytes` at width `hidden`
+/// (and as many vocabulary rows), written under `name` in the test's temporary folder.
+Result<Bytes> syntheticLayers(const std::string &name, uint64_t bytes, unsigned hidden) {
+  const std::string path = ::testing::TempDir() + "/" + name + ".safetensors";
+  gen::SyntheticOptions generated;
+  generated.targetBytes = bytes;
+  generated.hidden = hidden;
+  generated.vocab = hidden;
+  if (auto written = gen::writeSyntheticCheckpoint(path, generated, true); !written) return written.error();
+  return readFile(path);
+}
+
+/// Whether `plan` holds a map of periodic constants, which apply by position.
+bool hasPeriodicMap(const Plan &plan) {
+  if (plan.op == PlanOp::Map && !plan.mapPeriodic.empty()) return true;
+  return std::any_of(plan.children.begin(), plan.children.end(), hasPeriodicMap);
+}
+
+} // namespace
+
 // Over a checkpoint of layers: the archive is the same on any thread count, every tensor
 // rebuilds, and reuse codes it within a small fraction of searching every tensor.
 TEST(Reuse, ACheckpointOfLayersIsTheSameOnAnyThreadCountAndNearTheFullSearch) {
-  const std::string path = ::testing::TempDir() + "/reuse-layers.safetensors";
-  gen::SyntheticOptions generated;
-  generated.targetBytes = 12 << 20;
-  generated.hidden = 512;
-  generated.vocab = 512;
-  ASSERT_TRUE(gen::writeSyntheticCheckpoint(path, generated, true));
-  auto file = readFile(path);
+  auto file = syntheticLayers("reuse-layers", 12 << 20, 512);
   ASSERT_TRUE(file);
   std::vector<Region> regions;
   const std::vector<RegionInput> inputs = regionInputs(*file, regions);
@@ -689,6 +705,56 @@ TEST(Reuse, ACheckpointOfLayersIsTheSameOnAnyThreadCountAndNearTheFullSearch) {
         << r.name;
   }
   EXPECT_LT(static_cast<double>(one.payload.size()), static_cast<double>(searched.payload.size()) * 1.002);
+}
+
+TEST(Search, LargeTensorsCompareTheirProgramsOnSlicesAsEncodingBothWould) {
+  // Tensors of a million words and more, whose search result and template come within the
+  // estimates' error of each other, are compared on slices of their words; the one encoded is
+  // the one encoding both and keeping the smaller keeps.
+  auto file = syntheticLayers("sliced-comparison", 14 << 20, 1024);
+  ASSERT_TRUE(file);
+  std::vector<Region> regions;
+  const std::vector<RegionInput> inputs = regionInputs(*file, regions);
+  constexpr uint64_t kSlicedFrom = uint64_t{1} << 20;
+
+  // The slices' payloads stand for the whole's: exact encodings of a quarter of the words, scaled,
+  // within a fraction of a percent of the whole encoded, map constants applied where they hold.
+  size_t compared = 0, periodic = 0;
+  const StrategyOptions level = strategyOptionsForLevel(kDefaultLevel);
+  for (const RegionInput &r : inputs) {
+    if (r.kind != RegionKind::Tensor || r.bytes.size() / 2 < kSlicedFrom) continue;
+    WordBuffer copy;
+    const WordsView words = viewWords(r.bytes, 2, copy);
+    HoleSearch search(level.policy, searchLimits(level));
+    const Plan best = search.solve(words, 16, regionContext(r));
+    ASSERT_NE(search.solvedTemplate(), nullptr) << r.name;
+    const Plan baseline = *search.solvedTemplate();
+    if (samePlanShape(best, baseline) ||
+        baseline.cost - best.cost >= kEstimateRelative * baseline.cost + static_cast<double>(kEstimateAbsolute))
+      continue;
+    ++compared;
+    for (const Plan *plan : {&best, &baseline}) {
+      periodic += hasPeriodicMap(*plan);
+      const auto sliced = search.slicedPayloadBytes(*plan, words, 16);
+      ASSERT_TRUE(sliced) << r.name;
+      Bytes whole;
+      search.emit(*plan, words, 16, whole);
+      EXPECT_NEAR(*sliced, static_cast<double>(whole.size()), 0.005 * static_cast<double>(whole.size()))
+          << r.name << ": " << describePlan(*plan);
+    }
+  }
+  ASSERT_GT(compared, 0u) << "no tensor whose search result and template came within the estimates' error";
+  ASSERT_GT(periodic, 0u) << "no program with map constants, which apply by position";
+
+  auto run = [&](uint64_t slicedFrom) {
+    StrategyOptions options = level;
+    options.slicedComparisonMinWords = slicedFrom;
+    SearchStrategy strategy(options);
+    return synthesizeCheckpoint(*file, "sliced", "sliced.bin", strategy, SynthOptions{1});
+  };
+  const SynthOutput sliced = run(kSlicedFrom), both = run(UINT64_MAX);
+  EXPECT_EQ(printCheckpoint(sliced.checkpoint), printCheckpoint(both.checkpoint));
+  EXPECT_EQ(sliced.payload, both.payload);
 }
 
 // --- programs edited by hand: literal holes and payloads --------------------------------------
