@@ -318,19 +318,33 @@ bool worthEncoding(Encoding e, WordsView words, unsigned width, uint64_t bestSiz
 /// bitpack, BF16 mantissas whose estimate came just past that were coded whole and then lost by
 /// a few bytes: three times the rans bytes kept were coded on a checkpoint of 90 MB tensors.
 /// Streams whose estimate promises the gain with kRansSureRoom to spare (exponents) are not
-/// probed.
-bool ransBlockLoses(WordsView words, unsigned width, std::span<const ByteCounts> blockCounts,
-                    const uint64_t *byteCounts, uint64_t bestSize, double gain) {
-  const uint64_t blocks = blockCounts.size();
-  if (gain <= 0 || blocks < kRansProbeMinBlocks) return false;
-  const auto estimate = estimateWith(Encoding::Rans, words, width, Counted{byteCounts});
+/// probed. A stream of 9 to 16 bits (`counted.words`, its histogram) is judged the same way by
+/// one block of its 16-bit coder, whose one table is counted once: that coder's estimate is
+/// ~0.1% low too (its states' rounding), and 10-bit fields of exponent and mantissa bits were
+/// coded whole to lose to huffman by 0.06%.
+bool ransBlockLoses(WordsView words, unsigned width, std::span<const ByteCounts> blockCounts, Counted counted,
+                    uint64_t bestSize, double gain) {
+  const bool wide = width > 8;
+  const uint64_t blockWords = wide ? kRans16BlockWords : kRansBlockWords;
+  const uint64_t blocks = wide ? blocksOf(words.size(), blockWords) : blockCounts.size();
+  if (gain <= 0 || blocks < kRansProbeMinBlocks || (wide && !counted.words)) return false;
+  const auto estimate = estimateWith(Encoding::Rans, words, width, counted);
   if (estimate && static_cast<double>(*estimate) < static_cast<double>(bestSize) * (1 - gain - kRansSureRoom))
     return false;
   const uint64_t middle = blocks / 2; // a whole block: only the last may be shorter
-  thread_local Bytes probe;
+  const WordsView block = words.subspan(middle * blockWords, blockWords);
+  thread_local Bytes probe, table;
   probe.clear();
-  encodeRans(words.subspan(middle * kRansBlockWords, kRansBlockWords), 0, probe, blockCounts.subspan(middle, 1));
-  const double scaled = static_cast<double>(probe.size()) * static_cast<double>(words.size()) / kRansBlockWords;
+  table.clear();
+  if (wide) {
+    encodeRans16(block, width, probe, counted.words);
+    encodeRans16(words.first(0), width, table, counted.words);
+  } else {
+    encodeRans(block, 0, probe, blockCounts.subspan(middle, 1));
+  }
+  const auto fixed = static_cast<double>(table.size());
+  const double blocksWhole = static_cast<double>(words.size()) / static_cast<double>(blockWords);
+  const double scaled = fixed + (static_cast<double>(probe.size()) - fixed) * blocksWhole;
   return scaled >= static_cast<double>(bestSize) * (1 - gain - kRansProbeRoom);
 }
 
@@ -479,8 +493,7 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
     if (hasCheapExactSize(e) || (skipTableCoders && e != Encoding::Zstd) || otherByteCoderWins ||
         (orderZero && orderZeroCodersLose) ||
         !worthEncoding(e, words, width, bestSize, policy, counted) ||
-        (e == Encoding::Rans && byteCounts &&
-         ransBlockLoses(words, width, blockCounts, byteCounts, bestSize, policy.gainFor(e, width))))
+        (e == Encoding::Rans && ransBlockLoses(words, width, blockCounts, counted, bestSize, policy.gainFor(e, width))))
       continue;
     candidate.clear();
     // Room for a candidate that can win (no larger than the best so far), reserved and touched

@@ -186,16 +186,18 @@ TEST(CostModel, LevelPoliciesOnLargeLiteralsChooseWhatTryingEveryEncodingWould) 
 
 namespace {
 
-/// 2^22 words of 7 bits (four rans blocks), value s drawn with probability proportional to
-/// 1 + skew * (s / 127 - 1/2): near-uniform mantissa-like bytes whose order-0 gain over
-/// bitpack's 7 bits grows with the skew.
-std::vector<uint64_t> skewedSevenBitWords(double skew) {
+/// 2^22 words of `width` bits (four rans blocks of either coder), value s drawn with probability
+/// proportional to 1 + skew * (s / (2^width - 1) - 1/2): near-uniform mantissa-like words whose
+/// order-0 gain over bitpack's full width grows with the skew.
+std::vector<uint64_t> skewedWords(unsigned width, double skew) {
   std::mt19937_64 rng(45);
+  const uint64_t values = uint64_t{1} << width;
   std::vector<uint64_t> words(size_t{1} << 22);
   for (uint64_t &w : words) {
     for (;;) {
-      const uint64_t s = rng() % 128;
-      const double accept = (1 + skew * (static_cast<double>(s) / 127 - 0.5)) / (1 + skew / 2);
+      const uint64_t s = rng() % values;
+      const double at = static_cast<double>(s) / static_cast<double>(values - 1);
+      const double accept = (1 + skew * (at - 0.5)) / (1 + skew / 2);
       if (static_cast<double>(rng() % 1000000) < accept * 1e6) {
         w = s;
         break;
@@ -205,54 +207,75 @@ std::vector<uint64_t> skewedSevenBitWords(double skew) {
   return words;
 }
 
-/// rans' exact gain over bitpack of all 7 bits on `words`.
-double ransGainOverBitpack(const std::vector<uint64_t> &words) {
-  Bytes rans;
-  encodeLit(Encoding::Rans, words, 7, rans);
-  return 1 - static_cast<double>(rans.size()) / static_cast<double>(encodedSize(Encoding::Bitpack, words, 7));
+/// The encoding every candidate encoded and `policy` applied picks among bitpack, huffman and
+/// rans, and its size.
+std::pair<Encoding, uint64_t> exhaustiveChoice(const std::vector<uint64_t> &words, unsigned width,
+                                               const EncodePolicy &policy) {
+  Encoding best = Encoding::Bitpack;
+  uint64_t bestSize = encodedSize(Encoding::Bitpack, words, width);
+  for (Encoding e : {Encoding::Huffman, Encoding::Rans}) {
+    Bytes bytes;
+    if (!encodeLit(e, words, width, bytes)) continue;
+    if (static_cast<double>(bytes.size()) < static_cast<double>(bestSize) * (1 - policy.gainFor(e, width))) {
+      best = e;
+      bestSize = bytes.size();
+    }
+  }
+  return {best, bestSize};
+}
+
+/// How far rans' exact size comes below the size it must beat (the best faster encoding's, less
+/// the policy's gain), relative to that best.
+double ransMarginPastGain(const std::vector<uint64_t> &words, unsigned width, const EncodePolicy &policy) {
+  uint64_t faster = encodedSize(Encoding::Bitpack, words, width);
+  Bytes huffman, rans;
+  const double huffmanGain = policy.gainFor(Encoding::Huffman, width);
+  if (encodeLit(Encoding::Huffman, words, width, huffman) &&
+      static_cast<double>(huffman.size()) < static_cast<double>(faster) * (1 - huffmanGain))
+    faster = huffman.size();
+  encodeLit(Encoding::Rans, words, width, rans);
+  return 1 - static_cast<double>(rans.size()) / static_cast<double>(faster) - policy.gainFor(Encoding::Rans, width);
 }
 
 } // namespace
 
 TEST(CostModel, RansOnStreamsOfManyBlocksShowsItsGainOnOneBlockFirst) {
-  // A byte stream of four rans blocks or more is rans-coded whole only where coding its middle
-  // block alone shows the level's gain with a tenth of a percent to spare: near the gain,
-  // rans' estimate (which misses ~0.1% on such streams) had it coded, only to lose by bytes.
+  // A stream of four rans blocks or more is rans-coded whole only where coding its middle block
+  // alone shows the level's gain with a tenth of a percent to spare: near the gain, rans'
+  // estimates (~0.1% low on such streams, for bytes and for 9 to 16 bits alike) had it coded,
+  // only to lose by bytes.
   const EncodePolicy policy = policyForLevel(5);
-  const double gain = policy.gainFor(Encoding::Rans, 7);
-  ASSERT_GT(gain, 0);
-  // A skew whose exact gain lies just past the level's, within the room: found by bisection,
-  // the gain growing with the skew.
-  double low = 0, high = 1.5;
-  std::vector<uint64_t> nearGain;
-  double exact = 0;
-  for (int step = 0; step < 12; ++step) {
-    const double skew = (low + high) / 2;
-    nearGain = skewedSevenBitWords(skew);
-    exact = ransGainOverBitpack(nearGain);
-    if (exact < gain + 0.0003) low = skew;
-    else if (exact > gain + 0.0007) high = skew;
-    else break;
-  }
-  ASSERT_GT(exact, gain + 0.0002) << "no skew found with a gain just past the level's";
-  ASSERT_LT(exact, gain + 0.0008) << "no skew found with a gain just past the level's";
-  Bytes chosen;
-  EXPECT_EQ(encodeSmallest(nearGain, 7, chosen, policy), Encoding::Bitpack)
-      << "rans wins by " << exact << ", less than the room past the gain " << gain;
-  EXPECT_EQ(chosen.size(), encodedSize(Encoding::Bitpack, nearGain, 7));
-  // A clear gain is coded as every candidate encoded and the policy applied would choose.
-  const std::vector<uint64_t> clearGain = skewedSevenBitWords(1.5);
-  ASSERT_GT(ransGainOverBitpack(clearGain), gain + 0.005);
-  Encoding best = Encoding::Bitpack;
-  uint64_t bestSize = encodedSize(Encoding::Bitpack, clearGain, 7);
-  for (Encoding e : {Encoding::Huffman, Encoding::Rans}) {
-    Bytes bytes;
-    ASSERT_TRUE(encodeLit(e, clearGain, 7, bytes));
-    if (static_cast<double>(bytes.size()) < static_cast<double>(bestSize) * (1 - policy.gainFor(e, 7))) {
-      best = e;
-      bestSize = bytes.size();
+  for (unsigned width : {7u, 10u}) {
+    ASSERT_GT(policy.gainFor(Encoding::Rans, width), 0);
+    // A skew whose rans wins just past the level's gain, within the room: found by bisection, the
+    // margin growing with the skew.
+    double low = 0, high = 1.9, margin = 0;
+    std::vector<uint64_t> nearGain;
+    for (int step = 0; step < 14; ++step) {
+      const double skew = (low + high) / 2;
+      nearGain = skewedWords(width, skew);
+      margin = ransMarginPastGain(nearGain, width, policy);
+      if (margin < 0.0003) low = skew;
+      else if (margin > 0.0007) high = skew;
+      else break;
     }
+    ASSERT_GT(margin, 0.0002) << "u" << width << ": no skew found with rans just past the level's gain";
+    ASSERT_LT(margin, 0.0008) << "u" << width << ": no skew found with rans just past the level's gain";
+    const auto [reference, referenceSize] = exhaustiveChoice(nearGain, width, policy);
+    ASSERT_EQ(reference, Encoding::Rans) << "u" << width;
+    Bytes chosen;
+    const Encoding got = encodeSmallest(nearGain, width, chosen, policy);
+    EXPECT_NE(got, Encoding::Rans) << "u" << width << ": rans wins by " << margin << " past the gain, within the room";
+    Bytes faster;
+    ASSERT_TRUE(encodeLit(got, nearGain, width, faster));
+    EXPECT_EQ(chosen.size(), faster.size()) << "u" << width;
   }
+  // Away from the gain, a stream is coded as every candidate encoded and the policy applied would
+  // code it: here rans, by a clear margin.
+  const std::vector<uint64_t> clearGain = skewedWords(7, 1.0);
+  ASSERT_GT(ransMarginPastGain(clearGain, 7, policy), 0.003);
+  const auto [best, bestSize] = exhaustiveChoice(clearGain, 7, policy);
+  ASSERT_EQ(best, Encoding::Rans);
   Bytes clear;
   EXPECT_EQ(encodeSmallest(clearGain, 7, clear, policy), best);
   EXPECT_EQ(clear.size(), bestSize);

@@ -67,7 +67,10 @@ template <typename W> bool encodeRans16Of(std::span<const W> words, unsigned wid
   putVarint(out, k);
   for (size_t i = 0; i < k; ++i) putVarint(out, i == 0 ? h->words[0] : h->words[i] - h->words[i - 1] - 1);
   if (k == 1) return true;
-  std::vector<uint32_t> freq = normalize(h->counts, words.size());
+  // Normalized over the histogram's words, which may be a whole stream of which `words` is a
+  // part (the cost model codes one block of a long stream with its table).
+  std::vector<uint32_t> freq =
+      normalize(h->counts, std::accumulate(h->counts.begin(), h->counts.end(), uint64_t{0}));
   std::vector<uint32_t> start(k, 0);
   for (size_t i = 1; i < k; ++i) start[i] = start[i - 1] + freq[i - 1];
   for (uint32_t f : freq) putVarint(out, f);

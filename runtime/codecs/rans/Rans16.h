@@ -29,7 +29,8 @@ inline constexpr uint64_t kRans16BlockWords = uint64_t{1} << 20;
 
 /// Appends the encoding of `words` (each < 2^width, at most 65,536 distinct); false if there
 /// are more distinct words than that.
-/// `counted`, where given, is the words' histogram (histogram(words, width, 2^16)).
+/// `counted`, where given, is the words' histogram (histogram(words, width, 2^16)), or that of a
+/// stream they are part of (every word of `words` among its words): its table is then coded.
 bool encodeRans16(WordsView words, unsigned width, Bytes &out, const WordHistogram *counted = nullptr);
 
 class Rans16Decoder {
