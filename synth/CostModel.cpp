@@ -326,8 +326,9 @@ bool ransBlockLoses(WordsView words, unsigned width, std::span<const ByteCounts>
                     uint64_t bestSize, double gain) {
   const bool wide = width > 8;
   const uint64_t blockWords = wide ? kRans16BlockWords : kRansBlockWords;
-  const uint64_t blocks = wide ? blocksOf(words.size(), blockWords) : blockCounts.size();
-  if (gain <= 0 || blocks < kRansProbeMinBlocks || (wide && !counted.words)) return false;
+  const uint64_t blocks = blocksOf(words.size(), blockWords);
+  const bool countsGiven = wide ? counted.words != nullptr : blockCounts.size() == blocks;
+  if (gain <= 0 || blocks < kRansProbeMinBlocks || !countsGiven) return false;
   const auto estimate = estimateWith(Encoding::Rans, words, width, counted);
   if (estimate && static_cast<double>(*estimate) < static_cast<double>(bestSize) * (1 - gain - kRansSureRoom))
     return false;

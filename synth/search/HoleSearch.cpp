@@ -786,7 +786,7 @@ bool emitsOnRuns(const Plan &plan) {
 } // namespace
 
 std::optional<double> HoleSearch::slicedPayloadBytes(const Plan &plan, WordsView words, unsigned width) const {
-  constexpr uint64_t kMaxRunWords = uint64_t{1} << 18, kRunsPerStream = 16;
+  constexpr uint64_t kSliceRuns = 4, kMaxRunWords = uint64_t{1} << 18, kRunsPerStream = 16;
   const uint64_t n = words.size();
   if (n < kSliceRuns * kRunsPerStream || !emitsOnRuns(plan)) return std::nullopt;
   const uint64_t run = std::min(kMaxRunWords, n / kRunsPerStream);

@@ -80,13 +80,12 @@ public:
   /// program always produces `words` exactly.
   ExprPtr emit(const Plan &plan, WordsView words, unsigned width, Bytes &payload) const;
 
-  /// The payload bytes emit codes for `plan` over kSliceRuns evenly spaced runs of `words`
-  /// (each a sixteenth of the stream, at most 2^18 words), scaled to the whole stream: exact
-  /// encodings, on a sixteenth to a quarter of the words. Null where the plan cannot be emitted
-  /// on a run of its stream (concat and repeat: their lengths are the whole stream's) or the
-  /// stream is shorter than kSliceRuns * 16 words.
+  /// The payload bytes emit codes for `plan` over four evenly spaced runs of `words` (each a
+  /// sixteenth of the stream, at most 2^18 words), scaled to the whole stream: exact encodings,
+  /// on a sixteenth to a quarter of the words. Null where the plan cannot be emitted on a run of
+  /// its stream (concat and repeat: their lengths are the whole stream's) or the stream is
+  /// shorter than 64 words.
   std::optional<double> slicedPayloadBytes(const Plan &plan, WordsView words, unsigned width) const;
-  static constexpr size_t kSliceRuns = 4;
 
   /// Lets emit code the fields of a large merge on up to `threads` threads (the result is the
   /// same for any number).
