@@ -72,6 +72,10 @@ constexpr uint64_t kRansProbeMinBlocks = 4;
 constexpr double kRansProbeRoom = 0.001;
 /// Past this much more than the gain, rans' estimate alone is believed (ransBlockLoses).
 constexpr double kRansSureRoom = 0.01;
+/// The room either way a verdict between huffman and rans by rans' probe and huffman's
+/// estimate keeps (byteCoderVerdict): huffman's estimate came within 0.05% of its size,
+/// the probe within 0.002% (a 7-bit field of 65 M words: 37,587,807 against 37,587,283).
+constexpr double kProbeVerdictRoom = 0.0005;
 /// No zstd literal of one word or more is smaller: 3 bytes of block size, 1 of frame size and a
 /// frame of at least 10.
 constexpr uint64_t kZstdMinBytes = 14;
@@ -232,14 +236,23 @@ struct Counted {
 /// no pass over them.
 std::optional<uint64_t> estimateWith(Encoding encoding, WordsView words, unsigned width, Counted counted);
 
+std::optional<double> ransProbeBytes(WordsView words, unsigned width, std::span<const ByteCounts> blockCounts,
+                                     Counted counted);
+
 /// Which of Huffman and rANS wins on a byte stream by the policy's rule, where the estimates
 /// tell it without encoding both: on streams of 2^16 words or more both estimates came within
 /// 0.1% of the exact sizes (every literal of that size at level 1 on the corpus and on a 134 MB
 /// BF16 checkpoint: Huffman −0.001% to +0.05%, rANS −0.06% to +38%, over only where it stores
 /// blocks as they are), so a verdict with policy.estimateRoom to spare either way is kept.
 /// Huffman coding the exponents that rANS then replaced was a tenth of level 1's time, and
-/// rANS coding exponents it came within the margin of, another.
-std::optional<Encoding> byteCoderByEstimate(WordsView words, unsigned width, const uint64_t *byteCounts,
+/// rANS coding exponents it came within the margin of, another. Within that room, a stream of
+/// kRansProbeMinBlocks rans blocks or more, which Huffman may code smaller than `bestSize`,
+/// has rans' middle block coded alone (ransProbeBytes), and is judged on that with
+/// kProbeVerdictRoom to spare: a 7-bit field of a 131 MB tensor (rans 0.4% under the
+/// threshold by its estimate and by its exact size) was Huffman coded whole for nothing, 6%
+/// of level 5's time.
+std::optional<Encoding> byteCoderVerdict(WordsView words, unsigned width, const uint64_t *byteCounts,
+                                            std::span<const ByteCounts> blockCounts, uint64_t bestSize,
                                             const EncodePolicy &policy) {
   constexpr uint64_t kMinWords = uint64_t{1} << 16;
   if (words.size() < kMinWords || !policy.tries(Encoding::Huffman) || !policy.tries(Encoding::Rans)) return std::nullopt;
@@ -247,10 +260,17 @@ std::optional<Encoding> byteCoderByEstimate(WordsView words, unsigned width, con
   const auto rans = estimateWith(Encoding::Rans, words, width, Counted{byteCounts});
   if (!huffman || !rans) return std::nullopt;
   const double threshold = static_cast<double>(*huffman) * (1 - policy.gainFor(Encoding::Rans, width));
-  const double room = policy.estimateRoom;
-  if (static_cast<double>(*rans) * (1 + room) < threshold * (1 - room)) return Encoding::Rans;
-  if (static_cast<double>(*rans) * (1 - room) >= threshold * (1 + room)) return Encoding::Huffman;
-  return std::nullopt;
+  auto verdict = [&](double ransBytes, double room) -> std::optional<Encoding> {
+    if (ransBytes * (1 + room) < threshold * (1 - room)) return Encoding::Rans;
+    if (ransBytes * (1 - room) >= threshold * (1 + room)) return Encoding::Huffman;
+    return std::nullopt;
+  };
+  if (const auto byEstimates = verdict(static_cast<double>(*rans), policy.estimateRoom)) return byEstimates;
+  const bool huffmanMayWin = static_cast<double>(*huffman) < static_cast<double>(bestSize) *
+                                                                (1 - policy.gainFor(Encoding::Huffman, width));
+  if (policy.estimateRoom <= 0 || !huffmanMayWin) return std::nullopt;
+  const auto probed = ransProbeBytes(words, width, blockCounts, Counted{byteCounts});
+  return probed ? verdict(*probed, kProbeVerdictRoom) : std::nullopt;
 }
 
 /// Whether a large byte stream's sample shows that neither order-0 coder (huffman, rans) can
@@ -311,7 +331,7 @@ bool worthEncoding(Encoding e, WordsView words, unsigned width, uint64_t bestSiz
 }
 
 /// Whether rans, on a byte stream of kRansProbeMinBlocks blocks or more, loses to `bestSize`
-/// by the gain `gain` asked of it, as judged by coding its middle block alone and scaling: its
+/// by the gain `gain` asked of it, as judged by coding its middle block alone (ransProbeBytes): its
 /// blocks are coded independently, each with a table of its own, so that one block shows what
 /// its estimate misses (on near-uniform 7-bit mantissas its frequency tables, coarser than the
 /// counts, cost ~0.1% more than the entropy). At level 5, which asks rans a quarter of 1% over
@@ -324,35 +344,83 @@ bool worthEncoding(Encoding e, WordsView words, unsigned width, uint64_t bestSiz
 /// coded whole to lose to huffman by 0.06%.
 bool ransBlockLoses(WordsView words, unsigned width, std::span<const ByteCounts> blockCounts, Counted counted,
                     uint64_t bestSize, double gain) {
+  if (gain <= 0) return false;
+  const auto estimate = estimateWith(Encoding::Rans, words, width, counted);
+  if (estimate && static_cast<double>(*estimate) < static_cast<double>(bestSize) * (1 - gain - kRansSureRoom))
+    return false;
+  const auto probed = ransProbeBytes(words, width, blockCounts, counted);
+  return probed && *probed >= static_cast<double>(bestSize) * (1 - gain - kRansProbeRoom);
+}
+
+/// rans' size of a byte stream's block from its counts: htscodecs codes each block with a
+/// frequency table of its own (about 2 bytes a symbol) and 32 final states of 4 bytes, at about
+/// the entropy of the block's counts, or stores it as it is where that is smaller.
+double ransBlockEstimate(const ByteCounts &counts, uint64_t n) {
+  unsigned distinct = 0;
+  for (uint64_t c : counts) distinct += c != 0;
+  const double coded = entropyBits(counts, n) / 8 + distinct * 2 + 140;
+  return std::min(coded, static_cast<double>(n + 16));
+}
+
+/// rans' size of the stream as its middle block, coded alone, shows it, where the stream has
+/// kRansProbeMinBlocks blocks or more and the caller counted it (a byte stream's counts per
+/// block; a wider one's histogram, `counted.words`); nullopt elsewhere. A byte stream's blocks
+/// are coded with tables of their own: each block's estimate from its counts, times what the
+/// middle block's coding came to against its own estimate (htscodecs' tables round the
+/// frequencies, which costs near-uniform 7-bit mantissas ~0.1% past the entropy; blocks of one
+/// stream differ from each other by about as much, which the estimates of each see). A wider
+/// stream has one table, coded once, and its middle block is scaled to the stream.
+std::optional<double> ransProbeBytes(WordsView words, unsigned width, std::span<const ByteCounts> blockCounts,
+                                     Counted counted) {
   const bool wide = width > 8;
   const uint64_t blockWords = wide ? kRans16BlockWords : kRansBlockWords;
   const uint64_t blocks = blocksOf(words.size(), blockWords);
   const bool countsGiven = wide ? counted.words != nullptr : blockCounts.size() == blocks;
-  if (gain <= 0 || blocks < kRansProbeMinBlocks || !countsGiven) return false;
-  const auto estimate = estimateWith(Encoding::Rans, words, width, counted);
-  if (estimate && static_cast<double>(*estimate) < static_cast<double>(bestSize) * (1 - gain - kRansSureRoom))
-    return false;
+  if (blocks < kRansProbeMinBlocks || !countsGiven) return std::nullopt;
   const uint64_t middle = blocks / 2; // a whole block: only the last may be shorter
   const WordsView block = words.subspan(middle * blockWords, blockWords);
   thread_local Bytes probe, table;
   probe.clear();
   table.clear();
-  if (wide) {
-    encodeRans16(block, width, probe, counted.words);
-    encodeRans16(words.first(0), width, table, counted.words);
-  } else {
+  if (!wide) {
     encodeRans(block, 0, probe, blockCounts.subspan(middle, 1));
+    double estimated = 0;
+    for (uint64_t b = 0; b < blocks; ++b)
+      estimated += ransBlockEstimate(blockCounts[b], std::min(blockWords, words.size() - b * blockWords));
+    return estimated * static_cast<double>(probe.size()) / ransBlockEstimate(blockCounts[middle], blockWords);
   }
+  encodeRans16(block, width, probe, counted.words);
+  encodeRans16(words.first(0), width, table, counted.words);
   const auto fixed = static_cast<double>(table.size());
   const double blocksWhole = static_cast<double>(words.size()) / static_cast<double>(blockWords);
-  const double scaled = fixed + (static_cast<double>(probe.size()) - fixed) * blocksWhole;
-  return scaled >= static_cast<double>(bestSize) * (1 - gain - kRansProbeRoom);
+  return fixed + (static_cast<double>(probe.size()) - fixed) * blocksWhole;
+}
+
+/// Counts a byte stream a rans block at a time (`blockCounts`, one per block) and whole (`counts`).
+void countRansBlocks(WordsView words, unsigned width, std::vector<ByteCounts> &blockCounts, uint64_t *counts) {
+  blockCounts.resize(blocksOf(words.size(), kRansBlockWords));
+  for (size_t b = 0; b < blockCounts.size(); ++b) {
+    blockCounts[b].fill(0);
+    const uint64_t begin = b * kRansBlockWords;
+    const uint64_t n = std::min<uint64_t>(kRansBlockWords, words.size() - begin);
+    countWords(words.subspan(begin, n), width, blockCounts[b].data());
+    for (size_t v = 0; v < 256; ++v) counts[v] += blockCounts[b][v];
+  }
 }
 
 } // namespace
 
 bool zstdWorthTrying(WordsView words, unsigned width, uint64_t bestSize, const EncodePolicy &policy) {
   return encodingApplies(Encoding::Zstd, words, width) && zstdMayWin(words, bestSize, policy);
+}
+
+std::optional<Encoding> byteCoderByEstimates(WordsView words, unsigned width, const EncodePolicy &policy) {
+  if (width > 8 || words.empty()) return std::nullopt;
+  std::vector<ByteCounts> blockCounts;
+  uint64_t counts[256] = {};
+  countRansBlocks(words, width, blockCounts, counts);
+  const uint64_t bitpack = bitpackPayloadSize(words.size(), bitpackBitsOfCounts(counts));
+  return byteCoderVerdict(words, width, counts, blockCounts, bitpack, policy);
 }
 
 bool mantissaLooksRandom(WordsView words, unsigned width) {
@@ -452,14 +520,7 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
   if (orderZeroCodersLose) {
     bits = width; // the sample's largest word has the field's top bit: so has the stream's
   } else if (width <= 8 && !words.empty()) {
-    // Counted a rans block at a time: the rans encoder takes each block's counts.
-    blockCounts.resize((words.size() + kRansBlockWords - 1) / kRansBlockWords);
-    for (size_t b = 0; b < blockCounts.size(); ++b) {
-      blockCounts[b].fill(0);
-      countWords(words.subspan(b * kRansBlockWords, std::min<uint64_t>(kRansBlockWords, words.size() - b * kRansBlockWords)),
-                 width, blockCounts[b].data());
-      for (size_t v = 0; v < 256; ++v) counts[v] += blockCounts[b][v];
-    }
+    countRansBlocks(words, width, blockCounts, counts); // the rans encoder takes each block's counts
     byteCounts = counts;
     bits = bitpackBitsOfCounts(counts);
   } else {
@@ -473,7 +534,9 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
       bestSize = size;
     }
   }
-  Bytes bestBytes, candidate;
+  const size_t base = out.size();
+  bool bestInOut = false; // the best so far is encoded: out's bytes from base
+  Bytes candidate;
   const bool skipTableCoders = tableCodersCannotPay(words, width);
   // A stream of 9 to 16 bits is counted once for the table coders' estimates and encoders.
   std::optional<WordHistogram> wideHistogram;
@@ -485,7 +548,8 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
     parallelFor(blocks, policy.threads, codeBlock);
   };
   const RunBlocks *const runBlocks = policy.threads > 1 ? &onThreads : nullptr;
-  const std::optional<Encoding> byteCoder = byteCounts ? byteCoderByEstimate(words, width, byteCounts, policy) : std::nullopt;
+  const std::optional<Encoding> byteCoder =
+      byteCounts ? byteCoderVerdict(words, width, byteCounts, blockCounts, bestSize, policy) : std::nullopt;
   for (Encoding e : kAllEncodings) {
     // context needs no table, but on such streams it cannot win either: no bit of a
     // near-uniform mantissa is predictable from the lane above it.
@@ -496,32 +560,47 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
         !worthEncoding(e, words, width, bestSize, policy, counted) ||
         (e == Encoding::Rans && ransBlockLoses(words, width, blockCounts, counted, bestSize, policy.gainFor(e, width))))
       continue;
-    candidate.clear();
+    // The first candidate encoded goes straight into `out`, after what it held (`base`): on a
+    // large literal it is mostly the one encoded, and coding it into a buffer of its own, then
+    // copying it, took twice its bytes of fresh pages (a 37 MB field of a 131 MB tensor: 16% of
+    // level 5's time in the kernel zeroing pages). Where one is there, the next goes into
+    // `candidate`, and into `out` if it wins.
+    Bytes &into = bestInOut ? candidate : out;
+    const size_t from = bestInOut ? 0 : base;
+    into.resize(from);
     // Room for a candidate that can win (no larger than the best so far), reserved and touched
     // only as written: grown by doubling, a 22 MB literal was copied five times into fresh pages.
-    candidate.reserve(bestSize + 1024);
+    // `out` keeps growing by doubling, so that literals appended one by one are not each a copy.
+    const size_t room = from + bestSize + 1024;
+    if (into.capacity() < room) into.reserve(std::max<size_t>(room, 2 * into.capacity()));
     // Candidates come in decreasing decoding speed: a slower one must win by the policy's margin.
     // The coders that count the words take the counts made above.
     bool encoded;
-    if (e == Encoding::Huffman && counted.words) encoded = encodeHuffman(words, width, candidate, *counted.words, runBlocks);
-    else if (e == Encoding::Huffman) encoded = !words.empty() && encodeHuffman(words, width, candidate, byteCounts, runBlocks);
-    else if (e == Encoding::Rans && byteCounts) encoded = (encodeRans(words, 0, candidate, blockCounts, runBlocks), true);
-    else if (e == Encoding::Rans && counted.words) encoded = encodeRans16(words, width, candidate, counted.words);
-    else encoded = encodeLit(e, words, width, candidate, policy.zstdLevelFor(words.size()), policy.minGain);
-    if (!encoded ||
-        static_cast<double>(candidate.size()) >= static_cast<double>(bestSize) * (1 - policy.gainFor(e, width)) ||
-        candidate.size() >= bestSize)
+    if (e == Encoding::Huffman && counted.words) encoded = encodeHuffman(words, width, into, *counted.words, runBlocks);
+    else if (e == Encoding::Huffman)
+      encoded = !words.empty() && encodeHuffman(words, width, into, byteCounts, runBlocks);
+    else if (e == Encoding::Rans && byteCounts) encoded = (encodeRans(words, 0, into, blockCounts, runBlocks), true);
+    else if (e == Encoding::Rans && counted.words) encoded = encodeRans16(words, width, into, counted.words);
+    else encoded = encodeLit(e, words, width, into, policy.zstdLevelFor(words.size()), policy.minGain);
+    const size_t size = into.size() - from;
+    if (!encoded || static_cast<double>(size) >= static_cast<double>(bestSize) * (1 - policy.gainFor(e, width)) ||
+        size >= bestSize) {
+      into.resize(from);
       continue;
+    }
     best = e;
-    bestSize = candidate.size();
-    std::swap(bestBytes, candidate);
+    bestSize = size;
+    if (bestInOut) {
+      out.resize(base);
+      out.insert(out.end(), candidate.begin(), candidate.end());
+    }
+    bestInOut = true;
   }
+  if (bestInOut) return best;
   if (best == Encoding::Bitpack)
     encodeBitpack(words, bits, out);
-  else if (hasCheapExactSize(best))
-    encodeLit(best, words, width, out);
   else
-    out.insert(out.end(), bestBytes.begin(), bestBytes.end());
+    encodeLit(best, words, width, out);
   return best;
 }
 

@@ -108,6 +108,13 @@ inline constexpr uint64_t kEstimateAbsolute = 600;
 /// byte stream the search scores with it would be most of the search's time.
 bool zstdWorthTrying(WordsView words, unsigned width, uint64_t bestSize, const EncodePolicy &policy);
 
+/// Which one of huffman and rans encodeSmallest encodes of a byte stream, without encoding the
+/// other, where bitpack's size is the best before them: the one the estimates pick with
+/// policy.estimateRoom to spare, or else, on streams of four rans blocks or more that huffman
+/// may code smaller than bitpack, the one rans' middle block coded alone shows (its size against
+/// its estimate, applied to every block's); nullopt where both are encoded and their sizes pick.
+std::optional<Encoding> byteCoderByEstimates(WordsView words, unsigned width, const EncodePolicy &policy);
+
 /// Whether mantissa bits look like noise, so that neither `context` nor rans_o1 can gain on
 /// them (the search scores neither there): their order-0
 /// entropy within 1% of their width, and their top (up to 3) bits telling less than 0.01 bits
