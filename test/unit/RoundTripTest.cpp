@@ -336,6 +336,42 @@ TEST(RoundTripSafetensors, RepeatedTensorsShareTheFirstOnesPayload) {
   EXPECT_EQ(synth.payload.size(), stored);
 }
 
+TEST(RoundTripLarge, RegionDigestsHashedPieceByPieceOnThreadsAreEachRegionsDigest) {
+  // firstWithSameBytes hashes the regions' 16 MiB digest pieces as tasks of their own (one large
+  // tensor is hashed on every thread) and joins each region's: the same digests as regionDigest
+  // of each region, and the same repeats, on any thread count.
+  std::mt19937_64 rng(9);
+  Bytes file(3 * kDigestPieceBytes + 2 * kDigestPieceBytes + 4096);
+  for (size_t i = 0; i < file.size(); i += 8) {
+    const uint64_t x = rng();
+    std::memcpy(file.data() + i, &x, std::min<size_t>(8, file.size() - i));
+  }
+  const uint64_t big = 2 * kDigestPieceBytes + 77; // three pieces, the last of 77 bytes
+  std::memcpy(file.data() + big + 10, file.data(), kDigestPieceBytes + 5); // a repeat of the 2nd region
+  std::vector<Region> regions;
+  auto add = [&](uint64_t offset, uint64_t size) {
+    Region r;
+    r.kind = RegionKind::Bytes;
+    r.bytes = ByteRange{offset, size};
+    regions.push_back(std::move(r));
+  };
+  add(0, big);
+  add(0, kDigestPieceBytes + 5);
+  add(big, 10);
+  add(big + 10, kDigestPieceBytes + 5);
+  add(big + 10, 0);
+  add(big + 10 + kDigestPieceBytes + 5, file.size() - (big + 10 + kDigestPieceBytes + 5));
+  for (unsigned threads : {1u, 2u, 5u}) {
+    std::vector<uint64_t> digests;
+    const std::vector<size_t> first = firstWithSameBytes(regions, file, &digests, threads);
+    ASSERT_EQ(digests.size(), regions.size());
+    for (size_t i = 0; i < regions.size(); ++i)
+      EXPECT_EQ(digests[i], regionDigest(ByteSpan(file).subspan(regions[i].bytes.offset, regions[i].bytes.size)))
+          << "region " << i << " on " << threads << " threads";
+    EXPECT_EQ(first, (std::vector<size_t>{0, 1, 2, 1, 4, 5})) << threads << " threads";
+  }
+}
+
 TEST(RoundTripLarge, TensorsSplitIntoPiecesDecodeIdenticallyOnAnyThreadCount) {
   // An embedding of 5000 x 2048 BF16 words (20 MB) spans two 16 MiB pieces, so its second
   // piece starts mid-tensor: every literal must skip to it (entropy-coded ones by jumping to
