@@ -7,6 +7,7 @@
 #include "runtime/codecs/huffman/HuffmanEncode.h"
 #include "runtime/codecs/LitDecode.h"
 #include "runtime/codecs/LitEncode.h"
+#include "runtime/common/OrOfWords.h"
 #include "runtime/codecs/SymbolMap.h"
 #include "runtime/codecs/rans/RansCodec.h"
 #include "runtime/codecs/rans/RansX32Decode.h"
@@ -571,6 +572,37 @@ TEST(Codec, ZstdRefusesFramesThatDisagreeWithTheLiteral) {
   EXPECT_NE(zstdError(zstdLiteral(1 << 20, {Bytes(100, 0x10)}, plain), 4, 100).find("wider than 4 bits"),
             std::string::npos);
   EXPECT_EQ(zstdError(zstdLiteral(1 << 20, {Bytes(100, 0x0f)}, plain), 4, 100), "decoded");
+}
+
+TEST(Codec, OrOfWordsIsThatOfEveryWordWhereverItsBitsAre) {
+  // The check decoders make of their words' width reads eight bytes at a time: against a plain
+  // loop over the words, for every container size, lengths around its 32-byte steps, and one set
+  // bit at every position of a zeroed buffer.
+  std::mt19937_64 rng(48);
+  for (unsigned cb : {1u, 2u, 4u, 8u}) {
+    auto plain = [&](const Bytes &b) {
+      uint64_t all = 0;
+      for (size_t i = 0; i < b.size(); i += cb) {
+        uint64_t w = 0;
+        std::memcpy(&w, b.data() + i, cb);
+        all |= w;
+      }
+      return all;
+    };
+    for (size_t words : {0, 1, 3, 31, 32, 33, 100, 1000}) {
+      const size_t n = words * cb;
+      Bytes sparse(n, 0);
+      for (size_t bit = 0; bit < 8 * n; bit += 1 + rng() % 5) {
+        std::fill(sparse.begin(), sparse.end(), 0);
+        sparse[bit / 8] = static_cast<uint8_t>(1u << (bit % 8));
+        ASSERT_EQ(orOfWords(sparse.data(), n, cb), plain(sparse))
+            << cb << "-byte words, " << n << " bytes, bit " << bit;
+      }
+      Bytes dense(n);
+      for (uint8_t &b : dense) b = static_cast<uint8_t>(rng() & rng() & rng());
+      EXPECT_EQ(orOfWords(dense.data(), n, cb), plain(dense)) << cb << "-byte words, " << n << " bytes";
+    }
+  }
 }
 
 TEST(Codec, RansRejectsBytesWiderThanTheLiteral) {

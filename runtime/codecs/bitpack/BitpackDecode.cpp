@@ -1,6 +1,7 @@
 #include "runtime/codecs/bitpack/BitpackDecode.h"
 
 #include "lang/BitpackFormat.h"
+#include "runtime/common/OrOfWords.h"
 
 #include <fmt/format.h>
 
@@ -134,9 +135,8 @@ Result<void> validateRaw(ByteSpan payload, StreamType t) {
   const unsigned cb = containerBytes(t.width);
   if (static_cast<unsigned __int128>(t.length) * cb != payload.size()) return Error{"has the wrong size for its type"};
   if (t.width == 8 * cb) return {}; // every container value is a valid word
-  uint64_t seen = 0;
-  for (uint64_t i = 0; i < t.length; ++i) seen |= loadLE(payload.data() + i * cb, cb);
-  if (seen & ~widthMask(t.width)) return Error{fmt::format("holds words wider than {} bits", t.width)};
+  if (orOfWords(payload.data(), payload.size(), cb) & ~widthMask(t.width))
+    return Error{fmt::format("holds words wider than {} bits", t.width)};
   return {};
 }
 

@@ -1,6 +1,7 @@
 #include "runtime/codecs/rans/RansCodec.h"
 
 #include "runtime/common/Histogram.h"
+#include "runtime/common/OrOfWords.h"
 #include "runtime/containers/Payload.h"
 #include "runtime/codecs/rans/RansX32Decode.h"
 #include "runtime/codecs/rans/RansX32Encode.h"
@@ -266,11 +267,8 @@ Result<void> RansDecoder::decodeBlocks(size_t first, size_t n, uint8_t *out) con
           got != expected)
         return Error{fmt::format("rans block {} is corrupt", b)};
     }
-    if (width_ < 8) {
-      uint8_t seen = 0;
-      for (unsigned i = 0; i < expected; ++i) seen |= out[i];
-      if (seen >> width_) return Error{fmt::format("rans block {} holds words wider than {} bits", b, width_)};
-    }
+    if (width_ < 8 && orOfWords(out, expected, 1) >> width_)
+      return Error{fmt::format("rans block {} holds words wider than {} bits", b, width_)};
     // create() checked every patch's position and value.
     ByteReader patches(block.patches);
     uint64_t at = 0;

@@ -1,5 +1,6 @@
 #include "runtime/codecs/zstd/ZstdCodec.h"
 
+#include "runtime/common/OrOfWords.h"
 #include "runtime/common/Varint.h"
 
 #include <fmt/format.h>
@@ -136,12 +137,8 @@ Result<void> ZstdDecoder::decodeBlock(size_t b, uint8_t *out) const {
   // window size allocates nothing, and it writes no byte past `length`.
   const size_t got = ZSTD_decompressDCtx(decompressContext(), out, length, frames_[b].data(), frames_[b].size());
   if (ZSTD_isError(got) || got != length) return Error{fmt::format("zstd block {} is corrupt", b)};
-  if (width_ < 8) {
-    uint8_t seen = 0;
-    for (size_t i = 0; i < length; ++i)
-      seen |= out[i];
-    if (seen >> width_) return Error{fmt::format("zstd block {} holds words wider than {} bits", b, width_)};
-  }
+  if (width_ < 8 && orOfWords(out, length, 1) >> width_)
+    return Error{fmt::format("zstd block {} holds words wider than {} bits", b, width_)};
   return {};
 }
 
