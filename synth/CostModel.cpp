@@ -65,7 +65,8 @@ constexpr int kZstdProbeLevel = 1;
 /// (docs/benchmarks.md).
 constexpr double kZstdProbeSlack = 1.05;
 /// Byte streams of at least this many rans blocks are judged by coding one block before all
-/// (ransBlockLoses): one block in four, at most, is coded for nothing.
+/// (ransProbeBytes, for ransBlockLoses and byteCoderVerdict): one block in four, at most, is
+/// coded for nothing.
 constexpr uint64_t kRansProbeMinBlocks = 4;
 /// How much more than the gain the probe must show: blocks differ a little, and a stream that
 /// wins by less saves at most this much of itself for a slower decoder.
@@ -250,10 +251,10 @@ std::optional<double> ransProbeBytes(WordsView words, unsigned width, std::span<
 /// has rans' middle block coded alone (ransProbeBytes), and is judged on that with
 /// kProbeVerdictRoom to spare: a 7-bit field of a 131 MB tensor (rans 0.4% under the
 /// threshold by its estimate and by its exact size) was Huffman coded whole for nothing, 6%
-/// of level 5's time.
+/// of level 5's time. The probe's size, where one was coded, goes to `probedOut`.
 std::optional<Encoding> byteCoderVerdict(WordsView words, unsigned width, const uint64_t *byteCounts,
                                             std::span<const ByteCounts> blockCounts, uint64_t bestSize,
-                                            const EncodePolicy &policy) {
+                                            const EncodePolicy &policy, std::optional<double> *probedOut = nullptr) {
   constexpr uint64_t kMinWords = uint64_t{1} << 16;
   if (words.size() < kMinWords || !policy.tries(Encoding::Huffman) || !policy.tries(Encoding::Rans)) return std::nullopt;
   const auto huffman = estimateWith(Encoding::Huffman, words, width, Counted{byteCounts});
@@ -270,6 +271,7 @@ std::optional<Encoding> byteCoderVerdict(WordsView words, unsigned width, const 
                                                                 (1 - policy.gainFor(Encoding::Huffman, width));
   if (policy.estimateRoom <= 0 || !huffmanMayWin) return std::nullopt;
   const auto probed = ransProbeBytes(words, width, blockCounts, Counted{byteCounts});
+  if (probedOut) *probedOut = probed;
   return probed ? verdict(*probed, kProbeVerdictRoom) : std::nullopt;
 }
 
@@ -341,14 +343,15 @@ bool worthEncoding(Encoding e, WordsView words, unsigned width, uint64_t bestSiz
 /// probed. A stream of 9 to 16 bits (`counted.words`, its histogram) is judged the same way by
 /// one block of its 16-bit coder, whose one table is counted once: that coder's estimate is
 /// ~0.1% low too (its states' rounding), and 10-bit fields of exponent and mantissa bits were
-/// coded whole to lose to huffman by 0.06%.
+/// coded whole to lose to huffman by 0.06%. `probedBefore`: the probe, where byteCoderVerdict
+/// coded it already.
 bool ransBlockLoses(WordsView words, unsigned width, std::span<const ByteCounts> blockCounts, Counted counted,
-                    uint64_t bestSize, double gain) {
+                    uint64_t bestSize, double gain, std::optional<double> probedBefore) {
   if (gain <= 0) return false;
   const auto estimate = estimateWith(Encoding::Rans, words, width, counted);
   if (estimate && static_cast<double>(*estimate) < static_cast<double>(bestSize) * (1 - gain - kRansSureRoom))
     return false;
-  const auto probed = ransProbeBytes(words, width, blockCounts, counted);
+  const auto probed = probedBefore ? probedBefore : ransProbeBytes(words, width, blockCounts, counted);
   return probed && *probed >= static_cast<double>(bestSize) * (1 - gain - kRansProbeRoom);
 }
 
@@ -548,17 +551,22 @@ Encoding encodeSmallest(WordsView words, unsigned width, Bytes &out, EncodePolic
     parallelFor(blocks, policy.threads, codeBlock);
   };
   const RunBlocks *const runBlocks = policy.threads > 1 ? &onThreads : nullptr;
+  std::optional<double> probed;
   const std::optional<Encoding> byteCoder =
-      byteCounts ? byteCoderVerdict(words, width, byteCounts, blockCounts, bestSize, policy) : std::nullopt;
+      byteCounts ? byteCoderVerdict(words, width, byteCounts, blockCounts, bestSize, policy, &probed) : std::nullopt;
   for (Encoding e : kAllEncodings) {
     // context needs no table, but on such streams it cannot win either: no bit of a
     // near-uniform mantissa is predictable from the lane above it.
     const bool orderZero = e == Encoding::Huffman || e == Encoding::Rans;
-    const bool otherByteCoderWins = byteCoder && orderZero && e != *byteCoder;
+    // rans is skipped for huffman only where huffman was kept: judged on estimates, it may
+    // still lose to bitpack, and rans then gets its own chance.
+    const bool otherByteCoderWins =
+        byteCoder && orderZero && e != *byteCoder && (e != Encoding::Rans || best == Encoding::Huffman);
     if (hasCheapExactSize(e) || (skipTableCoders && e != Encoding::Zstd) || otherByteCoderWins ||
         (orderZero && orderZeroCodersLose) ||
         !worthEncoding(e, words, width, bestSize, policy, counted) ||
-        (e == Encoding::Rans && ransBlockLoses(words, width, blockCounts, counted, bestSize, policy.gainFor(e, width))))
+        (e == Encoding::Rans &&
+         ransBlockLoses(words, width, blockCounts, counted, bestSize, policy.gainFor(e, width), probed)))
       continue;
     // The first candidate encoded goes straight into `out`, after what it held (`base`): on a
     // large literal it is mostly the one encoded, and coding it into a buffer of its own, then

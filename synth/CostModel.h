@@ -108,11 +108,14 @@ inline constexpr uint64_t kEstimateAbsolute = 600;
 /// byte stream the search scores with it would be most of the search's time.
 bool zstdWorthTrying(WordsView words, unsigned width, uint64_t bestSize, const EncodePolicy &policy);
 
-/// Which one of huffman and rans encodeSmallest encodes of a byte stream, without encoding the
-/// other, where bitpack's size is the best before them: the one the estimates pick with
-/// policy.estimateRoom to spare, or else, on streams of four rans blocks or more that huffman
-/// may code smaller than bitpack, the one rans' middle block coded alone shows (its size against
-/// its estimate, applied to every block's); nullopt where both are encoded and their sizes pick.
+/// Which one of huffman and rans encodeSmallest prefers on a byte stream without encoding the
+/// other, taking bitpack's size as the best before them (encodeSmallest takes the smaller of raw
+/// and bitpack, and first rules both coders out on near-uniform streams): the one the estimates
+/// pick with policy.estimateRoom to spare, or else, on streams of four rans blocks or more that
+/// huffman may code smaller than bitpack, the one rans' middle block coded alone shows (its
+/// size against its estimate, applied to every block's); nullopt where neither tells, and the
+/// exact sizes of those encoded pick. rans is still tried where huffman, preferred, loses to
+/// bitpack.
 std::optional<Encoding> byteCoderByEstimates(WordsView words, unsigned width, const EncodePolicy &policy);
 
 /// Whether mantissa bits look like noise, so that neither `context` nor rans_o1 can gain on

@@ -223,8 +223,9 @@ template <typename T> void decodeBitpackNarrow(const uint8_t *payload, uint64_t 
   for (; i < count && (first + i) % 8 != 0; ++i)
     out[i] = static_cast<T>(extractBits(bits, bitpackBitOffset(first + i, b), b));
   const size_t groups = (count - i) / 8;
-  // Words of up to 16 bits through pdep (or VBMI); wider ones in 32-bit containers through
-  // loops unrolled for their width (a word at a time, they were 5% of an F32 checkpoint's decode).
+  // Words of up to 16 bits through pdep (or VBMI); wider ones in 32-bit containers through VBMI,
+  // or loops unrolled for their width (a word at a time, they were 5% of an F32 checkpoint's
+  // decode) where the CPU has none.
   static constexpr auto table = makeUnpackTable<T>(std::make_integer_sequence<unsigned, sizeof(T) >= 4 ? 32 : 16>{});
   if (b <= table.size() && groups) {
     static const bool bmi2 = __builtin_cpu_supports("bmi2");
