@@ -960,8 +960,12 @@ TEST(RansX32, OurFramesDecodeThroughBothDecodersNoLargerThanHtscodecs) {
         EXPECT_TRUE(out == in) << where;
       }
       // Stored where coding does not pay (random bytes), coded where it plainly does.
-      if (shape == 4) EXPECT_EQ(frame[0], RANS_ORDER_X32 | RANS_ORDER_CAT) << where;
-      if (shape < 3) EXPECT_EQ(frame[0], RANS_ORDER_X32) << where;
+      if (shape == 4) {
+        EXPECT_EQ(frame[0], RANS_ORDER_X32 | RANS_ORDER_CAT) << where;
+      }
+      if (shape < 3) {
+        EXPECT_EQ(frame[0], RANS_ORDER_X32) << where;
+      }
       const Bytes reference = htscodecsFrame(in);
       EXPECT_LE(frame.size(), reference.size() + reference.size() / 200 + 8) << where;
       ours += static_cast<double>(frame.size());
