@@ -63,20 +63,19 @@ std::vector<size_t> firstWithSameBytes(const std::vector<Region> &regions, ByteS
   // other waited, a tenth of level 5 on two threads), then the repeats in file order.
   struct Piece {
     size_t region;
-    uint64_t at;
+    uint64_t index; // within the region
   };
   std::vector<Piece> pieces;
   std::vector<size_t> firstPiece(regions.size() + 1);
   for (size_t i = 0; i < regions.size(); ++i) {
     firstPiece[i] = pieces.size();
-    for (uint64_t at = 0; at < regions[i].bytes.size; at += kDigestPieceBytes) pieces.push_back(Piece{i, at});
+    for (uint64_t p = 0; p < digestPieces(regions[i].bytes.size); ++p) pieces.push_back(Piece{i, p});
   }
   firstPiece.back() = pieces.size();
   std::vector<uint64_t> pieceHashes(pieces.size());
   parallelFor(pieces.size(), threads, [&](size_t p) {
     const ByteRange bytes = regions[pieces[p].region].bytes;
-    const uint64_t at = pieces[p].at;
-    pieceHashes[p] = xxh3(file.subspan(bytes.offset + at, std::min(kDigestPieceBytes, bytes.size - at)));
+    pieceHashes[p] = xxh3(digestPiece(file.subspan(bytes.offset, bytes.size), pieces[p].index));
   });
   std::vector<uint64_t> keys(regions.size());
   for (size_t i = 0; i < regions.size(); ++i)

@@ -47,8 +47,7 @@ uint64_t combinePieceHashes(std::span<const uint64_t> pieceHashes) {
 
 uint64_t regionDigest(ByteSpan bytes) {
   std::vector<uint64_t> pieces;
-  for (uint64_t at = 0; at < bytes.size(); at += kDigestPieceBytes)
-    pieces.push_back(xxh3(bytes.subspan(at, std::min<uint64_t>(kDigestPieceBytes, bytes.size() - at))));
+  for (uint64_t p = 0; p < digestPieces(bytes.size()); ++p) pieces.push_back(xxh3(digestPiece(bytes, p)));
   return combinePieceHashes(pieces);
 }
 

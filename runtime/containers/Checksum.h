@@ -2,6 +2,7 @@
 // xxHash64 (seed 0) of whole buffers and of streams, for tensor and file checksums.
 #include "runtime/common/Bytes.h"
 
+#include <algorithm>
 #include <memory>
 #include <span>
 
@@ -21,6 +22,11 @@ uint64_t combinePieceHashes(std::span<const uint64_t> pieceHashes);
 uint64_t regionDigest(ByteSpan bytes);
 /// The pieces of a region of `bytes` bytes (none when it is empty).
 inline uint64_t digestPieces(uint64_t bytes) { return (bytes + kDigestPieceBytes - 1) / kDigestPieceBytes; }
+/// Piece `piece` of a region's bytes (the last may be shorter).
+inline ByteSpan digestPiece(ByteSpan region, uint64_t piece) {
+  const uint64_t at = piece * kDigestPieceBytes;
+  return region.subspan(at, std::min<uint64_t>(kDigestPieceBytes, region.size() - at));
+}
 /// The number of piece hashes an archive's index holds for a region of `bytes` bytes: its
 /// pieces when it has more than one, else none (its digest alone checks it).
 inline uint64_t indexedPieces(uint64_t bytes) { return digestPieces(bytes) > 1 ? digestPieces(bytes) : 0; }

@@ -132,8 +132,9 @@ template <typename T>
 /// permute gives each 64-bit lane the eight bytes from its word's first one, a multishift takes
 /// 32 bits from the word's bit offset, a mask keeps B, and the lanes narrow to 32 bits. An F32
 /// checkpoint's low mantissa bits (21 to 23 a word) took a sixth of its decoding a word at a time.
-[[gnu::target("avx512f,avx512bw,avx512vbmi")]] void unpackWideGroupsVbmi(const uint8_t *bits, unsigned B, uint64_t g0,
-                                                                         size_t groups, uint32_t *out) {
+/// Returns the groups done: all of them.
+[[gnu::target("avx512f,avx512bw,avx512vbmi")]] size_t unpackWideGroupsVbmi(const uint8_t *bits, unsigned B,
+                                                                           uint64_t g0, size_t groups, uint32_t *out) {
   alignas(64) uint8_t index[64], shift[64];
   for (unsigned lane = 0; lane < 8; ++lane)
     for (unsigned k = 0; k < 8; ++k) {
@@ -152,6 +153,7 @@ template <typename T>
     const __m512i words = _mm512_and_si512(_mm512_maskz_multishift_epi64_epi8(all, shifts, lanes), mask);
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(out), _mm512_maskz_cvtepi64_epi32(__mmask8{0xff}, words));
   }
+  return groups;
 }
 #endif
 
@@ -235,10 +237,7 @@ template <typename T> void decodeBitpackNarrow(const uint8_t *payload, uint64_t 
     if constexpr (sizeof(T) <= 2)
       if (vbmi && b <= 8) done = unpackGroupsVbmi(bits, b, (first + i) / 8, groups, out + i);
     if constexpr (sizeof(T) == 4)
-      if (vbmi && b > 16) {
-        unpackWideGroupsVbmi(bits, b, (first + i) / 8, groups, out + i);
-        done = groups;
-      }
+      if (vbmi && b > 16) done = unpackWideGroupsVbmi(bits, b, (first + i) / 8, groups, out + i);
 #endif
     if (done < groups) {
       const uint64_t g = (first + i) / 8 + done;
