@@ -2,6 +2,7 @@
 // found and coded near their structure-aware reference size, every program rebuilds its tensor
 // exactly, a budget of 0 gives the template, and on the committed checkpoints no tensor's
 // program is larger than the template's, ZipNN's or DFloat11's.
+#include "lang/MergeLayout.h"
 #include "lang/Printer.h"
 #include "runtime/containers/FileIO.h"
 #include "runtime/execution/Interpreter.h"
@@ -218,6 +219,57 @@ TEST_F(Planted, ChannelsLaidOutAsRowsGetRowConstantsOnTheirExponents) {
   for (size_t c = 8; c < 64; ++c) same += rows->periodic[c] == rows->periodic[c - 8];
   EXPECT_GE(same, 42u) << printExpr(*p.program);
   EXPECT_NE(printExpr(*p.program).find("] per 512 ("), std::string::npos);
+}
+
+/// The `map add` constants of `t`'s program (an F32 tensor of `channels` channels, each `length`
+/// words, laid out as `rows` says) against those worked out here: each channel's median exponent
+/// over 256 evenly spaced words of it (the search's sample of a channel), less the median of all
+/// those words, placed in the field as the search places it.
+void expectChannelMediansAsConstants(const gen::PlantedTensor &t, uint64_t channels, uint64_t length, bool rows) {
+  RegionProgram p = Planted::synthesize(t);
+  ASSERT_EQ(p.program->kind, NodeKind::Merge) << printExpr(*p.program);
+  const Merge &merge = as<Merge>(*p.program);
+  std::vector<unsigned> widths;
+  for (const MergeField &f : merge.fields) widths.push_back(streamTypeOf(*f.expr).width);
+  const std::vector<unsigned> shifts = mergeFieldShifts(widths);
+  constexpr uint64_t kTaken = 256;
+  ASSERT_GE(length, kTaken);
+  auto exponentAt = [&](uint64_t channel, uint64_t k) {
+    const uint64_t i = k * length / kTaken, word = rows ? channel * length + i : i * channels + channel;
+    uint32_t w;
+    std::memcpy(&w, t.bytes.data() + 4 * word, 4);
+    return (w >> 23) & 0xff;
+  };
+  auto median = [](std::vector<uint32_t> v) { // the least value that more than half are at most
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::vector<uint32_t> medians, all;
+  for (uint64_t c = 0; c < channels; ++c) {
+    std::vector<uint32_t> column;
+    for (uint64_t k = 0; k < kTaken; ++k) column.push_back(exponentAt(c, k));
+    all.insert(all.end(), column.begin(), column.end());
+    medians.push_back(median(column));
+  }
+  const uint32_t overall = median(all);
+  bool found = false;
+  for (size_t k = 0; k < merge.fields.size(); ++k) {
+    const Map *m = dynAs<Map>(*merge.fields[k].expr);
+    if (!m || m->periodic.empty()) continue;
+    found = true;
+    const unsigned lo = std::max(shifts[k], 23u), partShift = lo - shifts[k], dropped = lo - 23;
+    ASSERT_EQ(m->periodic.size(), channels);
+    for (uint64_t c = 0; c < channels; ++c) {
+      const int64_t difference = static_cast<int64_t>(medians[c] >> dropped) - static_cast<int64_t>(overall >> dropped);
+      EXPECT_EQ(m->periodic[c], (static_cast<uint64_t>(difference) << partShift) & widthMask(widths[k])) << c;
+    }
+  }
+  EXPECT_TRUE(found) << printExpr(*p.program);
+}
+
+TEST_F(Planted, ChannelConstantsAreEachChannelsMedianExponentLessTheWholesMedian) {
+  expectChannelMediansAsConstants(tensor("planted.channels"), 64, 512, /*rows=*/false);
+  expectChannelMediansAsConstants(transposed(tensor("planted.channels")), 64, 512, /*rows=*/true);
 }
 
 TEST_F(Planted, RowConstantsDecodeFromAnyWordThroughTheFusedKernel) {
