@@ -31,6 +31,9 @@
 namespace {
 
 constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
+// malloc's header before each block on 64-bit glibc: a block of n bytes ending 16 bytes before
+// an address leaves the next free memory's first byte there.
+constexpr std::uintptr_t kChunkHeaderBytes = 16;
 
 /// Advises huge pages for the whole 2 MiB pages inside [p, p + n). The kernel applies the advice
 /// to the mapping (the block's own mmap, or the heap's part of it), where a page is faulted in
@@ -49,12 +52,25 @@ void adviseHugePages(void *p, std::size_t n) {
 /// (unless MALLOC_PERTURB_ asks malloc to fill blocks); the heap keeps it, as address space (the
 /// trim threshold is above it). Level 5 on the corpus took 80 K page faults, 20 K so, a tenth
 /// less time.
+///
+/// The heap's free memory then starts where the block did, which is not on a huge page: the main
+/// heap begins anywhere, a thread's with its own header in its first page. Its pages up to the
+/// first whole huge page (1 MiB on average) would be faulted in 4 KiB at a time, 256 faults a
+/// MiB, most of a small file's. The block is shrunk in place to end there and kept, untouched
+/// address space: the heap's next blocks begin on a huge page.
 void adviseHugePagesForThisThreadsHeap() {
   constexpr std::size_t kAdvisedHeap = std::size_t{30} << 20; // below the mmap threshold: in the heap
-  if (void *p = std::malloc(kAdvisedHeap)) {
-    adviseHugePages(p, kAdvisedHeap);
-    std::free(p);
+  void *p = std::malloc(kAdvisedHeap);
+  if (!p) return;
+  adviseHugePages(p, kAdvisedHeap);
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  const auto firstHugePage = (at + kHugePage - 1) & ~(kHugePage - 1);
+  if (firstHugePage - at > kChunkHeaderBytes) {
+    void *head = std::realloc(p, firstHugePage - at - kChunkHeaderBytes); // shrinks in place
+    if (head == p) return;
+    p = head; // moved after all (a malloc that does not shrink in place): nothing to keep
   }
+  std::free(p);
 }
 
 /// Whether this thread's heap has the advice (for threads but the main one: at their first
