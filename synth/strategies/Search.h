@@ -69,6 +69,13 @@ private:
   std::unordered_map<std::string, size_t> leaderOf_; ///< tensor name -> its role's leader
 };
 
+/// Whether the search's `best` plan is kept over the template's (`baseline`) for a stream of
+/// `words` words of `width` bits on their estimates alone: the same structure, or estimates apart
+/// by more than they err (kEstimateRelative + kEstimateAbsolute). Elsewhere both are encoded
+/// (or compared on slices) and the smaller kept, so that a search result is never larger than
+/// the template's.
+bool estimatesDecide(const Plan &best, const Plan &baseline, uint64_t words, unsigned width);
+
 /// What tensors of one role share: the dtype, the shape and the name with each run of digits
 /// written `#` (`model.layers.#.self_attn.q_proj.weight`, `conv#d_#/kernel`).
 std::string roleOf(const RegionInput &region);

@@ -134,7 +134,11 @@ int runCheck(const CheckOptions &o, const Verbosity &v) {
   // no two rebuilding one file, no file where another needs a directory.
   if (ok && !dir.empty() && std::holds_alternative<int>(readProgramTree(dir, "checked"))) ok = false;
   if (o.json)
-    printJson({{"command", "check"}, {"input", o.input}, {"ok", ok}, {"files", files.size()}, {"regions", regions}});
+    printJson({{"command", "check"},
+               {"input", shownName(o.input)},
+               {"ok", ok},
+               {"files", files.size()},
+               {"regions", regions}});
   return ok ? kExitOk : kExitFailure;
 }
 

@@ -220,7 +220,7 @@ void registerCompress(CLI::App &app, Context &ctx) {
                   "1-9: how long the search for each tensor's program runs (1: none, the template's program; 5: 64 "
                   "candidates; 9: 512) and how much smaller a slower-decoding literal encoding must be to be chosen "
                   "(1: 5%, the fastest decoding; 5: 1%; 9: any gain, the smallest archives (the search chooses by "
-                  "estimates: on a file, a lower level can come out a few hundredths of a percent smaller); the "
+                  "estimates: on a file, a lower level can come out smaller, by up to about half a percent); the "
                   "`context` encoding, ten times slower to decode than any other, five times that and 1% at least; "
                   "neither it nor `rans_o1` is tried at level 1)")
       ->transform(wholeNumberIn(1, 9))

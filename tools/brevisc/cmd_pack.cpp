@@ -276,7 +276,7 @@ int runPack(const PackOptions &o, const Verbosity &v) {
   if (!size) return fail(size.error().message);
   if (o.json)
     printJson({{"command", "pack"},
-               {"input", o.input},
+               {"input", shownName(o.input)},
                {"output", output},
                {"original_bytes", member.checkpoint.source.size},
                {"archive_bytes", *size},
@@ -286,8 +286,8 @@ int runPack(const PackOptions &o, const Verbosity &v) {
                {"payload_bytes_dropped", std::get<Preparation>(prepared).bytesDropped},
                {"verified", true}});
   else if (!v.quiet)
-    std::cerr << fmt::format("{}: -> {} ({}, verified against the checksum of {}{})\n", o.input, output,
-                             sizeChange(member.checkpoint.source.size, *size),
+    std::cerr << fmt::format("{}: -> {} ({}, verified against the checksum of {}{})\n", shownName(o.input),
+                             output, sizeChange(member.checkpoint.source.size, *size),
                              quoteString(member.checkpoint.source.fileName),
                              preparationNote(std::get<Preparation>(prepared)));
   return kExitOk;
@@ -307,7 +307,8 @@ void registerPack(CLI::App &app, Context &ctx) {
                   "each rebuilds the file its source line names, in the program's own subdirectory")
       ->required();
   cmd->add_option("-o,--output", o->output, "archive to write (default: PROGRAM or DIR with extension .brv)")
-      ->check(CLI::Validator([](std::string &s) { return s.empty() ? "needs a file name" : ""; }, "FILE"));
+      ->check(CLI::Validator([](std::string &s) { return s.empty() ? "needs a file name" : ""; }, ""))
+      ->type_name("FILE");
   cmd->add_option("--payload", o->payload, "payload file (default: the one the program names, beside it)");
   cmd->add_flag("-f,--force", o->force, "overwrite an existing archive");
   addThreadsOption(cmd, o->threads, "threads for verifying what is packed (default 0: all cores)");

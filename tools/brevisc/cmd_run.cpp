@@ -366,7 +366,8 @@ void registerRun(CLI::App &app, Context &ctx) {
   cmd->add_option("-o,--output", o->output,
                   "file to write, - for standard output (default for a checkpoint: its source file name, beside the "
                   "program; for a directory of programs: DIR without .bdsl)")
-      ->check(CLI::Validator([](std::string &s) { return s.empty() ? "needs a file name" : ""; }, "FILE"));
+      ->check(CLI::Validator([](std::string &s) { return s.empty() ? "needs a file name" : ""; }, ""))
+      ->type_name("FILE");
   cmd->add_option("--payload", o->payload, "payload file (default: the one the program names, beside it)");
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
   cmd->add_option("--emit-llvm", o->emitLlvm, "with --jit, write the LLVM IR of every decoder to FILE, as generated "

@@ -117,7 +117,7 @@ int runFill(const SynthCommandOptions &o, const std::string &sketchPath, std::st
     return fail(written.error().message);
   if (o.json)
     printJson({{"command", "synth"},
-               {"input", sketchPath},
+               {"input", shownName(sketchPath)},
                {"output", output},
                {"payload", payloadPath},
                {"holes_filled", filled},
@@ -125,8 +125,9 @@ int runFill(const SynthCommandOptions &o, const std::string &sketchPath, std::st
                {"payload_bytes", payload.size()},
                {"regions", c.regions.size()}});
   else if (!v.quiet)
-    std::cerr << fmt::format("{}: {} hole{} filled -> {} ({}) + {} ({})\n", sketchPath, filled, filled == 1 ? "" : "s", output,
-                             humanBytes(filledText.size()), payloadPath, humanBytes(payload.size()));
+    std::cerr << fmt::format("{}: {} hole{} filled -> {} ({}) + {} ({})\n", shownName(sketchPath), filled,
+                             filled == 1 ? "" : "s", output, humanBytes(filledText.size()), payloadPath,
+                             humanBytes(payload.size()));
   return kExitOk;
 }
 
@@ -190,7 +191,7 @@ int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
     return fail(written.error().message);
   if (o.json)
     printJson({{"command", "synth"},
-               {"input", o.input},
+               {"input", shownName(o.input)},
                {"output", output},
                {"payload", payloadPath},
                {"original_bytes", (*file)->bytes().size()},
@@ -199,8 +200,9 @@ int runSynth(const SynthCommandOptions &o, const Verbosity &v) {
                {"regions", synth.checkpoint.regions.size()},
                {"safetensors", !synth.notSafetensorsReason}});
   else if (!v.quiet)
-    std::cerr << fmt::format("{}: {} regions -> {} ({}) + {} ({})\n", o.input, synth.checkpoint.regions.size(), output,
-                             humanBytes(text.size()), payloadPath, humanBytes(synth.payload.size()));
+    std::cerr << fmt::format("{}: {} regions -> {} ({}) + {} ({})\n", shownName(o.input),
+                             synth.checkpoint.regions.size(), output, humanBytes(text.size()), payloadPath,
+                             humanBytes(synth.payload.size()));
   return kExitOk;
 }
 
