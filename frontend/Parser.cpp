@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -116,18 +117,68 @@ size_t editDistance(std::string_view a, std::string_view b) {
   return d[a.size()][b.size()];
 }
 
+/// A token as ANTLR's messages name it, in words: the end of the input, and the tokens that
+/// have no fixed text by what they are (ANTLR names those by their rule).
+std::string tokenInWords(const std::string &token, bool found) {
+  if (token == "'<EOF>'" || token == "<EOF>") return found ? "end of the program" : "the end of the program";
+  if (token == "NUMBER") return "a number";
+  if (token == "IDENT") return "a name";
+  if (token == "STRING") return "a \"string\"";
+  if (token == "TEXT_STRING") return "'…' (text in single quotes)";
+  return token;
+}
+
+/// What ANTLR says it expected (`'a'`, or `{'a', 'b'}`), in words: "'a' or 'b'".
+std::string expectedInWords(const std::string &expected) {
+  std::vector<std::string> tokens;
+  if (expected.size() >= 2 && expected.front() == '{' && expected.back() == '}') {
+    const std::string list = expected.substr(1, expected.size() - 2);
+    for (size_t from = 0;;) { // "', '" cannot occur inside a token: a comma token is "','"
+      const size_t comma = list.find(", ", from);
+      tokens.push_back(tokenInWords(list.substr(from, comma - from), false));
+      if (comma == std::string::npos) break;
+      from = comma + 2;
+    }
+  } else {
+    tokens.push_back(tokenInWords(expected, false));
+  }
+  std::string words;
+  for (size_t i = 0; i < tokens.size(); ++i)
+    words += (i == 0 ? "" : i + 1 == tokens.size() ? " or " : ", ") + tokens[i];
+  return words;
+}
+
+/// ANTLR's message for a syntax error in plain words ("mismatched input 'x' expecting {'a', 'b'}"
+/// reads "unexpected 'x'; expected 'a' or 'b'"); a message of another form is kept as it is.
+std::string syntaxErrorInWords(const std::string &message) {
+  auto after = [&](std::string_view prefix) -> std::optional<std::string> {
+    if (message.rfind(prefix, 0) != 0) return std::nullopt;
+    return message.substr(prefix.size());
+  };
+  for (std::string_view prefix : {"mismatched input ", "extraneous input "})
+    if (auto rest = after(prefix)) {
+      const size_t at = rest->find(" expecting ");
+      if (at == std::string::npos) break;
+      return "unexpected " + tokenInWords(rest->substr(0, at), true) + "; expected " +
+             expectedInWords(rest->substr(at + 11));
+    }
+  if (auto rest = after("missing ")) {
+    const size_t at = rest->rfind(" at ");
+    if (at != std::string::npos)
+      return "expected " + expectedInWords(rest->substr(0, at)) + " before " + tokenInWords(rest->substr(at + 4), false);
+  }
+  if (auto rest = after("no viable alternative at input ")) return *rest + " cannot be read as part of a program";
+  return message;
+}
+
 /// Keeps the first syntax error; anything after it would be an artefact of recovery.
 class FirstErrorListener final : public antlr4::BaseErrorListener {
 public:
   void syntaxError(antlr4::Recognizer *, Token *, size_t line, size_t charPositionInLine, const std::string &msg,
                    std::exception_ptr) override {
     if (error_) return;
-    // ANTLR names tokens by their rule; a single-quoted text reads better so in a message.
-    std::string message = msg;
-    for (size_t at; (at = message.find("TEXT_STRING")) != std::string::npos;)
-      message.replace(at, 11, "'…' (text in single quotes)");
     error_ = Diagnostic{Severity::Error, {static_cast<uint32_t>(line), static_cast<uint32_t>(charPositionInLine + 1)},
-                        std::move(message)};
+                        syntaxErrorInWords(msg)};
   }
 
   const std::optional<Diagnostic> &error() const { return error_; }

@@ -126,7 +126,7 @@ TEST(FrontendRoundTrip, DeclarationsReadWithoutAntlrMatchWhatAntlrReads) {
   EXPECT_EQ(firstError("brevis 1\nsource \"s\" size 99999999999999999999 xxh64 0\npayload \"p\" size 0\n"),
             "t.bdsl:2:17: error: number 99999999999999999999 does not fit in 64 bits");
   EXPECT_EQ(firstError("brevis 1\nsource \"s\" size 1\npayload \"p\" size 0\n"),
-            "t.bdsl:3:1: error: mismatched input 'payload' expecting 'xxh64'");
+            "t.bdsl:3:1: error: unexpected 'payload'; expected 'xxh64'");
 }
 
 TEST(FrontendRoundTrip, SafetensorsHeadersReadWithoutAntlrHaveTheirFields) {
@@ -468,27 +468,27 @@ TEST(FrontendErrors, Lexical) {
             "t.bdsl:2:10: error: invalid escape '\\x' in string; expected \\\", \\\\ or \\xNN");
   EXPECT_EQ(firstError("concat(text 'ab\\x4g')"), "t.bdsl:1:16: error: invalid escape in text: \\x takes two hex digits (\\x0a)");
   EXPECT_EQ(firstError("text 'abc\n'"), "t.bdsl:1:6: error: unterminated string");
-  EXPECT_EQ(firstError("text"), "t.bdsl:1:5: error: mismatched input '<EOF>' expecting '…' (text in single quotes)");
+  EXPECT_EQ(firstError("text"), "t.bdsl:1:5: error: unexpected end of the program; expected '…' (text in single quotes)");
 }
 
 TEST(FrontendErrors, Syntax) {
-  EXPECT_EQ(firstError("lit raw u8[3] @0+"), "t.bdsl:1:18: error: missing NUMBER at '<EOF>'");
-  EXPECT_EQ(firstError("concat(? u8[1] ? u8[2])"), "t.bdsl:1:16: error: mismatched input '?' expecting {')', ','}");
-  EXPECT_EQ(firstError("lit raw 5"), "t.bdsl:1:9: error: no viable alternative at input 'lit raw 5'");
-  EXPECT_EQ(firstError(""), "t.bdsl:1:1: error: mismatched input '<EOF>' expecting {'brevis', 'lit', 'text', 'const', "
-                            "'concat', 'repeat', 'map', 'scan', 'merge', '?'}");
-  EXPECT_EQ(firstError("? u8[1] ? u8[1]"), "t.bdsl:1:9: error: mismatched input '?' expecting <EOF>");
+  EXPECT_EQ(firstError("lit raw u8[3] @0+"), "t.bdsl:1:18: error: expected a number before the end of the program");
+  EXPECT_EQ(firstError("concat(? u8[1] ? u8[2])"), "t.bdsl:1:16: error: unexpected '?'; expected ')' or ','");
+  EXPECT_EQ(firstError("lit raw 5"), "t.bdsl:1:9: error: 'lit raw 5' cannot be read as part of a program");
+  EXPECT_EQ(firstError(""), "t.bdsl:1:1: error: unexpected end of the program; expected 'brevis', 'lit', 'text', "
+                            "'const', 'concat', 'repeat', 'map', 'scan', 'merge' or '?'");
+  EXPECT_EQ(firstError("? u8[1] ? u8[1]"), "t.bdsl:1:9: error: unexpected '?'; expected the end of the program");
   EXPECT_EQ(firstError("brevis 1\nsource \"a\" size 1 xxh64 0x0\nheader @0+1 = ? u8[1]\n"),
-            "t.bdsl:3:1: error: mismatched input 'header' expecting 'payload'");
+            "t.bdsl:3:1: error: unexpected 'header'; expected 'payload'");
 }
 
 TEST(FrontendErrors, RegionDigests) {
   const std::string head = "brevis 1\nsource \"a\" size 1 xxh64 0x0\npayload \"b\" size 0\n";
-  EXPECT_EQ(firstError(head + "bytes @0+1 digest = ? u8[1]\n"), "t.bdsl:4:19: error: missing NUMBER at '='");
+  EXPECT_EQ(firstError(head + "bytes @0+1 digest = ? u8[1]\n"), "t.bdsl:4:19: error: expected a number before '='");
   EXPECT_EQ(firstError(head + "bytes @0+1 digest 0xg = ? u8[1]\n"), "t.bdsl:4:19: error: malformed number '0xg'");
   EXPECT_EQ(firstError(head + "bytes @0+1 = digest 1 ? u8[1]\n"),
-            "t.bdsl:4:14: error: mismatched input 'digest' expecting {'lit', 'text', 'const', 'concat', 'repeat', 'map', "
-            "'scan', 'merge', '?'}");
+            "t.bdsl:4:14: error: unexpected 'digest'; expected 'lit', 'text', 'const', 'concat', 'repeat', 'map', "
+            "'scan', 'merge' or '?'");
   // A field may be named by the keyword.
   EXPECT_EQ(reprint("merge(digest: ? u8[1])\n"), "merge(digest: ? u8[1])\n");
 }
@@ -507,15 +507,15 @@ TEST(FrontendErrors, MisspelledKeywordsAreNamed) {
   EXPECT_EQ(firstError("merg(? u8[1])"), "t.bdsl:1:1: error: unknown keyword 'merg'; did you mean 'merge'?");
   EXPECT_EQ(firstError("mreeg(? u8[1])"), "t.bdsl:1:1: error: unknown keyword 'mreeg'; did you mean 'merge'?");
   // Too far from every keyword: ANTLR's message.
-  EXPECT_EQ(firstError("xyzzy u8[1] 0"), "t.bdsl:1:1: error: mismatched input 'xyzzy' expecting {'brevis', 'lit', "
-                                         "'text', 'const', 'concat', 'repeat', 'map', 'scan', 'merge', '?'}");
+  EXPECT_EQ(firstError("xyzzy u8[1] 0"), "t.bdsl:1:1: error: unexpected 'xyzzy'; expected 'brevis', 'lit', "
+                                         "'text', 'const', 'concat', 'repeat', 'map', 'scan', 'merge' or '?'");
 }
 
 TEST(FrontendErrors, LongTokensAreShortenedInMessages) {
   EXPECT_EQ(firstError("? u8[1] " + std::string(100000, 'a')),
-            "t.bdsl:1:9: error: extraneous input 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' expecting <EOF>");
+            "t.bdsl:1:9: error: unexpected 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...'; expected the end of the program");
   EXPECT_EQ(firstError("lit " + std::string(100, 'b') + " 5"),
-            "t.bdsl:1:106: error: no viable alternative at input 'lit bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb...'");
+            "t.bdsl:1:106: error: 'lit bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb...' cannot be read as part of a program");
   EXPECT_EQ(firstError("? " + std::string(100, 'c') + "[1]"),
             "t.bdsl:1:3: error: expected a stream type like u8[1024], found 'ccccccccccccccccccccccccccccccccccccc...'");
 }
@@ -634,7 +634,7 @@ TEST(FrontendManyRegions, SyntaxErrorsAreTheWholeProgramsFirst) {
   for (int i = 0; i < 3; ++i) third = text.find("bytes @", third + 1);
   size_t cut = text.find('\n', third) + 1;
   std::string broken = text.substr(0, cut) + "  lit u8[1000]\n" + text.substr(text.find("bytes @", cut));
-  EXPECT_EQ(firstError(broken), "t.bdsl:10:1: error: mismatched input 'bytes' expecting '['");
+  EXPECT_EQ(firstError(broken), "t.bdsl:10:1: error: unexpected 'bytes'; expected '['");
   // A semantic error before a syntax error is not reported: only the syntax error is.
   broken = "brevis 1\nsource \"m\" size 2 xxh64 0x0\npayload \"m.bin\" size 0\n"
            "bytes @0+1 = lit rawx u8[1] @0+1\nbytes @1+1 = lit raw u8[1] @0+1 )\n" + text.substr(text.find("bytes @"));
@@ -642,11 +642,11 @@ TEST(FrontendManyRegions, SyntaxErrorsAreTheWholeProgramsFirst) {
   EXPECT_FALSE(parseModule(diags));
   ASSERT_EQ(diags.errorCount(), 1u);
   EXPECT_EQ(diags.render().substr(0, diags.render().find('\n')),
-            "t.bdsl:5:33: error: mismatched input ')' expecting <EOF>");
+            "t.bdsl:5:33: error: unexpected ')'; expected the end of the program");
   // In the opening declarations, followed by the first region.
   EXPECT_EQ(firstError("brevis 1\nsource \"m\" size 2 xxh64 0x0\nbytes @0+1 = lit raw u8[1] @0+1\n" +
                        text.substr(text.find("bytes @"))),
-            "t.bdsl:3:1: error: mismatched input 'bytes' expecting 'payload'");
+            "t.bdsl:3:1: error: unexpected 'bytes'; expected 'payload'");
 }
 
 // A well-formed program is read as it is scanned; a problem the scan finds anywhere, even
@@ -780,10 +780,10 @@ TEST(FrontendImpliedParts, Errors) {
             "t.bdsl:4:37: error: safetensors(…) has metadata twice");
   EXPECT_EQ(firstError(head + "header = safetensors(tensors, names)\n"),
             "t.bdsl:4:31: error: unknown part 'names' of safetensors(…); expected tensors or metadata");
-  EXPECT_EQ(firstError(head + "header = safetensors()\n"), "t.bdsl:4:22: error: missing IDENT at ')'");
+  EXPECT_EQ(firstError(head + "header = safetensors()\n"), "t.bdsl:4:22: error: expected a name before ')'");
   EXPECT_EQ(firstError(head + "bytes @0+1 = safetensors(tensors)\n"),
-            "t.bdsl:4:14: error: mismatched input 'safetensors' expecting {'lit', 'text', 'const', 'concat', 'repeat', "
-            "'map', 'scan', 'merge', '?'}");
+            "t.bdsl:4:14: error: unexpected 'safetensors'; expected 'lit', 'text', 'const', 'concat', 'repeat', "
+            "'map', 'scan', 'merge' or '?'");
   EXPECT_EQ(firstError(head + "tensor \"w\" u8[1] = const u8[1] 0\nheader = safetensors(tensors)\n"),
             "t.bdsl:5:1: error: safetensors(…) lists the tensors after it, but tensor \"w\" comes before it");
   EXPECT_EQ(firstError(head + "header = safetensors(tensors)\nheader = safetensors(tensors)\n"),

@@ -40,6 +40,8 @@ Result<std::string> programText(const MappedFile &file) {
   const std::string name = shownName(file.path());
   if (looksLikeArchive(b))
     return Error{fmt::format("{} is a brevis archive, not program text (brevisc unpack writes its programs)", name)};
+  // An empty file named as an archive is read as decompress and info read it.
+  if (b.empty() && name.ends_with(".brv")) return Error{fmt::format("{} is empty, not a brevis archive", name)};
   const size_t bad = firstNonUtf8(b);
   if ((!b.empty() && std::memchr(b.data(), 0, b.size())) || (bad < b.size() && bad < 8)) { // what program text cannot be
     bool safetensors = b.size() > 9 && b[8] == '{';
