@@ -165,7 +165,8 @@ std::string syntaxErrorInWords(const std::string &message) {
   if (auto rest = after("missing ")) {
     const size_t at = rest->rfind(" at ");
     if (at != std::string::npos)
-      return "expected " + expectedInWords(rest->substr(0, at)) + " before " + tokenInWords(rest->substr(at + 4), false);
+      return "expected " + expectedInWords(rest->substr(0, at)) + " before " +
+             tokenInWords(rest->substr(at + 4), false);
   }
   if (auto rest = after("no viable alternative at input ")) return *rest + " cannot be read as part of a program";
   return message;

@@ -468,7 +468,8 @@ TEST(FrontendErrors, Lexical) {
             "t.bdsl:2:10: error: invalid escape '\\x' in string; expected \\\", \\\\ or \\xNN");
   EXPECT_EQ(firstError("concat(text 'ab\\x4g')"), "t.bdsl:1:16: error: invalid escape in text: \\x takes two hex digits (\\x0a)");
   EXPECT_EQ(firstError("text 'abc\n'"), "t.bdsl:1:6: error: unterminated string");
-  EXPECT_EQ(firstError("text"), "t.bdsl:1:5: error: unexpected end of the program; expected '…' (text in single quotes)");
+  EXPECT_EQ(firstError("text"),
+            "t.bdsl:1:5: error: unexpected end of the program; expected '…' (text in single quotes)");
 }
 
 TEST(FrontendErrors, Syntax) {
