@@ -123,7 +123,17 @@ Result<Payload> ArchiveWriter::readPayloadBack(ByteRange range) {
   return Payload::view(written->bytes.first(range.size), std::move(written->owner));
 }
 
-Result<uint64_t> ArchiveWriter::finish(const std::vector<ArchiveMember> &members, bool directory) {
+Bytes packProgramText(std::string_view texts) {
+  Bytes program(ZSTD_compressBound(texts.size()));
+  const size_t packed =
+      ZSTD_compress(program.data(), program.size(), texts.data(), texts.size(), programZstdLevel(texts.size()));
+  if (ZSTD_isError(packed)) __builtin_trap(); // only fails on a too-small buffer, which compressBound rules out
+  program.resize(packed);
+  return program;
+}
+
+Result<uint64_t> ArchiveWriter::finish(const std::vector<ArchiveMember> &members, bool directory,
+                                       const Bytes *packedProgram) {
   if (!started_) BREVIS_TRY(appendPayload({}));
   std::string texts;
   Bytes table;
@@ -142,11 +152,7 @@ Result<uint64_t> ArchiveWriter::finish(const std::vector<ArchiveMember> &members
     texts += m.programText;
     entries += m.digests.size() + m.pieceHashes.size();
   }
-  Bytes program(ZSTD_compressBound(texts.size()));
-  size_t packed = ZSTD_compress(program.data(), program.size(), texts.data(), texts.size(),
-                               programZstdLevel(texts.size()));
-  if (ZSTD_isError(packed)) __builtin_trap(); // only fails on a too-small buffer, which compressBound rules out
-  program.resize(packed);
+  Bytes program = packedProgram ? *packedProgram : packProgramText(texts);
 
   Bytes index;
   for (const ArchiveMember &m : members) {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace brevis {
@@ -63,6 +64,10 @@ struct Archive {
 /// the compression level, so that unpacking and packing an archive gives it back byte for byte.
 inline constexpr int kProgramZstdLevel = 15;
 
+/// The program section: the members' texts, one after another, compressed by zstd at the level
+/// for their size.
+Bytes packProgramText(std::string_view texts);
+
 class ArchiveWriter {
 public:
   explicit ArchiveWriter(PositionalSink &out) : out_(out) {}
@@ -77,8 +82,10 @@ public:
   /// readable bytes: what decoding the archive will read.
   Result<Payload> readPayloadBack(ByteRange range);
   /// Writes the padding, the metadata of `members` (their payloadRange from appendPayload) and
-  /// the header. Returns the archive's size.
-  Result<uint64_t> finish(const std::vector<ArchiveMember> &members, bool directory);
+  /// the header. Returns the archive's size. `packedProgram`, where given, is
+  /// packProgramText(the members' texts), made ahead.
+  Result<uint64_t> finish(const std::vector<ArchiveMember> &members, bool directory,
+                          const Bytes *packedProgram = nullptr);
 
 private:
   Result<void> put(ByteSpan bytes);

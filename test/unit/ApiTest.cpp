@@ -168,6 +168,25 @@ TEST(ArchiveBuilder, WritesVerifiedMembersThatReadBackExactly) {
   }
 }
 
+TEST(ArchiveBuilder, AnArchiveIsTheSameBuiltOnAnyThreadCount) {
+  // With threads, a first member's text is packed while it is verified, and used where it is the
+  // only member: the bytes are those packed at the end on one thread.
+  Bytes bf16 = committed("stories260K.bf16.safetensors");
+  for (bool twoMembers : {false, true}) {
+    std::vector<Bytes> archives;
+    for (unsigned threads : {1u, 2u}) {
+      Bytes out;
+      VectorPositionalSink sink(out);
+      ArchiveBuilder builder(sink);
+      ASSERT_TRUE(builder.add(memberOf("a.safetensors", bf16), DecodeOptions{.threads = threads}));
+      if (twoMembers) ASSERT_TRUE(builder.add(memberOf("b.safetensors", bf16), DecodeOptions{.threads = threads}));
+      ASSERT_TRUE(builder.finish(/*directory=*/twoMembers));
+      archives.push_back(std::move(out));
+    }
+    EXPECT_TRUE(archives[0] == archives[1]) << (twoMembers ? "two members" : "one member");
+  }
+}
+
 TEST(ArchiveBuilder, RefusesAMemberThatDoesNotReproduceItsDigestsAndLeavesNoFile) {
   Bytes bf16 = committed("stories260K.bf16.safetensors");
   std::string path = ::testing::TempDir() + "/refused.brv";

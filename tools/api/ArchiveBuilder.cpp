@@ -60,6 +60,8 @@ Result<void> ArchiveBuilder::add(const MemberSource &m, const DecodeOptions &opt
   std::string diagnostics;
   auto module = parseProgram(m.path + ".bdsl", entry.programText, /*requireRunnable=*/true, diagnostics);
   if (!module) return Error{fmt::format("internal error: the program for {} does not check:\n{}", m.path, diagnostics)};
+  if (members_.empty() && options.threads > 1)
+    packedFirst_ = std::async(std::launch::async, [text = entry.programText] { return packProgramText(text); });
   // A streamed payload is decoded from the archive itself; another is written once it decodes.
   Payload written;
   if (m.streamed) {
@@ -99,7 +101,9 @@ Result<void> ArchiveBuilder::appendPayload(ByteSpan part) {
 }
 
 Result<uint64_t> ArchiveBuilder::finish(bool directory) {
-  auto size = writer_.finish(members_, directory);
+  std::optional<Bytes> packed;
+  if (packedFirst_.valid()) packed = packedFirst_.get();
+  auto size = writer_.finish(members_, directory, members_.size() == 1 && packed ? &*packed : nullptr);
   if (!size) return size.error();
   if (file_) BREVIS_TRY(file_->commit());
   return *size;

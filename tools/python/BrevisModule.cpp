@@ -301,7 +301,7 @@ std::string explainJson(const std::string &path, const std::string &tensor, int 
   // The package's tensor="" (its default) means every tensor.
   std::optional<std::string> only;
   if (!tensor.empty()) only = tensor;
-  auto explained = valueOr(explainTensors(file, path, ExplainSettings{only, level, threadsFor(threads)}));
+  auto explained = valueOr(explainTensors(file, path, ExplainSettings{only, level, threadsFor(threads), std::nullopt}));
   nlohmann::json out = nlohmann::json::array();
   for (const ExplainedTensor &t : explained) out.push_back(explanationJson(t, candidates));
   return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
