@@ -133,7 +133,7 @@ std::string expectedInWords(const std::string &expected) {
   std::vector<std::string> tokens;
   if (expected.size() >= 2 && expected.front() == '{' && expected.back() == '}') {
     const std::string list = expected.substr(1, expected.size() - 2);
-    for (size_t from = 0;;) { // "', '" cannot occur inside a token: a comma token is "','"
+    for (size_t from = 0;;) { // ", " cannot occur inside a listed token: a comma token is "','"
       const size_t comma = list.find(", ", from);
       tokens.push_back(tokenInWords(list.substr(from, comma - from), false));
       if (comma == std::string::npos) break;
@@ -157,13 +157,13 @@ std::string syntaxErrorInWords(const std::string &message) {
   };
   for (std::string_view prefix : {"mismatched input ", "extraneous input "})
     if (auto rest = after(prefix)) {
-      const size_t at = rest->find(" expecting ");
+      const size_t at = rest->rfind(" expecting "); // the input's text may hold the words, the list not
       if (at == std::string::npos) break;
       return "unexpected " + tokenInWords(rest->substr(0, at), true) + "; expected " +
              expectedInWords(rest->substr(at + 11));
     }
   if (auto rest = after("missing ")) {
-    const size_t at = rest->rfind(" at ");
+    const size_t at = rest->find(" at "); // the expected token cannot hold the words, the input's text may
     if (at != std::string::npos)
       return "expected " + expectedInWords(rest->substr(0, at)) + " before " +
              tokenInWords(rest->substr(at + 4), false);

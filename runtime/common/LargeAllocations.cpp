@@ -24,8 +24,10 @@
 #include <malloc.h>
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <new>
 
 namespace {
@@ -44,6 +46,15 @@ void adviseHugePages(void *p, std::size_t n) {
   if (begin < end) ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_HUGEPAGE);
 }
 
+/// The heads kept by adviseHugePagesForThisThreadsHeap, one per thread that advised its heap (up to
+/// a bound), held here so that leak checkers see them reachable.
+std::atomic<void *> keptHeads[256];
+std::atomic<size_t> keptHeadCount{0};
+void keepHead(void *head) {
+  const size_t slot = keptHeadCount.fetch_add(1, std::memory_order_relaxed);
+  if (slot < std::size(keptHeads)) keptHeads[slot].store(head, std::memory_order_relaxed);
+}
+
 /// Asks for huge pages on the first 30 MiB of the calling thread's malloc heap (threads allocate
 /// from arenas, heaps, of their own: up to eight per core, later threads reusing those of threads
 /// gone), where its pages are then faulted in 2 MiB at a time when the kernel has huge pages to
@@ -57,7 +68,9 @@ void adviseHugePages(void *p, std::size_t n) {
 /// heap begins anywhere, a thread's with its own header in its first page. Its pages up to the
 /// first whole huge page (1 MiB on average) would be faulted in 4 KiB at a time, 256 faults a
 /// MiB, most of a small file's. The block is shrunk in place to end there and kept, untouched
-/// address space: the heap's next blocks begin on a huge page.
+/// address space (under 2 MiB for each thread that advises a heap): the heap's next blocks begin
+/// on a huge page. A thread that allocates less than the head now faults in a 2 MiB page where it
+/// faulted a few of 4 KiB.
 void adviseHugePagesForThisThreadsHeap() {
   constexpr std::size_t kAdvisedHeap = std::size_t{30} << 20; // below the mmap threshold: in the heap
   void *p = std::malloc(kAdvisedHeap);
@@ -67,8 +80,11 @@ void adviseHugePagesForThisThreadsHeap() {
   const auto firstHugePage = (at + kHugePage - 1) & ~(kHugePage - 1);
   if (firstHugePage - at > kChunkHeaderBytes) {
     void *head = std::realloc(p, firstHugePage - at - kChunkHeaderBytes); // shrinks in place
-    if (head == p) return;
-    p = head; // moved after all (a malloc that does not shrink in place): nothing to keep
+    if (head == p) {
+      keepHead(head);
+      return;
+    }
+    if (head) p = head; // moved after all (a malloc that does not shrink in place): nothing to keep
   }
   std::free(p);
 }

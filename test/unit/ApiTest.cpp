@@ -185,6 +185,21 @@ TEST(ArchiveBuilder, AnArchiveIsTheSameBuiltOnAnyThreadCount) {
     }
     EXPECT_TRUE(archives[0] == archives[1]) << (twoMembers ? "two members" : "one member");
   }
+  // A member refused after its text began packing leaves nothing behind for the next one.
+  Bytes alone, after;
+  for (bool refusedFirst : {false, true}) {
+    Bytes &out = refusedFirst ? after : alone;
+    VectorPositionalSink sink(out);
+    ArchiveBuilder builder(sink);
+    if (refusedFirst) {
+      MemberSource bad = memberOf("bad.safetensors", committed("stories260K.safetensors"));
+      bad.digests[1] ^= 1;
+      ASSERT_FALSE(builder.add(bad, DecodeOptions{.threads = 2}));
+    }
+    ASSERT_TRUE(builder.add(memberOf("a.safetensors", bf16), DecodeOptions{.threads = 1}));
+    ASSERT_TRUE(builder.finish(/*directory=*/false));
+  }
+  EXPECT_TRUE(alone == after);
 }
 
 TEST(ArchiveBuilder, RefusesAMemberThatDoesNotReproduceItsDigestsAndLeavesNoFile) {

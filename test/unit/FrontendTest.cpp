@@ -479,6 +479,11 @@ TEST(FrontendErrors, Syntax) {
   EXPECT_EQ(firstError(""), "t.bdsl:1:1: error: unexpected end of the program; expected 'brevis', 'lit', 'text', "
                             "'const', 'concat', 'repeat', 'map', 'scan', 'merge' or '?'");
   EXPECT_EQ(firstError("? u8[1] ? u8[1]"), "t.bdsl:1:9: error: unexpected '?'; expected the end of the program");
+  // The words ANTLR's messages are made of may be the input's own: only the text is taken apart.
+  EXPECT_EQ(firstError("brevis 1\nsource \"a\" size \"x expecting y\"\n"),
+            "t.bdsl:2:17: error: unexpected '\"x expecting y\"'; expected a number");
+  EXPECT_EQ(firstError("brevis 1\n\"a at b\" size 1 xxh64 0\npayload \"p\" size 0\n"),
+            "t.bdsl:2:1: error: expected 'source' before '\"a at b\"'");
   EXPECT_EQ(firstError("brevis 1\nsource \"a\" size 1 xxh64 0x0\nheader @0+1 = ? u8[1]\n"),
             "t.bdsl:3:1: error: unexpected 'header'; expected 'payload'");
 }

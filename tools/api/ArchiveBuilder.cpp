@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <system_error>
+
 namespace brevis {
 
 std::vector<uint64_t> regionDigests(const Checkpoint &c, ByteSpan file) {
@@ -60,8 +62,16 @@ Result<void> ArchiveBuilder::add(const MemberSource &m, const DecodeOptions &opt
   std::string diagnostics;
   auto module = parseProgram(m.path + ".bdsl", entry.programText, /*requireRunnable=*/true, diagnostics);
   if (!module) return Error{fmt::format("internal error: the program for {} does not check:\n{}", m.path, diagnostics)};
-  if (members_.empty() && options.threads > 1)
-    packedFirst_ = std::async(std::launch::async, [text = entry.programText] { return packProgramText(text); });
+  if (members_.empty()) { // a first member, or one after a first that failed: nothing packed yet holds
+    packedFirst_ = {};
+    if (options.threads > 1) {
+      try {
+        packedFirst_ = std::async(std::launch::async, [text = entry.programText] { return packProgramText(text); });
+      } catch (const std::system_error &) {
+        // No thread to be had: finish() packs the text itself.
+      }
+    }
+  }
   // A streamed payload is decoded from the archive itself; another is written once it decodes.
   Payload written;
   if (m.streamed) {

@@ -204,7 +204,7 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
 int runDecompress(const DecompressOptions &o, const Verbosity &v) {
   // A path ending in '/' asks for a directory: say what is wrong with it, as for one archive.
   if (o.inputs.size() > 1 && !o.output.empty() && o.output.back() == '/' && !fs::is_directory(o.output))
-    return fail(notADirectory(o.output, o.output));
+    return fail(notADirectory(o.output, withoutTrailingSlashes(o.output).first));
   if (o.inputs.size() > 1 && !o.output.empty() && o.output != "-" && !fs::is_directory(o.output))
     return usageError("-o names one output; with several archives, give a directory or leave it out (each is written "
                       "beside its archive)");
