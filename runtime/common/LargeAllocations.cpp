@@ -37,11 +37,16 @@ constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
 // an address leaves the next free memory's first byte there.
 constexpr std::uintptr_t kChunkHeaderBytes = 16;
 
+/// The address of the first huge page that begins at or after `p`.
+std::uintptr_t firstHugePageAt(const void *p) {
+  return (reinterpret_cast<std::uintptr_t>(p) + kHugePage - 1) & ~(kHugePage - 1);
+}
+
 /// Advises huge pages for the whole 2 MiB pages inside [p, p + n). The kernel applies the advice
 /// to the mapping (the block's own mmap, or the heap's part of it), where a page is faulted in
 /// whole when it lies inside the mapping; a failure (a kernel without them) changes nothing.
 void adviseHugePages(void *p, std::size_t n) {
-  const auto begin = (reinterpret_cast<std::uintptr_t>(p) + kHugePage - 1) & ~(kHugePage - 1);
+  const auto begin = firstHugePageAt(p);
   const auto end = (reinterpret_cast<std::uintptr_t>(p) + n) & ~(kHugePage - 1);
   if (begin < end) ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_HUGEPAGE);
 }
@@ -77,7 +82,7 @@ void adviseHugePagesForThisThreadsHeap() {
   if (!p) return;
   adviseHugePages(p, kAdvisedHeap);
   const auto at = reinterpret_cast<std::uintptr_t>(p);
-  const auto firstHugePage = (at + kHugePage - 1) & ~(kHugePage - 1);
+  const auto firstHugePage = firstHugePageAt(p);
   if (firstHugePage - at > kChunkHeaderBytes) {
     void *head = std::realloc(p, firstHugePage - at - kChunkHeaderBytes); // shrinks in place
     if (head == p) {

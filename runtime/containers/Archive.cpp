@@ -133,7 +133,7 @@ Bytes packProgramText(std::string_view texts) {
 }
 
 Result<uint64_t> ArchiveWriter::finish(const std::vector<ArchiveMember> &members, bool directory,
-                                       const Bytes *packedProgram) {
+                                       std::optional<Bytes> packedProgram) {
   if (!started_) BREVIS_TRY(appendPayload({}));
   std::string texts;
   Bytes table;
@@ -152,7 +152,7 @@ Result<uint64_t> ArchiveWriter::finish(const std::vector<ArchiveMember> &members
     texts += m.programText;
     entries += m.digests.size() + m.pieceHashes.size();
   }
-  Bytes program = packedProgram ? *packedProgram : packProgramText(texts);
+  Bytes program = packedProgram ? std::move(*packedProgram) : packProgramText(texts);
 
   Bytes index;
   for (const ArchiveMember &m : members) {

@@ -12,6 +12,7 @@
 #include "runtime/containers/Payload.h"
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -85,7 +86,7 @@ public:
   /// the header. Returns the archive's size. `packedProgram`, where given, is
   /// packProgramText(the members' texts), made ahead.
   Result<uint64_t> finish(const std::vector<ArchiveMember> &members, bool directory,
-                          const Bytes *packedProgram = nullptr);
+                          std::optional<Bytes> packedProgram = std::nullopt);
 
 private:
   Result<void> put(ByteSpan bytes);

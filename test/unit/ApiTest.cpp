@@ -179,7 +179,9 @@ TEST(ArchiveBuilder, AnArchiveIsTheSameBuiltOnAnyThreadCount) {
       VectorPositionalSink sink(out);
       ArchiveBuilder builder(sink);
       ASSERT_TRUE(builder.add(memberOf("a.safetensors", bf16), DecodeOptions{.threads = threads}));
-      if (twoMembers) ASSERT_TRUE(builder.add(memberOf("b.safetensors", bf16), DecodeOptions{.threads = threads}));
+      if (twoMembers) {
+        ASSERT_TRUE(builder.add(memberOf("b.safetensors", bf16), DecodeOptions{.threads = threads}));
+      }
       ASSERT_TRUE(builder.finish(/*directory=*/twoMembers));
       archives.push_back(std::move(out));
     }

@@ -112,8 +112,8 @@ Result<void> ArchiveBuilder::appendPayload(ByteSpan part) {
 
 Result<uint64_t> ArchiveBuilder::finish(bool directory) {
   std::optional<Bytes> packed;
-  if (packedFirst_.valid()) packed = packedFirst_.get();
-  auto size = writer_.finish(members_, directory, members_.size() == 1 && packed ? &*packed : nullptr);
+  if (packedFirst_.valid()) packed = packedFirst_.get(); // waited for in any case: it reads no member
+  auto size = writer_.finish(members_, directory, members_.size() == 1 ? std::move(packed) : std::nullopt);
   if (!size) return size.error();
   if (file_) BREVIS_TRY(file_->commit());
   return *size;
