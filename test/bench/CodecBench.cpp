@@ -2,6 +2,7 @@
 //
 //   codec_bench [--mib N] [--runs R] CHECKPOINT...     speed and size table (Markdown)
 //   codec_bench --order1 CHECKPOINT...                 rans_o1 vs rans on float exponents
+//   codec_bench --context [--runs R] CHECKPOINT...     `context` decoding speed, per kind of stream
 //
 // Streams: the BF16/F16/F32 exponent bytes of the given checkpoints, tiled to N MiB (default
 // 64); their U8 tensors' bytes, tiled likewise (if they have any); their JSON headers, one after
@@ -45,6 +46,17 @@ double medianSeconds(int runs, const std::function<void()> &f) {
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+/// The fastest of `runs`: on a shared machine, the run least slowed by others.
+double fastestSeconds(int runs, const std::function<void()> &f) {
+  double best = 1e300;
+  for (int r = 0; r < runs; ++r) {
+    auto a = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
+  }
+  return best;
 }
 
 /// Exponent bytes of every float tensor of a safetensors file.
@@ -306,26 +318,101 @@ void order1Report(const std::vector<std::string> &files) {
   }
 }
 
+/// `context` literals as a decoder meets them: each tensor's stream of one kind coded as the
+/// synthesizer would code it alone (escape word and raw low bits chosen by encodeLit), all of
+/// one kind decoded one after another; words per second and nanoseconds per word, the fastest
+/// of `runs`. Kinds: a 16-bit float's top 9 bits (sign, exponent, 3 mantissa bits: an F16
+/// tensor's upper field), its whole word (two lanes), its exponent byte, a U8 tensor's bytes.
+void contextReport(const std::vector<std::string> &files, int runs) {
+  struct Kind {
+    std::string name;
+    unsigned width;
+    std::vector<Bytes> payloads;
+    std::vector<uint64_t> counts;
+    uint64_t words = 0, bytes = 0;
+  };
+  std::vector<Kind> kinds{{"F16 top 9 bits", 9, {}, {}}, {"16-bit float words", 16, {}, {}},
+                          {"float exponent bytes", 8, {}, {}}, {"U8 tensor bytes", 8, {}, {}}};
+  auto add = [](Kind &k, const std::vector<uint64_t> &words) {
+    if (words.size() < 4096) return; // small ones measure the setup, not the coder
+    Bytes packed;
+    encodeLit(Encoding::Context, words, k.width, packed);
+    k.payloads.push_back(std::move(packed));
+    k.counts.push_back(words.size());
+    k.words += words.size();
+    k.bytes += k.payloads.back().size();
+  };
+  for (const auto &path : files) {
+    auto file = readFile(path);
+    if (!file) continue;
+    auto layout = parseSafetensors(*file);
+    if (!layout) continue;
+    for (const auto &t : layout->tensors) {
+      const auto &info = dtypeInfo(t.dtype);
+      const uint8_t *at = file->data() + t.begin;
+      const uint64_t n = (t.end - t.begin) / std::max(1u, info.wordBits / 8);
+      std::vector<uint64_t> top, whole, exps;
+      if (t.dtype == DType::U8) add(kinds[3], std::vector<uint64_t>(at, at + n));
+      if (!info.isFloat() || info.wordBits != 16) continue;
+      for (uint64_t i = 0; i < n; ++i) {
+        uint16_t w;
+        std::memcpy(&w, at + 2 * i, 2);
+        if (t.dtype == DType::F16) top.push_back(w >> 7);
+        whole.push_back(w);
+        exps.push_back((w >> info.mantissaBits) & widthMask(info.exponentBits));
+      }
+      add(kinds[0], top);
+      add(kinds[1], whole);
+      add(kinds[2], exps);
+    }
+  }
+  fmt::print("| stream | tensors | words | coded | M words/s | ns/word |\n|---|---:|---:|---:|---:|---:|\n");
+  for (const Kind &k : kinds) {
+    if (k.payloads.empty()) continue;
+    std::vector<std::unique_ptr<ContextDecoder>> decoders;
+    for (size_t i = 0; i < k.payloads.size(); ++i)
+      decoders.push_back(std::move(*ContextDecoder::create(k.payloads[i], k.width, k.counts[i])));
+    // As the interpreter decodes them: into the narrowest words that hold them.
+    std::vector<uint16_t> out(kContextBlockWords);
+    bool ok = true;
+    const double s = fastestSeconds(runs, [&] {
+      for (const auto &d : decoders)
+        for (size_t b = 0; b < d->blockCount(); ++b)
+          ok &= static_cast<bool>(k.width <= 8 ? d->decodeBlock(b, reinterpret_cast<uint8_t *>(out.data()))
+                                               : d->decodeBlock(b, out.data()));
+    });
+    if (!ok) fmt::print(stderr, "context decode failed\n");
+    const double words = static_cast<double>(k.words);
+    fmt::print("| {} | {} | {} | {:.1f}% | {:.1f} | {:.2f} |\n", k.name, k.payloads.size(), k.words,
+               100.0 * static_cast<double>(k.bytes) / (words * k.width / 8), words / s / 1e6, s * 1e9 / words);
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   size_t mib = 64;
   int runs = 5;
-  bool order1 = false;
+  bool order1 = false, context = false;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--mib" && i + 1 < argc) mib = std::stoul(argv[++i]);
     else if (a == "--runs" && i + 1 < argc) runs = std::stoi(argv[++i]);
     else if (a == "--order1") order1 = true;
+    else if (a == "--context") context = true;
     else files.push_back(a);
   }
   if (files.empty()) {
-    fmt::print(stderr, "usage: codec_bench [--mib N] [--runs R] [--order1] CHECKPOINT...\n");
+    fmt::print(stderr, "usage: codec_bench [--mib N] [--runs R] [--order1 | --context] CHECKPOINT...\n");
     return 2;
   }
   if (order1) {
     order1Report(files);
+    return 0;
+  }
+  if (context) {
+    contextReport(files, runs);
     return 0;
   }
   std::vector<uint8_t> exps, u8s, headers;
