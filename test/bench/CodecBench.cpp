@@ -328,6 +328,7 @@ void contextReport(const std::vector<std::string> &files, int runs) {
     std::string name;
     unsigned width;
     std::vector<Bytes> payloads;
+    std::vector<std::vector<uint64_t>> streams;
     std::vector<uint64_t> counts;
     uint64_t words = 0, bytes = 0;
   };
@@ -338,6 +339,7 @@ void contextReport(const std::vector<std::string> &files, int runs) {
     Bytes packed;
     encodeLit(Encoding::Context, words, k.width, packed);
     k.payloads.push_back(std::move(packed));
+    k.streams.push_back(words);
     k.counts.push_back(words.size());
     k.words += words.size();
     k.bytes += k.payloads.back().size();
@@ -375,6 +377,11 @@ void contextReport(const std::vector<std::string> &files, int runs) {
     // As the interpreter decodes them: into the narrowest words that hold them.
     std::vector<uint16_t> out(kContextBlockWords);
     bool ok = true;
+    for (size_t i = 0; i < decoders.size(); ++i) { // every word, once, before the timing
+      auto lit = Lit::make(StreamType{k.width, k.counts[i]}, Encoding::Context, ByteRange{0, k.payloads[i].size()});
+      auto back = decodeLit(*lit, Payload::fromBytes(k.payloads[i]));
+      ok &= back && *back == k.streams[i];
+    }
     const double s = fastestSeconds(runs, [&] {
       for (const auto &d : decoders)
         for (size_t b = 0; b < d->blockCount(); ++b)

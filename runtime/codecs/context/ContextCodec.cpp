@@ -899,7 +899,7 @@ template <unsigned Bits, bool Raw, bool Learning>
 /// decodeSelect where more than kSelectFrom of their bits surprised their models. (The corpus's
 /// streams decoded 1.2-1.5x faster so for any share from 0.02 to 0.1, against branches alone;
 /// decodeSelect alone was as slow as branches on exponent bytes, whose top levels are skewed.)
-constexpr uint64_t kLearningWords = 1024;
+constexpr uint64_t kLearningWords = 256;
 constexpr double kSelectFrom = 0.05;
 
 /// Decodes `length` words of one or two lanes, the top one of TopBits bits, the other (if any)
