@@ -842,8 +842,8 @@ uint64_t ContextDecoder::blockLength(size_t b) const { return std::min(blockWord
 namespace {
 
 /// How a walk down a bit tree decodes each level's bit: by decodeBranch or by decodeSelect,
-/// level k (0 the top) by bit k of `selects`; while Learning, by decodeBranch, counting in
-/// surprises[k] the bits their model thought less likely.
+/// level k (0 the top) by bit k of `selects`; while learning (`surprises` set, `selects` 0),
+/// counting in surprises[k] the bits their model thought less likely.
 struct LevelModes {
   unsigned selects = 0;
   uint32_t *surprises = nullptr;
@@ -852,7 +852,7 @@ struct LevelModes {
 /// A walk of `levels` bits down a bit tree from its root, both children's models loaded while a
 /// bit decodes (Children: whether the last level's exist in the tree). Levels is the count when
 /// known (0: `levels`).
-template <unsigned Levels, bool Children, bool Learning>
+template <unsigned Levels, bool Children>
 [[gnu::always_inline]] inline unsigned walkTree(RangeDecoder &coder, uint16_t *tree, unsigned rate, unsigned levels,
                                                 LevelModes modes) {
   if constexpr (Levels != 0) levels = Levels;
@@ -865,15 +865,11 @@ template <unsigned Levels, bool Children, bool Learning>
       p0 = tree[2 * node];
       p1 = tree[2 * node + 1];
     }
-    unsigned bit;
-    if constexpr (Learning) {
-      bit = coder.decodeBranch(p, tree[node], rate, p0, p1);
+    // The same choice for every word of the stretch: the branches on it are predicted.
+    const unsigned bit = (modes.selects >> k) & 1 ? coder.decodeSelect(p, tree[node], rate, p0, p1)
+                                                   : coder.decodeBranch(p, tree[node], rate, p0, p1);
+    if (modes.surprises) [[unlikely]]
       modes.surprises[k] += bit ^ (p < kProbInit);
-    } else {
-      // The same choice for every word of the stretch: the branch on it is predicted.
-      bit = (modes.selects >> k) & 1 ? coder.decodeSelect(p, tree[node], rate, p0, p1)
-                                     : coder.decodeBranch(p, tree[node], rate, p0, p1);
-    }
     node = node * 2 + bit;
     p = p0;
   }
@@ -882,16 +878,16 @@ template <unsigned Levels, bool Children, bool Learning>
 
 /// The bits of the last lane: `coded` of them through the coder's tree (Raw: a count for the
 /// literal, else Bits, unrolled), then the rest from the raw bits.
-template <unsigned Bits, bool Raw, bool Learning>
+template <unsigned Bits, bool Raw>
 [[gnu::always_inline]] inline unsigned decodeLastLane(RangeDecoder &coder, uint16_t *tree, unsigned rate,
                                                       unsigned coded, RawBitReader &raw, LevelModes modes) {
   if constexpr (Raw) {
     // coded < Bits: the last coded level's children are in the tree.
-    const unsigned value = walkTree<0, true, Learning>(coder, tree, rate, coded, modes);
+    const unsigned value = walkTree<0, true>(coder, tree, rate, coded, modes);
     const unsigned rawBits = Bits - coded;
     return (value << rawBits) | raw.read(rawBits);
   } else {
-    return walkTree<Bits, false, Learning>(coder, tree, rate, Bits, modes);
+    return walkTree<Bits, false>(coder, tree, rate, Bits, modes);
   }
 }
 
@@ -920,40 +916,39 @@ void decodeNarrowWords(RangeDecoder &blockCoder, RawBitReader &blockRaw, BlockMo
   std::array<uint32_t, 16> surprises{};
   uint64_t walked = 0;
   LevelModes topModes{0, surprises.data()}, lowModes{0, surprises.data() + 8};
-  auto word = [&]<bool Learning>(uint64_t i) {
+  const uint64_t learning = std::min(length, kLearningWords);
+  for (uint64_t i = 0; i < length; ++i) {
+    if (i == learning) [[unlikely]] {
+      const auto chosen = [&](const uint32_t *counts) {
+        unsigned selects = 0;
+        for (unsigned k = 0; k < 8; ++k)
+          if (counts[k] > kSelectFrom * static_cast<double>(walked)) selects |= 1u << k;
+        return selects;
+      };
+      topModes = {chosen(surprises.data()), nullptr};
+      lowModes = {chosen(surprises.data() + 8), nullptr};
+    }
     if constexpr (Escape) {
       const unsigned flag = coder.decode(flagModels[flags.flags], rate);
       flags.pushFlag(flag);
       if (flag) {
         out[i] = escape;
-        return;
+        continue;
       }
     }
-    if constexpr (Learning) ++walked;
+    walked += i < learning;
     uint16_t *const tree = models.tree(0, previousTop);
     if constexpr (LaneCount == 1) {
-      const unsigned value = decodeLastLane<TopBits, Raw, Learning>(coder, tree, rate, coded, raw, topModes);
+      const unsigned value = decodeLastLane<TopBits, Raw>(coder, tree, rate, coded, raw, topModes);
       previousTop = value;
       out[i] = static_cast<T>(value);
     } else {
-      const unsigned value = walkTree<TopBits, false, Learning>(coder, tree, rate, TopBits, topModes);
+      const unsigned value = walkTree<TopBits, false>(coder, tree, rate, TopBits, topModes);
       previousTop = value;
-      const unsigned lowValue =
-          decodeLastLane<8, Raw, Learning>(coder, models.tree(1, value), rate, coded, raw, lowModes);
+      const unsigned lowValue = decodeLastLane<8, Raw>(coder, models.tree(1, value), rate, coded, raw, lowModes);
       out[i] = static_cast<T>((value << 8) | lowValue);
     }
-  };
-  const uint64_t learning = std::min(length, kLearningWords);
-  for (uint64_t i = 0; i < learning; ++i) word.template operator()<true>(i);
-  const auto chosen = [&](const uint32_t *counts) {
-    unsigned selects = 0;
-    for (unsigned k = 0; k < 8; ++k)
-      if (counts[k] > kSelectFrom * static_cast<double>(walked)) selects |= 1u << k;
-    return selects;
-  };
-  topModes.selects = chosen(surprises.data());
-  lowModes.selects = chosen(surprises.data() + 8);
-  for (uint64_t i = learning; i < length; ++i) word.template operator()<false>(i);
+  }
   blockCoder = coder;
   blockRaw = raw;
 }
