@@ -37,7 +37,8 @@ using namespace brevis;
 
 namespace {
 
-double medianSeconds(int runs, const std::function<void()> &f) {
+/// Seconds each of `runs` calls of f took, the fastest first.
+std::vector<double> sortedSeconds(int runs, const std::function<void()> &f) {
   std::vector<double> t;
   for (int r = 0; r < runs; ++r) {
     auto a = std::chrono::steady_clock::now();
@@ -45,19 +46,16 @@ double medianSeconds(int runs, const std::function<void()> &f) {
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
   }
   std::sort(t.begin(), t.end());
+  return t;
+}
+
+double medianSeconds(int runs, const std::function<void()> &f) {
+  const auto t = sortedSeconds(runs, f);
   return t[t.size() / 2];
 }
 
 /// The fastest of `runs`: on a shared machine, the run least slowed by others.
-double fastestSeconds(int runs, const std::function<void()> &f) {
-  double best = 1e300;
-  for (int r = 0; r < runs; ++r) {
-    auto a = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
-  }
-  return best;
-}
+double fastestSeconds(int runs, const std::function<void()> &f) { return sortedSeconds(runs, f).front(); }
 
 /// Exponent bytes of every float tensor of a safetensors file.
 std::vector<uint8_t> exponentBytes(const Bytes &file) {
@@ -327,20 +325,18 @@ void contextReport(const std::vector<std::string> &files, int runs) {
   struct Kind {
     std::string name;
     unsigned width;
-    std::vector<Bytes> payloads;
-    std::vector<std::vector<uint64_t>> streams;
-    std::vector<uint64_t> counts;
+    std::vector<Bytes> payloads = {};
+    std::vector<std::vector<uint64_t>> streams = {};
     uint64_t words = 0, bytes = 0;
   };
-  std::vector<Kind> kinds{{"F16 top 9 bits", 9, {}, {}}, {"16-bit float words", 16, {}, {}},
-                          {"float exponent bytes", 8, {}, {}}, {"U8 tensor bytes", 8, {}, {}}};
+  std::vector<Kind> kinds{{"F16 top 9 bits", 9}, {"16-bit float words", 16}, {"float exponent bytes", 8},
+                          {"U8 tensor bytes", 8}};
   auto add = [](Kind &k, const std::vector<uint64_t> &words) {
     if (words.size() < 4096) return; // small ones measure the setup, not the coder
     Bytes packed;
     encodeLit(Encoding::Context, words, k.width, packed);
     k.payloads.push_back(std::move(packed));
     k.streams.push_back(words);
-    k.counts.push_back(words.size());
     k.words += words.size();
     k.bytes += k.payloads.back().size();
   };
@@ -373,12 +369,12 @@ void contextReport(const std::vector<std::string> &files, int runs) {
     if (k.payloads.empty()) continue;
     std::vector<std::unique_ptr<ContextDecoder>> decoders;
     for (size_t i = 0; i < k.payloads.size(); ++i)
-      decoders.push_back(std::move(*ContextDecoder::create(k.payloads[i], k.width, k.counts[i])));
+      decoders.push_back(std::move(*ContextDecoder::create(k.payloads[i], k.width, k.streams[i].size())));
     // As the interpreter decodes them: into the narrowest words that hold them.
     std::vector<uint16_t> out(kContextBlockWords);
     bool ok = true;
     for (size_t i = 0; i < decoders.size(); ++i) { // every word, once, before the timing
-      auto lit = Lit::make(StreamType{k.width, k.counts[i]}, Encoding::Context, ByteRange{0, k.payloads[i].size()});
+      auto lit = Lit::make(StreamType{k.width, k.streams[i].size()}, Encoding::Context, ByteRange{0, k.payloads[i].size()});
       auto back = decodeLit(*lit, Payload::fromBytes(k.payloads[i]));
       ok &= back && *back == k.streams[i];
     }

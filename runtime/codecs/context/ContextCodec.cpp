@@ -22,9 +22,6 @@ namespace {
 constexpr unsigned kProbBits = 12;
 constexpr uint16_t kProbOne = 1u << kProbBits;
 constexpr uint16_t kProbInit = kProbOne / 2;
-// Models in [kEvenLow, kEvenLow + kEvenRange) are near enough even odds that their bits are
-// decoded without a branch on them.
-constexpr uint32_t kEvenLow = 600, kEvenRange = kProbOne - 2 * kEvenLow;
 // The range is renormalized to keep at least 24 bits.
 constexpr uint32_t kTopValue = 1u << 24;
 // The escape flag's model is chosen by the flags of the two words before (4 models; one or
