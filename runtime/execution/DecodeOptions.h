@@ -12,9 +12,6 @@ struct DecodeOptions {
   unsigned threads = 1;
   /// Bytes decoded so far, for progress displays (may be null).
   std::atomic<uint64_t> *progress = nullptr;
-  /// Hand output writes to a thread of their own (worth it for files: the kernel's copy into the
-  /// page cache then overlaps decoding).
-  bool asyncWrites = false;
   /// LLVM-compiled decoders instead of the interpreter (chosen where the decoder is made:
   /// tools/api/DecoderFactory).
   bool jit = false;

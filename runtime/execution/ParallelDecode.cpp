@@ -10,12 +10,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
-#include <mutex>
 #include <optional>
-#include <thread>
 
 namespace brevis {
 
@@ -40,89 +36,6 @@ struct Piece {
   size_t hashSlot;          ///< where its hash goes
 };
 
-/// Performs positional writes on a thread of its own, so that the kernel's copying into the
-/// page cache overlaps decoding (as zstd's asynchronous I/O does). Memory is bounded: submit()
-/// waits while `maxQueued` buffers are pending. Buffers are written in submission order.
-class WriteQueue {
-public:
-  explicit WriteQueue(size_t maxQueued) : maxQueued_(maxQueued), thread_([this] { loop(); }) {}
-  ~WriteQueue() {
-    {
-      std::lock_guard lock(mutex_);
-      closing_ = true;
-    }
-    changed_.notify_all();
-    thread_.join();
-  }
-  /// Queues `buffer` for writing at `offset`; returns a spare buffer (any size, any contents) to
-  /// fill next.
-  WriteBuffer submit(PositionalSink &out, uint64_t offset, WriteBuffer buffer) {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return pending_.size() < maxQueued_; });
-    pending_.push_back(Task{&out, offset, std::move(buffer)});
-    WriteBuffer reuse;
-    if (!spare_.empty()) {
-      reuse = std::move(spare_.back());
-      spare_.pop_back();
-    }
-    changed_.notify_all();
-    return reuse;
-  }
-  /// A buffer written already (empty if none is), to fill instead of a new one: the memory of
-  /// fresh buffers, a megabyte for every task, was most of decoding's page faults.
-  WriteBuffer takeSpare() {
-    std::lock_guard lock(mutex_);
-    if (spare_.empty()) return {};
-    WriteBuffer reuse = std::move(spare_.back());
-    spare_.pop_back();
-    return reuse;
-  }
-  /// A buffer no longer needed, kept for takeSpare().
-  void giveBack(WriteBuffer buffer) {
-    std::lock_guard lock(mutex_);
-    spare_.push_back(std::move(buffer));
-  }
-  /// Waits until everything queued is written; the first write error, if any.
-  Result<void> drain() {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return pending_.empty() && !busy_; });
-    if (error_) return *error_;
-    return {};
-  }
-
-private:
-  struct Task {
-    PositionalSink *out;
-    uint64_t offset;
-    WriteBuffer data;
-  };
-  void loop() {
-    std::unique_lock lock(mutex_);
-    while (true) {
-      changed_.wait(lock, [&] { return !pending_.empty() || closing_; });
-      if (pending_.empty()) return;
-      Task t = std::move(pending_.front());
-      pending_.pop_front();
-      busy_ = true;
-      lock.unlock();
-      Result<void> r = error_ ? Result<void>{} : t.out->writeAt(t.offset, t.data.data(), t.data.size());
-      lock.lock();
-      busy_ = false;
-      if (!r && !error_) error_ = r.error();
-      spare_.push_back(std::move(t.data)); // kept at its size: the next user's resize clears nothing
-      changed_.notify_all();
-    }
-  }
-  const size_t maxQueued_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<Task> pending_;
-  std::vector<WriteBuffer> spare_;
-  std::optional<Error> error_;
-  bool busy_ = false, closing_ = false;
-  std::thread thread_;
-};
-
 /// Writes a run of consecutive output bytes at their place (one task: a large piece, or several
 /// small ones), counting progress. Decoders write small chunks, or decode straight into the
 /// buffer (reserve/commit); they are gathered into writes of kWriteBytes, which the kernel
@@ -132,15 +45,15 @@ private:
 /// page is a fault, and on virtual machines a fault costs microseconds (12 µs a page here, more
 /// than decoding the page's bytes). A file's first buffers are always fresh; with 1 MiB ones,
 /// a 3 MB checkpoint was decoded into new pages from start to end.
+///
+/// The decoding thread writes them itself: a thread of its own for writes (as zstd's
+/// asynchronous I/O) cost more in hand-offs than the copy it overlapped (docs/benchmarks.md).
 class OutputBuffer final : public ByteSink {
 public:
   static constexpr size_t kWriteBytes = size_t{128} << 10;
-  OutputBuffer(PositionalSink &out, uint64_t offset, uint64_t size, std::atomic<uint64_t> *progress, WriteQueue *queue)
+  OutputBuffer(PositionalSink &out, uint64_t offset, uint64_t size, std::atomic<uint64_t> *progress)
       : out_(out), offset_(offset), bufferBytes_(static_cast<size_t>(std::min<uint64_t>(size, kWriteBytes))),
-        progress_(progress), queue_(queue), direct_(out.memoryAt(offset, static_cast<size_t>(size))), size_(size) {}
-  ~OutputBuffer() override {
-    if (queue_ && buffer_.capacity() != 0) queue_->giveBack(std::move(buffer_));
-  }
+        progress_(progress), direct_(out.memoryAt(offset, static_cast<size_t>(size))), size_(size) {}
   OutputBuffer(const OutputBuffer &) = delete;
   OutputBuffer &operator=(const OutputBuffer &) = delete;
   Result<void> write(const uint8_t *data, size_t size) override {
@@ -150,7 +63,7 @@ public:
       return advance(size);
     }
     while (size) {
-      if (!queue_ && used_ == 0 && size >= bufferBytes_) return emit(data, size); // large writes go straight through
+      if (used_ == 0 && size >= bufferBytes_) return emit(data, size); // large writes go straight through
       size_t take = std::min(size, bufferBytes_ - used_);
       std::memcpy(room(take), data, take);
       BREVIS_TRY(commitRoom(take));
@@ -180,13 +93,6 @@ public:
     if (direct_ || used_ == 0) return {};
     const size_t size = used_;
     used_ = 0;
-    if (queue_) {
-      buffer_.resize(size);
-      buffer_ = queue_->submit(out_, offset_ + written_, std::move(buffer_));
-      written_ += size;
-      if (progress_) progress_->fetch_add(size, std::memory_order_relaxed);
-      return {};
-    }
     return emit(buffer_.data(), size);
   }
 
@@ -198,7 +104,6 @@ private:
       if (!flushed && !error_) error_ = flushed.error();
       used_ = 0; // after a failed write the bytes are dropped; commit() reports the failure
     }
-    if (buffer_.capacity() == 0 && queue_) buffer_ = queue_->takeSpare();
     if (buffer_.size() < bufferBytes_) buffer_.resize(bufferBytes_);
     return buffer_.data() + used_;
   }
@@ -228,7 +133,6 @@ private:
   uint64_t offset_;
   size_t bufferBytes_; ///< kWriteBytes, or the whole task if smaller
   std::atomic<uint64_t> *progress_;
-  WriteQueue *queue_;
   WriteBuffer buffer_; ///< bytes [0, used_) wait to be written
   size_t used_ = 0;
   std::optional<Error> error_;
@@ -243,7 +147,8 @@ private:
 /// Where the index's hashes of region `region`'s pieces start in job.pieceHashes.
 size_t firstPieceHash(const DecodeJob &job, size_t region) {
   uint64_t at = 0;
-  for (size_t k = 0; k < region; ++k) at += indexedPieces(job.checkpoint->regions[k].bytes.size);
+  for (size_t k = 0; k < region; ++k)
+    at += indexedPieces(job.checkpoint->regions[k].bytes.size);
   return static_cast<size_t>(at);
 }
 
@@ -275,9 +180,11 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
       return Error{fmt::format("{}: {} piece checksums for {} pieces", jobs[j].label, jobs[j].pieceHashes.size(),
                                firstPieceHash(jobs[j], c.regions.size()))};
     if (jobs[j].onlyRegions.empty())
-      for (size_t r = 0; r < c.regions.size(); ++r) regions.push_back({j, r});
+      for (size_t r = 0; r < c.regions.size(); ++r)
+        regions.push_back({j, r});
     else
-      for (size_t r : jobs[j].onlyRegions) regions.push_back({j, r});
+      for (size_t r : jobs[j].onlyRegions)
+        regions.push_back({j, r});
   }
   auto describe = [&](const RegionRef &ref) {
     return fmt::format("{}: {}", jobs[ref.job].label, regionLabel(jobs[ref.job].checkpoint->regions[ref.region]));
@@ -305,8 +212,8 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
     decodedPieces[i] = piecesToDecode(jobs[regions[i].job], r);
     for (uint64_t piece = decodedPieces[i].first; piece < decodedPieces[i].second; ++piece) {
       const uint64_t at = piece * kDigestPieceBytes;
-      pieces.push_back(Piece{regions[i].job, regions[i].region, at, std::min(kDigestPieceBytes, r.bytes.size - at),
-                             pieces.size()});
+      pieces.push_back(
+          Piece{regions[i].job, regions[i].region, at, std::min(kDigestPieceBytes, r.bytes.size - at), pieces.size()});
     }
   }
   // Tasks: a large piece alone, or a run of small consecutive ones (many small tensors) that
@@ -333,12 +240,10 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
   }
 
   std::vector<uint64_t> hashes(pieces.size());
-  std::optional<WriteQueue> queue;
-  if (options.asyncWrites) queue.emplace(4 + 2 * size_t{std::max(options.threads, 1u)});
   auto decoded = parallelForEach(tasks.size(), options.threads, [&](size_t t) -> Result<void> {
     const Task &task = tasks[t];
     const DecodeJob &job = jobs[pieces[task.firstPiece].job];
-    OutputBuffer buffer(*job.output, task.offset, task.size, options.progress, queue ? &*queue : nullptr);
+    OutputBuffer buffer(*job.output, task.offset, task.size, options.progress);
     for (size_t i = task.firstPiece; i < task.firstPiece + task.pieces; ++i) {
       const Piece &p = pieces[i];
       const Region &r = job.checkpoint->regions[p.region];
@@ -356,10 +261,6 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
     if (!flushed) return Error{fmt::format("{}: {}", job.label, flushed.error().message)};
     return {};
   });
-  if (queue) {
-    auto written = queue->drain();
-    if (decoded && !written) decoded = written;
-  }
   BREVIS_TRY(decoded);
 
   // 4. Digests: of each whole region, or of each piece of a part of one.

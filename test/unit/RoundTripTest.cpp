@@ -399,7 +399,7 @@ TEST(RoundTripLarge, TensorsSplitIntoPiecesDecodeIdenticallyOnAnyThreadCount) {
       Bytes out(file->size());
       VectorPositionalSink sink(out);
       DecodeJob job{&c, &payload, digests, &sink, "large", {}};
-      auto done = decodeJobs(std::span(&job, 1), *decoder, DecodeOptions{.threads = threads, .asyncWrites = true});
+      auto done = decodeJobs(std::span(&job, 1), *decoder, DecodeOptions{.threads = threads});
       ASSERT_TRUE(done) << done.error().message;
       EXPECT_TRUE(out == *file) << threads << " threads";
     }
@@ -423,7 +423,7 @@ private:
 };
 
 /// A sized buffer that takes bytes only through writeAt() (as a file does): decoding then goes
-/// through the write buffers and, with asynchronous writes, their queue.
+/// through the write buffers.
 class WritesOnlySink final : public PositionalSink {
 public:
   explicit WritesOnlySink(Bytes &out) : out_(out) {}
@@ -494,27 +494,26 @@ TEST(RoundTripLarge, OutputInUnevenPiecesIsExactAndAnyFailedWriteIsReported) {
   ASSERT_GT(largest, 2u << 20); // a region spans many writes
   Payload payload(std::move(synth.payload));
   UnevenDecoder decoder;
-  for (unsigned threads : {1u, 2u})
-    for (bool async : {false, true}) {
-      Bytes out(file->size());
-      VectorPositionalSink whole(out);
-      DecodeJob job{&synth.checkpoint, &payload, digests, &whole, "w", {}};
-      auto done = decodeJobs(std::span(&job, 1), decoder, DecodeOptions{.threads = threads, .asyncWrites = async});
-      ASSERT_TRUE(done) << done.error().message;
-      EXPECT_TRUE(out == *file) << threads << " threads, async " << async;
-      Bytes written(file->size());
-      WritesOnlySink writes(written);
-      job.output = &writes;
-      done = decodeJobs(std::span(&job, 1), decoder, DecodeOptions{.threads = threads, .asyncWrites = async});
-      ASSERT_TRUE(done) << done.error().message;
-      EXPECT_TRUE(written == *file) << threads << " threads, async " << async << ", through writeAt() alone";
-      for (uint64_t k = 0; k <= 16; ++k) {
-        const uint64_t at = std::min<uint64_t>(file->size() - 1, file->size() * k / 16 + k * 4099);
-        FailingSink failing(at);
-        job.output = &failing;
-        auto failed = decodeJobs(std::span(&job, 1), decoder, DecodeOptions{.threads = threads, .asyncWrites = async});
-        ASSERT_FALSE(failed) << "failing at byte " << at << ", " << threads << " threads, async " << async;
-        EXPECT_NE(failed.error().message.find("input/output error"), std::string::npos) << failed.error().message;
-      }
+  for (unsigned threads : {1u, 2u}) {
+    Bytes out(file->size());
+    VectorPositionalSink whole(out);
+    DecodeJob job{&synth.checkpoint, &payload, digests, &whole, "w", {}};
+    auto done = decodeJobs(std::span(&job, 1), decoder, DecodeOptions{.threads = threads});
+    ASSERT_TRUE(done) << done.error().message;
+    EXPECT_TRUE(out == *file) << threads << " threads";
+    Bytes written(file->size());
+    WritesOnlySink writes(written);
+    job.output = &writes;
+    done = decodeJobs(std::span(&job, 1), decoder, DecodeOptions{.threads = threads});
+    ASSERT_TRUE(done) << done.error().message;
+    EXPECT_TRUE(written == *file) << threads << " threads, through writeAt() alone";
+    for (uint64_t k = 0; k <= 16; ++k) {
+      const uint64_t at = std::min<uint64_t>(file->size() - 1, file->size() * k / 16 + k * 4099);
+      FailingSink failing(at);
+      job.output = &failing;
+      auto failed = decodeJobs(std::span(&job, 1), decoder, DecodeOptions{.threads = threads});
+      ASSERT_FALSE(failed) << "failing at byte " << at << ", " << threads << " threads";
+      EXPECT_NE(failed.error().message.find("input/output error"), std::string::npos) << failed.error().message;
     }
+  }
 }

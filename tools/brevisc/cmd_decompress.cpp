@@ -113,7 +113,6 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
     if (auto refused = refuseOutputOfEarlierInput(output, input)) return *refused;
 
   DecodeOptions options = decodeOptions(o.jit, resolveThreads(o.threads), v.verbose);
-  options.asyncWrites = true;
 
   // Every output is opened (and a non-empty directory refused) before anything is decoded.
   std::vector<DecodeJob> jobs;

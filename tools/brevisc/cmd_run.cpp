@@ -121,7 +121,6 @@ int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive, bool ver
   auto out = openOutput(o.output, o.force);
   if (!out) return fail(out.error().message);
   DecodeOptions options = o.decoding((*out)->isPositional() ? resolveThreads(o.threads) : 1, verbose);
-  options.asyncWrites = true;
   SequentialPositionalSink sequential(**out, 0);
   PositionalSink &sink = (*out)->isPositional() ? static_cast<PositionalSink &>(**out) : sequential;
   auto done = archive.readTensor(*tensor, sink, options);
@@ -202,7 +201,6 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
     if (auto room = (*out)->checkRoom(archive->originalSize()); !room) return fail(room.error().message);
     if (auto room = (*out)->preallocate(archive->checkpoint(0).source.size); !room) return fail(room.error().message);
     DecodeOptions options = o.decoding((*out)->isPositional() ? resolveThreads(o.threads) : 1, v.verbose);
-    options.asyncWrites = true;
     SequentialPositionalSink sequential(**out, 0);
     PositionalSink &sink = (*out)->isPositional() ? static_cast<PositionalSink &>(**out) : sequential;
     DecodeJob job{&archive->checkpoint(0), &archive->payload(0), archive->digests(0), &sink, o.input, {}};

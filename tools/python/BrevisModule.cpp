@@ -284,7 +284,6 @@ void decompressFile(const std::string &source, const std::string &target, unsign
   }
   DecodeOptions options;
   options.threads = threadsFor(threads);
-  options.asyncWrites = true;
   check(decodeJobs(jobs, options));
   check(checkArchiveChecksum(file->bytes(), source));
   check(file->checkIntact());
