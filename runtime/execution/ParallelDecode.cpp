@@ -147,8 +147,7 @@ private:
 /// Where the index's hashes of region `region`'s pieces start in job.pieceHashes.
 size_t firstPieceHash(const DecodeJob &job, size_t region) {
   uint64_t at = 0;
-  for (size_t k = 0; k < region; ++k)
-    at += indexedPieces(job.checkpoint->regions[k].bytes.size);
+  for (size_t k = 0; k < region; ++k) at += indexedPieces(job.checkpoint->regions[k].bytes.size);
   return static_cast<size_t>(at);
 }
 
@@ -180,11 +179,9 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
       return Error{fmt::format("{}: {} piece checksums for {} pieces", jobs[j].label, jobs[j].pieceHashes.size(),
                                firstPieceHash(jobs[j], c.regions.size()))};
     if (jobs[j].onlyRegions.empty())
-      for (size_t r = 0; r < c.regions.size(); ++r)
-        regions.push_back({j, r});
+      for (size_t r = 0; r < c.regions.size(); ++r) regions.push_back({j, r});
     else
-      for (size_t r : jobs[j].onlyRegions)
-        regions.push_back({j, r});
+      for (size_t r : jobs[j].onlyRegions) regions.push_back({j, r});
   }
   auto describe = [&](const RegionRef &ref) {
     return fmt::format("{}: {}", jobs[ref.job].label, regionLabel(jobs[ref.job].checkpoint->regions[ref.region]));
@@ -212,8 +209,8 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
     decodedPieces[i] = piecesToDecode(jobs[regions[i].job], r);
     for (uint64_t piece = decodedPieces[i].first; piece < decodedPieces[i].second; ++piece) {
       const uint64_t at = piece * kDigestPieceBytes;
-      pieces.push_back(
-          Piece{regions[i].job, regions[i].region, at, std::min(kDigestPieceBytes, r.bytes.size - at), pieces.size()});
+      pieces.push_back(Piece{regions[i].job, regions[i].region, at, std::min(kDigestPieceBytes, r.bytes.size - at),
+                             pieces.size()});
     }
   }
   // Tasks: a large piece alone, or a run of small consecutive ones (many small tensors) that
