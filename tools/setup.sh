@@ -9,7 +9,7 @@ PACKAGES=(
   llvm-19-dev llvm-19-tools
   antlr4 default-jre-headless libantlr4-runtime-dev uuid-dev
   libfmt-dev libgtest-dev libgmock-dev
-  libzstd-dev zstd libxxhash-dev nlohmann-json3-dev libcli11-dev libhtscodecs-dev
+  libzstd-dev zstd libxxhash-dev nlohmann-json3-dev libcli11-dev libhtscodecs-dev libbz2-dev
   zlib1g-dev liblzma-dev libbrotli-dev liblz4-dev libsnappy-dev
   python3-dev pybind11-dev python3-numpy python3-pytest
   "$@"
