@@ -2,17 +2,15 @@
 """Checks that brevisc was laid out by tools/brevisc/function-order.txt: of the listed functions
 that brevisc defines, most follow the one before them in memory (a layout that ignored the list
 puts about half there). Usage: check_function_order.py BREVISC LIST [MIN_SHARE]"""
-import subprocess
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "brevisc"))
+from order_functions import function_addresses  # noqa: E402
 
 brevisc, order = sys.argv[1], sys.argv[2]
 minimum = float(sys.argv[3]) if len(sys.argv) > 3 else 0.7
-nm = subprocess.run(["nm", "--defined-only", brevisc], check=True, capture_output=True, text=True).stdout
-address = {}
-for line in nm.splitlines():
-    fields = line.split()
-    if len(fields) == 3:
-        address.setdefault(fields[2], int(fields[0], 16))
+address = function_addresses(brevisc)
 listed = [line[len(".text."):] for line in open(order).read().split() if not line.startswith(".text.startup.")]
 placed = [address[name] for name in listed if name in address]
 if len(placed) < 100:

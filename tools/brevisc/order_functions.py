@@ -41,10 +41,19 @@ def executed_functions(brevisc, archives):
     return names
 
 
+def function_addresses(brevisc):
+    """Mangled name -> address of each function brevisc defines (also test/tools/check_function_order.py)."""
+    nm = subprocess.run(["nm", "--defined-only", brevisc], check=True, capture_output=True, text=True).stdout
+    addresses = {}
+    for fields in (line.split() for line in nm.splitlines()):
+        if len(fields) == 3 and fields[1] in "tTwW":
+            addresses.setdefault(fields[2], int(fields[0], 16))
+    return addresses
+
+
 def mangled_names(brevisc):
     """Demangled name -> mangled names of the functions defined in brevisc."""
-    nm = subprocess.run(["nm", "--defined-only", brevisc], check=True, capture_output=True, text=True).stdout
-    mangled = sorted({f[2] for f in (line.split() for line in nm.splitlines()) if len(f) == 3 and f[1] in "tTwW"})
+    mangled = sorted(function_addresses(brevisc))
     demangled = subprocess.run(["c++filt"], input="\n".join(mangled), check=True, capture_output=True,
                                text=True).stdout.splitlines()
     table = {}
