@@ -66,11 +66,22 @@ inline uint64_t scanDifference(ScanOp op, unsigned width, uint64_t previous, uin
 /// The update words of a scan producing `words` (one fewer than there are words), in the words'
 /// own container: a byte stream's steps are bytes (as 64-bit words, the search's scans nested
 /// three deep held 24 times a large byte file in memory).
+/// One loop per operator, in the container's arithmetic, so that each vectorizes: the search
+/// takes the differences of every stream it tries a scan on, nested (a U8 model's level 5 spent
+/// an eighth of its instructions here, a word at a time).
 inline WordBuffer scanDifferences(ScanOp op, unsigned width, WordsView words) {
   return words.visit([&](auto w) {
     using W = typename decltype(w)::value_type;
-    std::vector<W> steps(w.empty() ? 0 : w.size() - 1);
-    for (size_t i = 1; i < w.size(); ++i) steps[i - 1] = static_cast<W>(scanDifference(op, width, w[i - 1], w[i]));
+    const size_t n = w.empty() ? 0 : w.size() - 1;
+    std::vector<W> steps(n);
+    const W *in = w.data();
+    W *out = steps.data();
+    if (op == ScanOp::Xor) {
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<W>(in[i + 1] ^ in[i]);
+    } else {
+      const auto mask = static_cast<W>(widthMask(width)); // width <= the container's bits
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<W>(in[i + 1] - in[i]) & mask;
+    }
     return WordBuffer(std::move(steps));
   });
 }

@@ -1,6 +1,7 @@
 #include "synth/search/HoleSearch.h"
 
 #include "lang/MergeLayout.h"
+#include "runtime/common/BitWidthSum.h"
 #include "runtime/common/MapConstants.h"
 #include "runtime/common/WordOps.h"
 #include "runtime/execution/ThreadPool.h"
@@ -15,6 +16,7 @@
 #include <functional>
 #include <optional>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -335,6 +337,8 @@ template <typename W> uint64_t statisticsCut(std::span<const W> words, const DTy
       const unsigned shift = floatType->mantissaBits;
       const uint64_t mask = widthMask(floatType->exponentBits);
       for (uint64_t i = 0; i < kShiftWindowWords; ++i) total += (uint64_t{window[i]} >> shift) & mask;
+    } else if constexpr (std::is_same_v<W, uint8_t>) {
+      total = bitWidthSum(window, kShiftWindowWords);
     } else {
       for (uint64_t i = 0; i < kShiftWindowWords; ++i) total += static_cast<uint64_t>(std::bit_width(window[i]));
     }
@@ -776,9 +780,16 @@ void HoleSearch::tryStructural(const Hole &hole, const HoleContext &context, uns
                                            kNodeTextBytes + 3);
                              }});
     // map add: words offset from a minimum pack into fewer bits.
+    // A plain reduction, which vectorizes: std::minmax_element's pairwise compares and
+    // conditional moves, a value at a time, were a tenth of level 5 on a U8 model.
     const auto [lowest, highest] = words.visit([](auto w) {
-      const auto [lo, hi] = std::minmax_element(w.begin(), w.end());
-      return std::pair<uint64_t, uint64_t>(*lo, *hi);
+      using W = typename decltype(w)::value_type;
+      W lo = w[0], hi = w[0];
+      for (const W x : w) {
+        lo = std::min(lo, x);
+        hi = std::max(hi, x);
+      }
+      return std::pair<uint64_t, uint64_t>(lo, hi);
     });
     if (lowest > 0 && std::bit_width(highest - lowest) < std::bit_width(highest))
       productions.push_back({"map:add", [&, low = lowest]() -> std::optional<Plan> {

@@ -2,6 +2,7 @@
 // word operations, and the interpreter against a direct reference evaluation.
 #include "runtime/codecs/LitDecode.h"
 #include "runtime/codecs/LitEncode.h"
+#include "runtime/common/BitWidthSum.h"
 #include "runtime/common/WordOps.h"
 #include "runtime/execution/Interpreter.h"
 
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstring>
 #include <random>
 
@@ -87,6 +89,19 @@ TEST(LitCodec, RejectsMalformedPayloads) {
 
   // A range past the end of the payload.
   EXPECT_FALSE(validateLit(*Lit::make(StreamType{8, 4}, Encoding::Raw, ByteRange{1, 4}), Payload::fromBytes(bytes)));
+}
+
+TEST(WordOps, BitWidthSumIsTheSumOfEachBytesWidth) {
+  std::mt19937 rng(3);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{100}, size_t{4096}}) {
+    std::vector<uint8_t> bytes(n);
+    for (uint8_t &b : bytes) b = static_cast<uint8_t>(rng() >> (rng() % 8)); // every width
+    uint64_t expected = 0;
+    for (uint8_t b : bytes) expected += std::bit_width(b);
+    EXPECT_EQ(bitWidthSum(bytes.data(), n), expected) << n << " bytes";
+  }
+  const std::vector<uint8_t> edges{0, 1, 2, 3, 4, 127, 128, 129, 254, 255, 0, 255, 1, 128, 64, 32, 16};
+  EXPECT_EQ(bitWidthSum(edges.data(), edges.size()), 0u + 1 + 2 + 2 + 3 + 7 + 8 + 8 + 8 + 8 + 0 + 8 + 1 + 8 + 7 + 6 + 5);
 }
 
 TEST(WordOps, ScanDifferencesStayInTheWordsContainerAndScanBack) {

@@ -134,6 +134,25 @@ TEST_F(Planted, HalvesOfDifferentScaleAreCutWhereTheStatisticsChange) {
   EXPECT_EQ(streamTypeOf(*concat.parts[0]).length, 65536u);
 }
 
+TEST_F(Planted, ByteHalvesOfDifferentWidthsAreCutWhereTheWidthsChange) {
+  // Integer words are cut by their mean bit width (counted sixteen bytes at a time): two-bit
+  // bytes, then bytes of every width, each half coded better alone. A cut one window off, or
+  // none, would say the widths were miscounted.
+  for (const uint64_t small : {uint64_t{24576}, uint64_t{65536}}) {
+    gen::PlantedTensor t;
+    t.name = "planted.bytehalves";
+    t.dtype = DType::U8;
+    t.shape = {2 * 65536};
+    std::mt19937 rng(7);
+    for (uint64_t i = 0; i < 2 * 65536; ++i) t.bytes.push_back(static_cast<uint8_t>(i < small ? rng() % 4 : rng()));
+    RegionProgram p = synthesize(t);
+    ASSERT_EQ(p.program->kind, NodeKind::Concat) << printExpr(*p.program);
+    const Concat &concat = as<Concat>(*p.program);
+    ASSERT_EQ(concat.parts.size(), 2u);
+    EXPECT_EQ(streamTypeOf(*concat.parts[0]).length, small);
+  }
+}
+
 TEST_F(Planted, OutputChannelsOfDifferentScalesGetColumnConstantsOnTheirExponents) {
   RegionProgram p = synthesize(tensor("planted.channels"));
   ASSERT_EQ(p.program->kind, NodeKind::Merge) << printExpr(*p.program);
