@@ -381,6 +381,41 @@ TEST(CostModel, HuffmanOrRansOnLongByteStreamsIsDecidedWithoutEncodingBoth) {
   EXPECT_EQ(byteCoderByEstimates(mixed, 7, fast), ransByEstimates ? Encoding::Rans : Encoding::Huffman);
 }
 
+TEST(CostModel, TableCodersCannotPayWhereThreeQuartersOfAProbeOccurOnce) {
+  // The definition: 1,024 words evenly spaced (every one of a shorter stream), sorted; the
+  // share of them whose value occurs once in the probe.
+  auto byDefinition = [](const std::vector<uint64_t> &words, unsigned width) {
+    if (width <= 12 || words.size() < 64) return false;
+    std::vector<uint64_t> probe;
+    const size_t step = std::max<size_t>(1, words.size() / 1024);
+    for (size_t i = 0; i < words.size() && probe.size() < 1024; i += step) probe.push_back(words[i]);
+    std::sort(probe.begin(), probe.end());
+    size_t once = 0;
+    for (size_t i = 0; i < probe.size();) {
+      size_t j = i + 1;
+      while (j < probe.size() && probe[j] == probe[i]) ++j;
+      once += j - i == 1;
+      i = j;
+    }
+    return once * 4 >= probe.size() * 3;
+  };
+  std::mt19937_64 rng(45);
+  size_t cannot = 0, can = 0;
+  for (unsigned width : {12u, 13u, 16u, 23u, 32u, 64u})
+    for (size_t n : {size_t{63}, size_t{64}, size_t{900}, size_t{1024}, size_t{5000}, size_t{300000}})
+      for (uint64_t distinct : {uint64_t{3}, uint64_t{300}, uint64_t{1500}, uint64_t{2600}, uint64_t{1} << 40}) {
+        // Values drawn from `distinct` of them: near the three quarters where distinct is about
+        // twice the probe, and the same low bits in many values (keys that hash alike).
+        std::vector<uint64_t> words(n);
+        for (uint64_t &w : words) w = ((rng() % distinct) << 11 | 0x5a5) & widthMask(width);
+        const bool expected = byDefinition(words, width);
+        EXPECT_EQ(tableCodersCannotPay(words, width), expected) << "u" << width << " n " << n << " of " << distinct;
+        (expected ? cannot : can) += 1;
+      }
+  EXPECT_GT(cannot, 10u);
+  EXPECT_GT(can, 10u);
+}
+
 TEST(CostModel, TheSmallestEstimateCountsOnceAndChoosesAsEstimatingEachEncodingWould) {
   // estimateSmallest shares one count of the words among the order-0 estimates and bitpack's;
   // the reference estimates every encoding on its own and applies the policy's rules.
