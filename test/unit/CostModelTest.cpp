@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 
 #include <cmath>
@@ -403,9 +404,12 @@ TEST(CostModel, TableCodersCannotPayWhereThreeQuartersOfAProbeOccurOnce) {
   size_t cannot = 0, can = 0;
   for (unsigned width : {12u, 13u, 16u, 23u, 32u, 64u})
     for (size_t n : {size_t{63}, size_t{64}, size_t{900}, size_t{1024}, size_t{5000}, size_t{300000}})
-      for (uint64_t distinct : {uint64_t{3}, uint64_t{300}, uint64_t{1500}, uint64_t{2600}, uint64_t{1} << 40}) {
-        // Values drawn from `distinct` of them: near the three quarters where distinct is about
-        // twice the probe, and the same low bits in many values (keys that hash alike).
+      for (uint64_t distinct : {uint64_t{3}, uint64_t{300}, uint64_t{1500}, uint64_t{2600}, uint64_t{3300},
+                                uint64_t{3600}, uint64_t{4000}, uint64_t{1} << 40}) {
+        // Values drawn from `distinct` of them: a probe of 1,024 sees about e^(-1023/distinct)
+        // of its words once, three quarters from about 3,560 distinct values on, so that both
+        // sides of the threshold come up; shifted up over fixed low bits, which narrow widths
+        // cut back to few values.
         std::vector<uint64_t> words(n);
         for (uint64_t &w : words) w = ((rng() % distinct) << 11 | 0x5a5) & widthMask(width);
         const bool expected = byDefinition(words, width);

@@ -95,13 +95,14 @@ TEST(WordOps, BitWidthSumIsTheSumOfEachBytesWidth) {
   std::mt19937 rng(3);
   for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{100}, size_t{4096}}) {
     std::vector<uint8_t> bytes(n);
-    for (uint8_t &b : bytes) b = static_cast<uint8_t>(rng() >> (rng() % 8)); // every width
+    for (uint8_t &b : bytes) b = static_cast<uint8_t>(static_cast<uint8_t>(rng()) >> (rng() % 9)); // every width
     uint64_t expected = 0;
     for (uint8_t b : bytes) expected += std::bit_width(b);
     EXPECT_EQ(bitWidthSum(bytes.data(), n), expected) << n << " bytes";
   }
-  const std::vector<uint8_t> edges{0, 1, 2, 3, 4, 127, 128, 129, 254, 255, 0, 255, 1, 128, 64, 32, 16};
-  EXPECT_EQ(bitWidthSum(edges.data(), edges.size()), 0u + 1 + 2 + 2 + 3 + 7 + 8 + 8 + 8 + 8 + 0 + 8 + 1 + 8 + 7 + 6 + 5);
+  const std::vector<uint8_t> edges{0, 1, 2, 3, 4, 127, 128, 129, 254, 255, 0, 255, 1, 128, 64, 32, 16, 8, 15};
+  EXPECT_EQ(bitWidthSum(edges.data(), edges.size()),
+            0u + 1 + 2 + 2 + 3 + 7 + 8 + 8 + 8 + 8 + 0 + 8 + 1 + 8 + 7 + 6 + 5 + 4 + 4);
 }
 
 TEST(WordOps, ScanDifferencesStayInTheWordsContainerAndScanBack) {
@@ -124,6 +125,27 @@ TEST(WordOps, ScanDifferencesStayInTheWordsContainerAndScanBack) {
     for (size_t i = 1; i < wide.size(); ++i) EXPECT_EQ(at = scanStep(op, 21, at, wideSteps.view()[i - 1]), wide[i]);
   }
   EXPECT_EQ(scanDifferences(ScanOp::Add, 8, std::vector<uint8_t>{}).size(), 0u);
+  // Every container, each operator, widths below the container's: each step is the word-level
+  // difference, within the width (an Add step not masked back to it would scan back alike).
+  auto expectSteps = [&]<typename W>(W, unsigned width) {
+    std::vector<W> words(300);
+    for (W &w : words) w = static_cast<W>(rng() & widthMask(width));
+    for (ScanOp op : {ScanOp::Add, ScanOp::Xor}) {
+      const WordBuffer steps = scanDifferences(op, width, words);
+      ASSERT_EQ(steps.view().containerBytes(), sizeof(W));
+      ASSERT_EQ(steps.size(), words.size() - 1);
+      for (size_t i = 1; i < words.size(); ++i) {
+        const uint64_t step = steps.view()[i - 1];
+        EXPECT_EQ(step, scanDifference(op, width, words[i - 1], words[i])) << "u" << width << " in " << sizeof(W);
+        EXPECT_EQ(step & ~widthMask(width), 0u) << "u" << width << " in " << sizeof(W);
+      }
+    }
+  };
+  expectSteps(uint8_t{}, 5);
+  expectSteps(uint16_t{}, 12);
+  expectSteps(uint32_t{}, 21);
+  expectSteps(uint64_t{}, 40);
+  expectSteps(uint64_t{}, 64);
 }
 
 TEST(WordOps, InverseMapUndoesEveryMap) {

@@ -778,6 +778,54 @@ TEST(Reuse, ACheckpointOfLayersIsTheSameOnAnyThreadCountAndNearTheFullSearch) {
   EXPECT_LT(static_cast<double>(one.payload.size()), static_cast<double>(searched.payload.size()) * 1.002);
 }
 
+TEST(Reuse, EachRoleFollowsItsFirstTensorWhateverOrderTheLeadersAreSearchedIn) {
+  // Two roles, the later one's tensors larger (prepare searches its leader first): every
+  // follower reuses the first tensor of its own role, in file order.
+  std::mt19937 rng(5);
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<std::vector<uint64_t>> shapes;
+  std::vector<RegionInput> inputs;
+  const std::pair<const char *, size_t> tensors[] = {{"small.0.weight", 8192}, {"small.1.weight", 8192},
+                                                    {"large.0.weight", 65536}, {"large.1.weight", 65536},
+                                                    {"small.2.weight", 8192}};
+  data.reserve(std::size(tensors));
+  shapes.reserve(std::size(tensors));
+  for (const auto &[name, size] : tensors) {
+    std::vector<uint8_t> &bytes = data.emplace_back(size);
+    for (uint8_t &b : bytes) b = static_cast<uint8_t>(rng() % 37);
+    const std::vector<uint64_t> &shape = shapes.emplace_back(std::vector<uint64_t>{size});
+    inputs.push_back(RegionInput{RegionKind::Tensor, name, DType::U8, shape, ByteSpan(bytes)});
+  }
+  for (unsigned threads : {1u, 2u}) {
+    SearchStrategy prepared(strategyOptionsForLevel(kDefaultLevel));
+    prepared.prepare(inputs, threads);
+    for (const char *leader : {"small.0.weight", "large.0.weight"})
+      EXPECT_EQ(prepared.reusesStructureOf(leader), nullptr) << leader;
+    for (const auto &[follower, leader] : {std::pair{"small.1.weight", "small.0.weight"},
+                                           std::pair{"large.1.weight", "large.0.weight"},
+                                           std::pair{"small.2.weight", "small.0.weight"}}) {
+      const std::string *reused = prepared.reusesStructureOf(follower);
+      ASSERT_NE(reused, nullptr) << follower;
+      EXPECT_EQ(*reused, leader) << follower << " on " << threads << " threads";
+    }
+  }
+}
+
+TEST(Search, IntegerWordsAboveTheirLeastAreMappedDownByIt) {
+  // Bytes from 200 to 215 take eight bits as they are, four less their least (`map add`).
+  std::mt19937 rng(6);
+  gen::PlantedTensor t;
+  t.name = "planted.offset";
+  t.dtype = DType::U8;
+  t.shape = {40000};
+  for (size_t i = 0; i < 40000; ++i) t.bytes.push_back(static_cast<uint8_t>(200 + rng() % 16));
+  RegionProgram p = Planted::synthesize(t);
+  ASSERT_EQ(p.program->kind, NodeKind::Map) << printExpr(*p.program);
+  const Map &map = as<Map>(*p.program);
+  EXPECT_EQ(map.fn, MapFn::Add);
+  EXPECT_EQ(map.param, 200u);
+}
+
 TEST(Search, EstimatesDecideOnlyByMoreThanTheyErrAndNeverForASampledWholeWordLiteral) {
   auto lit = [](double cost) {
     Plan p;
