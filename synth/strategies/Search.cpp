@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <numeric>
 
 namespace brevis {
 
@@ -149,7 +150,7 @@ void SearchStrategy::prepare(std::span<const RegionInput> regions, unsigned thre
   // come last in the file: 100 of its 360 ms on one thread of two). Each leader's result is its
   // own, whatever the order.
   std::vector<size_t> largestFirst(leaderRegions.size());
-  for (size_t j = 0; j < largestFirst.size(); ++j) largestFirst[j] = j;
+  std::iota(largestFirst.begin(), largestFirst.end(), size_t{0});
   std::stable_sort(largestFirst.begin(), largestFirst.end(), [&](size_t a, size_t b) {
     return regions[leaderRegions[a]].bytes.size() > regions[leaderRegions[b]].bytes.size();
   });

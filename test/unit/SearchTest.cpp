@@ -782,20 +782,17 @@ TEST(Reuse, EachRoleFollowsItsFirstTensorWhateverOrderTheLeadersAreSearchedIn) {
   // Two roles, the later one's tensors larger (prepare searches its leader first): every
   // follower reuses the first tensor of its own role, in file order.
   std::mt19937 rng(5);
-  std::vector<std::vector<uint8_t>> data;
-  std::vector<std::vector<uint64_t>> shapes;
-  std::vector<RegionInput> inputs;
-  const std::pair<const char *, size_t> tensors[] = {{"small.0.weight", 8192}, {"small.1.weight", 8192},
-                                                    {"large.0.weight", 65536}, {"large.1.weight", 65536},
-                                                    {"small.2.weight", 8192}};
-  data.reserve(std::size(tensors));
-  shapes.reserve(std::size(tensors));
-  for (const auto &[name, size] : tensors) {
-    std::vector<uint8_t> &bytes = data.emplace_back(size);
-    for (uint8_t &b : bytes) b = static_cast<uint8_t>(rng() % 37);
-    const std::vector<uint64_t> &shape = shapes.emplace_back(std::vector<uint64_t>{size});
-    inputs.push_back(RegionInput{RegionKind::Tensor, name, DType::U8, shape, ByteSpan(bytes)});
+  std::vector<gen::PlantedTensor> tensors;
+  for (const auto &[name, size] : {std::pair{"small.0.weight", 8192}, std::pair{"small.1.weight", 8192},
+                                   std::pair{"large.0.weight", 65536}, std::pair{"large.1.weight", 65536},
+                                   std::pair{"small.2.weight", 8192}}) {
+    gen::PlantedTensor &t = tensors.emplace_back();
+    t.name = name;
+    t.shape = {static_cast<uint64_t>(size)};
+    for (int i = 0; i < size; ++i) t.bytes.push_back(static_cast<uint8_t>(rng() % 37));
   }
+  std::vector<RegionInput> inputs;
+  for (const gen::PlantedTensor &t : tensors) inputs.push_back(inputOf(t)); // a U8 tensor each
   for (unsigned threads : {1u, 2u}) {
     SearchStrategy prepared(strategyOptionsForLevel(kDefaultLevel));
     prepared.prepare(inputs, threads);
