@@ -1,6 +1,7 @@
 #pragma once
 // A RegionDecoder that runs native code generated per program by LLVM ORC (LLJIT). LLVM stays
 // behind the pimpl: including this header does not pull in LLVM.
+#include "codegen/CompiledRun.h"
 #include "lang/Ast.h"
 #include "lang/Result.h"
 #include "runtime/execution/ByteSink.h"
@@ -30,7 +31,7 @@ public:
   using Notice = std::function<void(const std::string &)>;
 
   /// Output is produced in chunks of this many bytes, whatever the region's size.
-  static constexpr size_t kChunkBytes = 64 * 1024;
+  static constexpr size_t kChunkBytes = jit::kChunkBytes;
   /// A program of more nodes (operators and literals) than this is decoded by the interpreter:
   /// compile time and memory grow with a program (a concat of 1,000 parts takes seconds, of
   /// 10,000 a third of a gigabyte), and an archive's program may be made to be huge, where the
@@ -46,10 +47,13 @@ public:
   /// non-empty `emitLlvm` names a file that receives every module's IR before and after
   /// optimization (created or truncated here); a non-empty `cacheDir` keeps compiled code across
   /// runs in that directory (docs/jit.md), created if needed, unused where it cannot be.
-  /// `nodeBudget` is the session's budget of compiled nodes (kMaxSessionNodes).
+  /// `nodeBudget` is the session's budget of compiled nodes (kMaxSessionNodes). With a cache, a
+  /// non-empty `shapeIdentity` keeps each function's object by its shape key too, for runs that
+  /// load it without LLVM (ShapeCodeCache, CachedCodeDecoder).
   static Result<std::unique_ptr<JitDecoder>> create(Notice notice, const std::string &emitLlvm = {},
                                                     const std::string &cacheDir = {},
-                                                    size_t nodeBudget = kMaxSessionNodes);
+                                                    size_t nodeBudget = kMaxSessionNodes,
+                                                    const std::string &shapeIdentity = {});
   ~JitDecoder() override;
 
   /// Compiles every region of `c`, specialized to `payload`, in one batch (one function per

@@ -12,7 +12,8 @@ BREVIS_JIT_EXPORT const char brevis_jit_build_id[] = BREVIS_JIT_BUILD_ID;
 
 BREVIS_JIT_EXPORT void brevis_jit_make_decoder(const brevis::JitSettings *settings,
                                                brevis::Result<std::unique_ptr<brevis::RegionDecoder>> *out) {
-  auto decoder = brevis::JitDecoder::create(settings->notice, settings->emitLlvm, settings->cacheDir);
+  auto decoder = brevis::JitDecoder::create(settings->notice, settings->emitLlvm, settings->cacheDir,
+                                            brevis::JitDecoder::kMaxSessionNodes, settings->shapeIdentity);
   if (!decoder) *out = decoder.error();
   else *out = std::unique_ptr<brevis::RegionDecoder>(std::move(*decoder));
 }

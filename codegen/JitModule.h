@@ -34,6 +34,9 @@ struct JitSettings {
   std::string emitLlvm;
   /// The directory of compiled code kept across runs; empty: none.
   std::string cacheDir;
+  /// What compiled code depends on besides its shape (ShapeCodeCache): with a cache, each
+  /// function's object is also kept by its shape key under it; empty: not kept so.
+  std::string shapeIdentity;
 };
 
 /// The factory's type: sets *out to a JIT decoder made with *settings (JitDecoder::create).

@@ -1,6 +1,8 @@
 #include "codegen/OrcSession.h"
 
 #include "codegen/CompiledCodeCache.h"
+#include "codegen/ShapeCodeCache.h"
+#include "codegen/ShapeKey.h"
 #include "codegen/OptimizationPipeline.h"
 #include "runtime/containers/Checksum.h"
 
@@ -68,7 +70,8 @@ OrcSession::~OrcSession() = default;
 /// correct but not what this build would make.
 constexpr const char *kPipelineVersion = "brevis pipeline 1 (O2)";
 
-Result<std::unique_ptr<OrcSession>> OrcSession::create(const std::string &irPath, const std::string &cacheDir) {
+Result<std::unique_ptr<OrcSession>> OrcSession::create(const std::string &irPath, const std::string &cacheDir,
+                                                       const std::string &shapeIdentity) {
   initializeNativeTarget();
   std::unique_ptr<OrcSession> session(new OrcSession());
   if (!irPath.empty()) {
@@ -90,6 +93,7 @@ Result<std::unique_ptr<OrcSession>> OrcSession::create(const std::string &irPath
   session->target_ = fmt::format("{}\n{}\n{}\nLLVM {}\n{}", jtmb->getTargetTriple().str(), session->cpu_,
                                  session->features_, LLVM_VERSION_STRING, kPipelineVersion);
   session->cache_ = CompiledCodeCache::open(cacheDir);
+  if (session->cache_) session->shapes_ = ShapeCodeCache::open(cacheDir, shapeIdentity);
   // One compile thread per hardware thread: the modules of a checkpoint compile concurrently.
   const unsigned compileThreads = std::max(1u, std::thread::hardware_concurrency());
   llvm::orc::LLJITBuilder builder;
@@ -128,8 +132,7 @@ OrcSession::Batch OrcSession::emit(std::string key, const Expr &root, const Payl
   batch.module = std::make_unique<llvm::Module>("brevis", *batch.ctx);
   batch.module->setDataLayout(jit_->getDataLayout());
   batch.module->setTargetTriple(jit_->getTargetTriple().str());
-  const ByteSpan keyBytes(reinterpret_cast<const uint8_t *>(key.data()), key.size());
-  std::string name = fmt::format("brevis_decode_{:016x}", xxh3(keyBytes));
+  std::string name = decodeFunctionName(key);
   const FrameLayout layout = emitDecodeFunction(*batch.module, payload, name, root, maxWords, cpu_, features_);
   batch.functions.push_back(Batch::Function{std::move(key), std::move(name), layout});
   return batch;
@@ -141,6 +144,7 @@ Result<void> OrcSession::compile(std::vector<Batch> &batches, std::unordered_map
     std::string key;
     llvm::orc::SymbolStringPtr symbol;
     FrameLayout layout;
+    std::string cacheKey; ///< its module's in the compiled-code cache (empty: none)
   };
   std::vector<Wanted> wanted;
   size_t hits = 0; // counted once their code is found
@@ -152,7 +156,7 @@ Result<void> OrcSession::compile(std::vector<Batch> &batches, std::unordered_map
     for (auto &f : batch.functions) {
       auto symbol = jit_->mangleAndIntern(f.name);
       symbols.add(symbol);
-      wanted.push_back(Wanted{std::move(f.key), std::move(symbol), f.layout});
+      wanted.push_back(Wanted{std::move(f.key), std::move(symbol), f.layout, {}});
     }
     batch.functions.clear();
     std::unique_ptr<llvm::MemoryBuffer> cached;
@@ -165,6 +169,7 @@ Result<void> OrcSession::compile(std::vector<Batch> &batches, std::unordered_map
       const std::string cacheKey = CompiledCodeCache::keyOf(textOut.str(), target_);
       batch.module->setModuleIdentifier(cacheKey);
       cached = cache_->find(cacheKey);
+      wanted.back().cacheKey = cacheKey; // a module holds one function
     }
     if (irLog_) irLog_->write(*batch.module, cached ? "as emitted (its code loaded from the cache)" : "as emitted");
     if (cached) {
@@ -186,6 +191,12 @@ Result<void> OrcSession::compile(std::vector<Batch> &batches, std::unordered_map
   for (auto &w : wanted) {
     auto it = found->find(w.symbol);
     if (it == found->end()) return Error{fmt::format("the JIT lost the decoder {}", *w.symbol)};
+    // Its object by its shape too, for runs that then need no LLVM (ShapeCodeCache).
+    if (shapes_ && !w.cacheKey.empty())
+      if (auto object = cache_->find(w.cacheKey)) {
+        const llvm::StringRef bytes = object->getBuffer();
+        shapes_->store(w.key, ByteSpan(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()), w.layout);
+      }
     functions.emplace(std::move(w.key), Compiled{it->second.getAddress().toPtr<DecodeFn>(), w.layout});
   }
   return {};

@@ -26,6 +26,7 @@ class LLJIT;
 namespace brevis::jit {
 
 class CompiledCodeCache;
+class ShapeCodeCache;
 
 class OrcSession {
 public:
@@ -52,8 +53,11 @@ public:
 
   /// Sets up the JIT for the host CPU; a non-empty `irPath` names a file that receives each
   /// module's IR as emitted and as optimized, and a non-empty `cacheDir` the directory of
-  /// compiled code kept across runs (none where it cannot be created).
-  static Result<std::unique_ptr<OrcSession>> create(const std::string &irPath = {}, const std::string &cacheDir = {});
+  /// compiled code kept across runs (none where it cannot be created). With a cache and a
+  /// non-empty `shapeIdentity` (ShapeCodeCache), each function's object is also kept by its
+  /// shape key, for runs that load it without LLVM.
+  static Result<std::unique_ptr<OrcSession>> create(const std::string &irPath = {}, const std::string &cacheDir = {},
+                                                    const std::string &shapeIdentity = {});
   ~OrcSession();
 
   /// A module holding the function for `root` (shape `key`), producing at most `maxWords` words a
@@ -76,6 +80,7 @@ private:
   struct IrLog;
   std::shared_ptr<IrLog> irLog_; ///< null: no IR is written
   std::unique_ptr<CompiledCodeCache> cache_; ///< null: nothing kept across runs
+  std::unique_ptr<ShapeCodeCache> shapes_;   ///< null: no objects kept by shape
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::string cpu_, features_; ///< the host's, stamped on every function for the optimizer
   std::string target_;         ///< what compiled code depends on besides its IR (the cache's key)

@@ -2,6 +2,7 @@
 
 #include "lang/BitpackFormat.h"
 #include "lang/OperatorTyping.h"
+#include "runtime/containers/Checksum.h"
 
 #include <fmt/format.h>
 
@@ -48,6 +49,17 @@ namespace {
 
 void appendU64(std::string &key, uint64_t v) { key.append(reinterpret_cast<const char *>(&v), sizeof v); }
 
+/// Lists of words (map constants, inline literals) up to this long are in the key as they are;
+/// longer ones by a 128-bit digest. The key is computed for every region piece decoded and
+/// hashed by every lookup: a safetensors header's text in the key, eight bytes a character,
+/// made those a third of a small checkpoint's --jit run.
+constexpr size_t kListedWords = 16;
+
+void appendDigest(std::string &key, ByteSpan list) {
+  appendU64(key, xxh3(list));
+  appendU64(key, xxh64(list));
+}
+
 } // namespace
 
 namespace {
@@ -93,7 +105,12 @@ Result<void> appendKey(const Expr &e, const Payload &payload, std::string &key) 
     appendU64(key, static_cast<uint64_t>(m.fn));
     appendU64(key, m.param);
     appendU64(key, m.periodic.size()); // a list of constants is folded in, as the constant is
-    for (uint64_t c : m.periodic) appendU64(key, c);
+    if (m.periodic.size() <= kListedWords) {
+      for (uint64_t c : m.periodic) appendU64(key, c);
+    } else {
+      appendDigest(key, ByteSpan(reinterpret_cast<const uint8_t *>(m.periodic.data()),
+                                 m.periodic.size() * sizeof(uint64_t)));
+    }
     appendU64(key, m.per);
     return appendKey(*m.body, payload, key);
   }
@@ -117,7 +134,15 @@ Result<void> appendKey(const Expr &e, const Payload &payload, std::string &key) 
     key += 'I';
     appendU64(key, width);
     appendU64(key, n);
-    for (size_t i = 0; i < l.inlineCount(); ++i) appendU64(key, l.inlineWord(i));
+    if (l.inlineCount() <= kListedWords) {
+      for (size_t i = 0; i < l.inlineCount(); ++i) appendU64(key, l.inlineWord(i));
+    } else if (l.isText()) {
+      key += 'T';
+      appendDigest(key, ByteSpan(reinterpret_cast<const uint8_t *>(l.textBytes().data()), l.textBytes().size()));
+    } else {
+      key += 'W';
+      appendDigest(key, ByteSpan(reinterpret_cast<const uint8_t *>(l.words().data()), l.words().size() * 8));
+    }
     return {};
   }
   const ByteRange &r = l.payload();
@@ -171,6 +196,11 @@ Result<void> appendShapeKey(const Expr &e, const Payload &payload, std::string &
   auto t = typeOf(e);
   if (!t) return t.error();
   return appendKey(e, payload, key);
+}
+
+std::string decodeFunctionName(const std::string &shapeKey) {
+  const ByteSpan bytes(reinterpret_cast<const uint8_t *>(shapeKey.data()), shapeKey.size());
+  return fmt::format("brevis_decode_{:016x}", xxh3(bytes));
 }
 
 } // namespace brevis::jit

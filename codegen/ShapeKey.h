@@ -36,4 +36,8 @@ Result<StreamType> typeOf(const Expr &e);
 /// and that the program is well-typed (typeOf).
 Result<void> appendShapeKey(const Expr &e, const Payload &payload, std::string &key);
 
+/// The name of the decode function compiled for `shapeKey`: a hash of it, so that a module's
+/// text, and its code, are the same in every run.
+std::string decodeFunctionName(const std::string &shapeKey);
+
 } // namespace brevis::jit

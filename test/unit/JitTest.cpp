@@ -2,7 +2,11 @@
 // programs of every operator, every literal encoding and width, nested merges, chunk boundaries,
 // ranges that start mid-literal, shapes and payload specialization, and the cache of compiled
 // code kept across sessions.
+#include "codegen/CachedCodeDecoder.h"
 #include "codegen/JitDecoder.h"
+#include "codegen/ObjectLoader.h"
+#include "codegen/ShapeCodeCache.h"
+#include "codegen/ShapeKey.h"
 #include "lang/Printer.h"
 #include "runtime/codecs/LitEncode.h"
 #include "runtime/codecs/zstd/ZstdCodec.h"
@@ -162,7 +166,7 @@ std::unique_ptr<JitDecoder> makeJit(std::vector<std::string> *notices = nullptr)
 }
 
 /// Decodes `region` with both decoders and checks both against `expected`.
-void expectSameBytes(JitDecoder &jit, const Region &region, const Payload &payload, const Bytes &expected,
+void expectSameBytes(RegionDecoder &jit, const Region &region, const Payload &payload, const Bytes &expected,
                      const std::string &what) {
   ASSERT_TRUE(validateForExecution(*region.program, payload)) << what;
   Bytes interpreted;
@@ -661,6 +665,162 @@ TEST(Jit, RegionSizeMismatchIsAnError) {
   Bytes out;
   VectorSink sink(out);
   EXPECT_FALSE(jit->decode(r, Payload(), sink));
+}
+
+/// A CachedCodeDecoder over `dir` for code made by `identity`, whose fallback (the JIT, keeping
+/// objects by shape under the same identity) counts in *made the times it is made.
+std::unique_ptr<CachedCodeDecoder> cachedDecoder(const std::string &dir, const std::string &identity, int *made) {
+  auto shapes = jit::ShapeCodeCache::open(dir, identity);
+  EXPECT_TRUE(shapes);
+  if (!shapes) return nullptr;
+  return std::make_unique<CachedCodeDecoder>(
+      std::move(shapes),
+      [dir, identity, made]() -> Result<std::unique_ptr<RegionDecoder>> {
+        ++*made;
+        auto jit = JitDecoder::create({}, {}, dir, JitDecoder::kMaxSessionNodes, identity);
+        if (!jit) return jit.error();
+        return std::unique_ptr<RegionDecoder>(std::move(*jit));
+      },
+      JitDecoder::kMaxSessionNodes);
+}
+
+/// The cache's entries kept by shape.
+std::vector<std::filesystem::path> shapeEntries(const std::string &dir) {
+  std::vector<std::filesystem::path> found;
+  for (const auto &entry : std::filesystem::directory_iterator(dir))
+    if (entry.path().filename().string().rfind(jit::ShapeCodeCache::kEntryPrefix, 0) == 0) found.push_back(entry);
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+// What the JIT compiled is kept by shape, and a later session runs it without the JIT: the same
+// bytes, prepared or on demand, from ranges too, with no fallback made. A damaged entry, or code
+// made for another module or CPU (another identity), is a miss that the JIT compiles again.
+TEST(CachedCode, RunsWhatTheJitCompiledWithoutIt) {
+  const RandomCheckpoint r = randomCheckpoint(83, 12, 311, 3);
+  const std::string dir = ::testing::TempDir() + "brevis-shape-cache-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  int made = 0;
+  size_t shapes = 0;
+  // A decoder made over the cache, prepared, and each region decoded whole.
+  auto decodeAll = [&](const std::string &identity, const std::string &what) {
+    auto decoder = cachedDecoder(dir, identity, &made);
+    EXPECT_TRUE(decoder && decoder->prepare(r.c, r.payload)) << what;
+    if (decoder)
+      for (size_t i = 0; i < r.c.regions.size(); ++i)
+        expectSameBytes(*decoder, r.c.regions[i], r.payload, r.expected[i], what + ", region " + std::to_string(i));
+    return decoder;
+  };
+  {
+    auto first = decodeAll("identity A", "compiled");
+    ASSERT_TRUE(first);
+    EXPECT_EQ(made, 1);
+    EXPECT_EQ(first->loadedFunctions(), 0u);
+    shapes = shapeEntries(dir).size();
+    EXPECT_GT(shapes, 1u);
+  }
+  for (const bool prepared : {true, false}) {
+    auto again = cachedDecoder(dir, "identity A", &made);
+    ASSERT_TRUE(again);
+    if (prepared) ASSERT_TRUE(again->prepare(r.c, r.payload));
+    for (size_t i = 0; i < r.c.regions.size(); ++i)
+      expectSameBytes(*again, r.c.regions[i], r.payload, r.expected[i], "loaded, region " + std::to_string(i));
+    // Ranges, on several threads' worth of pieces: from the middle of a region to its end.
+    for (size_t i = 0; i < r.c.regions.size(); ++i) {
+      const Region &region = r.c.regions[i];
+      const StreamType type = streamTypeOf(*region.program);
+      const unsigned bytesPerWord = containerBytes(type.width);
+      const uint64_t from = type.length / 3;
+      Bytes out;
+      VectorSink sink(out);
+      ASSERT_TRUE(again->decodeWords(region, r.payload, from, type.length - from, sink));
+      EXPECT_TRUE(std::equal(out.begin(), out.end(), r.expected[i].begin() + from * bytesPerWord))
+          << "range of region " << i;
+    }
+    EXPECT_EQ(made, 1) << "no shape was missing";
+    EXPECT_FALSE(again->usedFallback());
+    EXPECT_EQ(again->loadedFunctions(), shapes);
+    EXPECT_NE(again->summary().find("LLVM not loaded"), std::string::npos) << again->summary();
+  }
+  {
+    // A byte of one entry's code damaged: that shape alone goes to the JIT.
+    const auto entries = shapeEntries(dir);
+    ASSERT_FALSE(entries.empty());
+    std::fstream f(entries.front(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(entries.front()) - 3));
+    f.put('\x5a');
+    f.close();
+    auto damaged = decodeAll("identity A", "damaged");
+    ASSERT_TRUE(damaged);
+    EXPECT_EQ(made, 2);
+    EXPECT_TRUE(damaged->usedFallback());
+    EXPECT_EQ(damaged->loadedFunctions(), shapes - 1);
+  }
+  {
+    // Another identity finds nothing of A's.
+    auto other = decodeAll("identity B", "identity B");
+    ASSERT_TRUE(other);
+    EXPECT_EQ(other->loadedFunctions(), 0u);
+    EXPECT_EQ(made, 3);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+/// The objects the JIT compiled for `r`'s shapes, as the cache keeps them.
+std::vector<Bytes> compiledObjects(const RandomCheckpoint &r, const std::string &dir) {
+  std::filesystem::remove_all(dir);
+  auto jit = JitDecoder::create({}, {}, dir, JitDecoder::kMaxSessionNodes, "objects");
+  EXPECT_TRUE(jit);
+  if (!jit) return {};
+  EXPECT_TRUE((*jit)->prepare(r.c, r.payload));
+  auto shapes = jit::ShapeCodeCache::open(dir, "objects");
+  std::vector<Bytes> objects;
+  for (const Region &region : r.c.regions) {
+    std::string key;
+    EXPECT_TRUE(jit::appendShapeKey(*region.program, r.payload, key));
+    if (auto entry = shapes->find(key)) objects.push_back(std::move(entry->object));
+  }
+  std::filesystem::remove_all(dir);
+  return objects;
+}
+
+// The loader takes what LLVM compiles and refuses anything else with a reason, never crashing:
+// every prefix of an object, another machine, a call of an unknown function, noise.
+TEST(CachedCode, TheLoaderRefusesWhatItDoesNotKnow) {
+  const RandomCheckpoint r = randomCheckpoint(89, 10, 401, 3);
+  const std::vector<Bytes> objects =
+      compiledObjects(r, ::testing::TempDir() + "brevis-objects-" + std::to_string(::getpid()));
+  ASSERT_EQ(objects.size(), r.c.regions.size());
+  bool sawCall = false;
+  for (const Bytes &object : objects) {
+    auto loaded = jit::LoadedCode::load(object);
+    ASSERT_TRUE(loaded) << loaded.error().message;
+    for (size_t cut = 0; cut < object.size(); cut += 1 + cut / 8)
+      EXPECT_FALSE(jit::LoadedCode::load(ByteSpan(object).first(cut))) << "a prefix of " << cut << " bytes";
+    Bytes arm = object;
+    arm[18] = 183; // e_machine: EM_AARCH64
+    EXPECT_FALSE(jit::LoadedCode::load(arm));
+    // A call of memcpy renamed: a function the loader does not give code.
+    const std::string_view name("memcpy", 7);
+    const auto at = std::search(object.begin(), object.end(), name.begin(), name.end());
+    if (at != object.end()) {
+      sawCall = true;
+      Bytes renamed = object;
+      renamed[at - object.begin() + 1] = 'a';
+      auto refused = jit::LoadedCode::load(renamed);
+      ASSERT_FALSE(refused);
+      EXPECT_NE(refused.error().message.find("it calls mamcpy"), std::string::npos) << refused.error().message;
+    }
+  }
+  EXPECT_TRUE(sawCall) << "no compiled shape calls memcpy: the renamed call is not tested";
+  // Garbage is refused.
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 200; ++i) {
+    Bytes noise(64 + rng() % 4096);
+    for (auto &b : noise) b = static_cast<uint8_t>(rng());
+    std::copy_n(objects.front().begin(), 20, noise.begin()); // a valid ELF header's start
+    EXPECT_FALSE(jit::LoadedCode::load(noise));
+  }
 }
 
 } // namespace

@@ -1,6 +1,9 @@
 #include "tools/api/DecoderFactory.h"
 
+#include "codegen/CachedCodeDecoder.h"
+#include "codegen/JitDecoder.h"
 #include "codegen/JitModule.h"
+#include "codegen/ShapeCodeCache.h"
 #include "runtime/execution/Interpreter.h"
 
 #include <fmt/format.h>
@@ -67,9 +70,8 @@ std::string joined(const std::vector<fs::path> &paths) {
   return s;
 }
 
-/// Finds and loads the module once per process; never unloaded, since decoders, LLVM's threads
-/// and its static state live until exit.
-Result<JitModuleFactory> loadModule() {
+/// The module's path: the first candidate that exists.
+Result<std::string> findModule() {
   const std::optional<fs::path> named = moduleFromEnvironment();
   const std::vector<fs::path> candidates = named ? std::vector{*named} : moduleCandidates();
   const auto found = std::find_if(candidates.begin(), candidates.end(), [](const fs::path &p) {
@@ -87,7 +89,12 @@ Result<JitModuleFactory> loadModule() {
                              "to its path, or decode without --jit",
                              kJitModuleFileName, where)};
   }
-  const std::string path = found->string();
+  return found->string();
+}
+
+/// Loads the module at `path` once per process; never unloaded, since decoders, LLVM's threads
+/// and its static state live until exit.
+Result<JitModuleFactory> loadModule(const std::string &path) {
   // RTLD_NOW: a module that lacks a symbol fails here, with a message, not at its first call.
   // RTLD_LOCAL: its symbols stay out of the process's global scope.
   void *module = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -105,18 +112,35 @@ Result<JitModuleFactory> loadModule() {
   return factory;
 }
 
+/// The JIT decoder the module makes (the module loaded by the first call).
+Result<std::unique_ptr<RegionDecoder>> makeJitDecoder(const std::string &path, const JitSettings &settings) {
+  static const Result<JitModuleFactory> factory = loadModule(path);
+  if (!factory) return factory.error();
+  Result<std::unique_ptr<RegionDecoder>> decoder = Error{"the JIT module made no decoder"};
+  (*factory)(&settings, &decoder);
+  return decoder;
+}
+
 } // namespace
 
 Result<std::unique_ptr<RegionDecoder>> makeRegionDecoder(bool jit, std::function<void(const std::string &)> notice,
                                                          const std::string &emitLlvm) {
   if (!jit) return std::unique_ptr<RegionDecoder>(std::make_unique<Interpreter>());
-  static const Result<JitModuleFactory> factory = loadModule();
-  if (!factory) return factory.error();
-  Result<std::unique_ptr<RegionDecoder>> decoder = Error{"the JIT module made no decoder"};
+  static const Result<std::string> path = findModule();
+  if (!path) return path.error();
   // Code loaded from the cache has no optimized IR to show: --emit-llvm compiles everything.
-  const JitSettings settings{std::move(notice), emitLlvm, emitLlvm.empty() ? jitCacheDirectory() : std::string()};
-  (*factory)(&settings, &decoder);
-  return decoder;
+  JitSettings settings{std::move(notice), emitLlvm, emitLlvm.empty() ? jitCacheDirectory() : std::string(), {}};
+  if (settings.cacheDir.empty()) return makeJitDecoder(*path, settings);
+  // Code the module compiled before, for this CPU, is loaded without the module (and LLVM); the
+  // module is loaded for the first shape the cache lacks.
+  const std::string module = jit::moduleIdentity(*path);
+  if (module.empty()) return makeJitDecoder(*path, settings);
+  settings.shapeIdentity = fmt::format("{}\n{}\n{}", kJitBuildId, module, jit::cpuIdentity());
+  auto shapes = jit::ShapeCodeCache::open(settings.cacheDir, settings.shapeIdentity);
+  if (!shapes) return makeJitDecoder(*path, settings);
+  return std::unique_ptr<RegionDecoder>(std::make_unique<CachedCodeDecoder>(
+      std::move(shapes), [settings, modulePath = *path] { return makeJitDecoder(modulePath, settings); },
+      JitDecoder::kMaxSessionNodes));
 }
 
 } // namespace brevis
