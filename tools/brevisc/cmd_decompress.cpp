@@ -241,7 +241,7 @@ void registerDecompress(CLI::App &app, Context &ctx) {
                 "--no-archive-check, bytes go out as they are decoded, wrong ones and those after them included, "
                 "and the exit status is 1)");
   addThreadsOption(cmd, o->threads, "decoding threads (default 0: all cores)");
-  cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
+  cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter (kept across runs in $BREVIS_JIT_CACHE, by default $XDG_CACHE_HOME/brevis/jit or ~/.cache/brevis/jit; off: not kept)");
   cmd->add_flag("-f,--force", o->force, "overwrite existing files (and write into a non-empty directory)");
   cmd->add_option("--max-output", o->maxOutput, kMaxOutputHelp)->check(validateSize);
   cmd->add_flag("--no-archive-check", o->skipArchiveChecksum,

@@ -367,7 +367,7 @@ void registerRun(CLI::App &app, Context &ctx) {
       ->check(CLI::Validator([](std::string &s) { return s.empty() ? "needs a file name" : ""; }, ""))
       ->type_name("FILE");
   cmd->add_option("--payload", o->payload, "payload file (default: the one the program names, beside it)");
-  cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
+  cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter (kept across runs in $BREVIS_JIT_CACHE, by default $XDG_CACHE_HOME/brevis/jit or ~/.cache/brevis/jit; off: not kept)");
   cmd->add_option("--emit-llvm", o->emitLlvm, "with --jit, write the LLVM IR of every decoder to FILE, as generated "
                                               "and as optimized")
       ->option_text("FILE");

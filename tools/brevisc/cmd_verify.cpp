@@ -130,7 +130,7 @@ void registerVerify(CLI::App &app, Context &ctx) {
   cmd->add_option("archive", o->input, ".brv file")->required();
   cmd->add_option("original", o->original, "the original file or directory, compared byte for byte");
   addThreadsOption(cmd, o->threads, "decoding threads (default 0: all cores)");
-  cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter");
+  cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter (kept across runs in $BREVIS_JIT_CACHE, by default $XDG_CACHE_HOME/brevis/jit or ~/.cache/brevis/jit; off: not kept)");
   cmd->add_option("--max-output", o->maxOutput, kMaxOutputHelp)->check(validateSize);
   cmd->add_flag("--json", o->json, "print the result as JSON on stdout");
   cmd->callback([o, &ctx] { ctx.exitCode = runVerify(*o, ctx.verbosity); });
