@@ -71,7 +71,6 @@ private:
   std::vector<Elf64_Shdr> sections_;
   std::vector<int> groupOf_;      ///< per section: its group, or -1 if not loaded
   std::vector<uint64_t> offset_;  ///< per section: its offset within its group's part
-  const Elf64_Shdr *symtab_ = nullptr;
   ByteSpan symbols_, names_;
   std::vector<void *> external_;  ///< per symbol: the external's address, if undefined
   std::vector<uint64_t> stub_;    ///< per symbol: its stub's offset in the code part
@@ -114,15 +113,17 @@ Result<ObjectPlan> ObjectPlan::make(ByteSpan object) {
   std::memcpy(plan.sections_.data(), object.data() + header->e_shoff, count * sizeof(Elf64_Shdr));
 
   // The symbol table (one) and its names.
-  for (const Elf64_Shdr &s : plan.sections_)
-    if (s.sh_type == SHT_SYMTAB) {
-      if (plan.symtab_) return refused("it has two symbol tables");
-      plan.symtab_ = &s;
+  unsigned symtab = count;
+  for (unsigned i = 0; i < count; ++i)
+    if (plan.sections_[i].sh_type == SHT_SYMTAB) {
+      if (symtab != count) return refused("it has two symbol tables");
+      symtab = i;
     }
-  if (!plan.symtab_ || plan.symtab_->sh_entsize != sizeof(Elf64_Sym) || plan.symtab_->sh_link >= count)
+  if (symtab == count || plan.sections_[symtab].sh_entsize != sizeof(Elf64_Sym) ||
+      plan.sections_[symtab].sh_link >= count)
     return refused("no symbol table");
-  const auto symbols = plan.contents(*plan.symtab_);
-  const auto names = plan.contents(plan.sections_[plan.symtab_->sh_link]);
+  const auto symbols = plan.contents(plan.sections_[symtab]);
+  const auto names = plan.contents(plan.sections_[plan.sections_[symtab].sh_link]);
   if (!symbols || !names) return refused("its symbol table lies outside it");
   plan.symbols_ = *symbols;
   plan.names_ = *names;
@@ -166,7 +167,7 @@ Result<ObjectPlan> ObjectPlan::make(ByteSpan object) {
   }
   for (const Elf64_Shdr &s : plan.sections_) {
     if (s.sh_type == SHT_REL) return refused("relocations without addends");
-    if (s.sh_type == SHT_RELA && (s.sh_link >= count || &plan.sections_[s.sh_link] != plan.symtab_ ||
+    if (s.sh_type == SHT_RELA && (s.sh_link != symtab ||
                                   s.sh_entsize != sizeof(Elf64_Rela) || !plan.contents(s)))
       return refused("a relocation section");
   }

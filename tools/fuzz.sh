@@ -20,7 +20,7 @@ if [ "${1:-}" = "--merge" ]; then
 fi
 seconds="${1:-60}"
 shift || true
-all=(literal archive program encode compress jit)
+all=(literal archive program encode compress jit object)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 bash "$root/tools/setup.sh" clang-19 libclang-rt-19-dev
@@ -32,7 +32,8 @@ fi
 cmake --build "$build" --target "${targets[@]/#/fuzz_}" -- -j"$(nproc)"
 corpus="$root/test/fuzz/corpus"
 declare -A seeds=([literal]="$corpus/literal" [archive]="$corpus/archive" [program]="$root/test/lit"
-                  [encode]="$corpus/encode" [compress]="$corpus/compress" [jit]="$corpus/jit")
+                  [encode]="$corpus/encode" [compress]="$corpus/compress" [jit]="$corpus/jit"
+                  [object]="$corpus/object")
 mkdir -p "$build/fuzz-artifacts"
 for target in "${targets[@]}"; do
   work="$build/fuzz-corpus/$target"
