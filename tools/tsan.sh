@@ -32,7 +32,9 @@ for input in "$root/test/data/stories260K.bf16.safetensors" "$root/test/data/sto
   echo "== -T 2 round trips of $name"
   "$brevisc" -q compress -T 2 "$input" -o "$work/$name.brv"
   "$brevisc" -q verify -T 2 "$work/$name.brv"
-  for mode in "" --jit; do
+  # --jit twice: the first compiles the shapes the cache lacks (the JIT module), the second
+  # runs them from the cache without it (CachedCodeDecoder).
+  for mode in "" --jit --jit; do
     rm -rf "$work/out"
     "$brevisc" -q decompress -T 2 $mode "$work/$name.brv" -o "$work/out"
     if [ -d "$input" ]; then diff -r "$input" "$work/out"; else cmp "$input" "$work/out"; fi
