@@ -9,12 +9,8 @@
 
 namespace brevis {
 
-namespace {
-
-/// JitDecoder::kMaxCompiledNodes: larger programs are the fallback's (it interprets them).
-constexpr size_t kMaxCompiledNodes = 256;
-
-} // namespace
+// Programs of more than jit::kMaxCompiledNodes nodes are the fallback's (it interprets them).
+using jit::kMaxCompiledNodes;
 
 CachedCodeDecoder::CachedCodeDecoder(std::unique_ptr<jit::ShapeCodeCache> cache, Fallback fallback,
                                      size_t nodeBudget)
@@ -83,10 +79,13 @@ Result<void> CachedCodeDecoder::prepare(const Checkpoint &c, const Payload &payl
     for (const Region &region : c.regions) {
       if (!region.program) continue;
       const size_t nodes = jit::nodesUpTo(*region.program, kMaxCompiledNodes);
+      if (nodes > kMaxCompiledNodes) {
+        missed = true;
+        continue;
+      }
       std::string key;
-      if (nodes <= kMaxCompiledNodes) BREVIS_TRY(jit::appendShapeKey(*region.program, payload, key));
-      else missed = true;
-      if (nodes <= kMaxCompiledNodes && seen.insert(key).second) wanted.emplace_back(std::move(key), nodes);
+      BREVIS_TRY(jit::appendShapeKey(*region.program, payload, key));
+      if (seen.insert(key).second) wanted.emplace_back(std::move(key), nodes);
     }
     load(wanted);
     for (const auto &[key, nodes] : wanted) missed = missed || !functions_.count(key);
@@ -106,7 +105,6 @@ Result<void> CachedCodeDecoder::decodeWords(const Region &region, const Payload 
   if (!region.program) return Error{fmt::format("region at byte {} has no program", region.bytes.offset)};
   const size_t nodes = jit::nodesUpTo(*region.program, kMaxCompiledNodes);
   const Function *function = nullptr;
-  RegionDecoder *jit = nullptr;
   if (nodes <= kMaxCompiledNodes) {
     std::string key;
     BREVIS_TRY(jit::appendShapeKey(*region.program, payload, key)); // checks the types the code relies on
@@ -114,16 +112,18 @@ Result<void> CachedCodeDecoder::decodeWords(const Region &region, const Payload 
     std::lock_guard lock(mutex_);
     function = find(key, nodes);
   }
-  if (!function) {
-    std::lock_guard lock(mutex_);
-    auto made = fallback();
-    if (!made) return made.error();
-    jit = *made;
+  if (function) {
+    BREVIS_TRY(jit::runCompiled(function->fn, function->layout, region, payload, first, count, sink));
+    ++pieces_;
+    return {};
   }
-  if (jit) return jit->decodeWords(region, payload, first, count, sink);
-  BREVIS_TRY(jit::runCompiled(function->fn, function->layout, region, payload, first, count, sink));
-  ++pieces_;
-  return {};
+  Result<RegionDecoder *> jit = Error{""};
+  {
+    std::lock_guard lock(mutex_);
+    jit = fallback();
+  }
+  if (!jit) return jit.error();
+  return (*jit)->decodeWords(region, payload, first, count, sink);
 }
 
 std::string CachedCodeDecoder::summary() const {

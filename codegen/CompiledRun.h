@@ -16,6 +16,12 @@ namespace brevis::jit {
 /// Output is produced in chunks of this many bytes, whatever the region's size.
 inline constexpr size_t kChunkBytes = 64 * 1024;
 
+/// A program of more nodes (operators and literals) than this is not compiled but decoded by
+/// the interpreter: compile time and memory grow with a program (a concat of 1,000 parts takes
+/// seconds, of 10,000 a third of a gigabyte), and an archive's program may be made to be huge,
+/// where the synthesizer's have a dozen nodes.
+inline constexpr size_t kMaxCompiledNodes = 256;
+
 /// The most words one call of a region's function produces: a chunk of output.
 uint64_t chunkWords(unsigned width);
 

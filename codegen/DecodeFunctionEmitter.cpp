@@ -748,7 +748,7 @@ private:
       }
       return acc;
     }
-    case NodeKind::Map: return mapValue(as<Map>(e), value(*as<Map>(e).body, index, ty), index);
+    case NodeKind::Map: return mapValue(as<Map>(e), value(*as<Map>(e).body, index, ty));
     case NodeKind::Lit: return litValue(as<Lit>(e), index, ty);
     case NodeKind::Concat:
     case NodeKind::Repeat:
@@ -758,29 +758,20 @@ private:
     __builtin_trap(); // not fused: a leaf
   }
 
-  /// applyMap (runtime/common/WordOps.h) of word `index`, x < 2^width held in a wider type.
-  llvm::Value *mapValue(const Map &m, llvm::Value *x, llvm::Value *index) {
+  /// applyMap (runtime/common/WordOps.h) of the chunk's word j (chunkIndex_), x < 2^width held
+  /// in a wider type.
+  llvm::Value *mapValue(const Map &m, llvm::Value *x) {
     const unsigned width = type(m).width;
     llvm::Type *ty = x->getType();
     const unsigned tyBits = ty->getIntegerBitWidth();
     auto constant = [&](uint64_t v) { return llvm::ConstantInt::get(ty, v); };
-    // The constant: the map's own, or entry index mod P of its list (a constant table).
+    // The constant: the map's own, or that of word j of the chunk in its list's, filled in
+    // before the loop (fillMapConstants).
     auto parameter = [&]() -> llvm::Value * {
       if (m.periodic.empty()) return constant(m.param);
-      const unsigned bytes = containerBytes(width);
-      if (auto it = mapConstants_.find(&m); it != mapConstants_.end()) {
-        llvm::Value *p = b_.CreateInBoundsGEP(intTy(bytes), it->second, chunkIndex_);
-        return b_.CreateZExtOrTrunc(b_.CreateAlignedLoad(intTy(bytes), p, llvm::MaybeAlign(1)), ty);
-      }
-      llvm::Constant *init = wordTable(m.periodic, width, bytes);
-      auto *arrayTy = llvm::cast<llvm::ArrayType>(init->getType());
-      auto *table = new llvm::GlobalVariable(module_, arrayTy, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
-                                             init, "map_constants");
-      table->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
-      llvm::Value *run = m.per == 1 ? index : b_.CreateUDiv(index, i64c(m.per));
-      llvm::Value *at = b_.CreateURem(run, i64c(m.periodic.size()));
-      llvm::Value *p = b_.CreateInBoundsGEP(arrayTy, table, {i64c(0), at});
-      return b_.CreateZExtOrTrunc(b_.CreateLoad(intTy(bytes), p), ty);
+      auto *elemTy = intTy(containerBytes(width));
+      llvm::Value *p = b_.CreateInBoundsGEP(elemTy, mapConstants_.at(&m), chunkIndex_);
+      return b_.CreateZExtOrTrunc(b_.CreateAlignedLoad(elemTy, p, llvm::MaybeAlign(1)), ty);
     };
     switch (m.fn) {
     case MapFn::Xor: return b_.CreateXor(x, parameter());

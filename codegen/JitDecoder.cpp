@@ -13,10 +13,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <functional>
 #include <mutex>
-#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -24,7 +22,6 @@
 namespace brevis {
 
 using jit::appendShapeKey;
-using jit::operandLiterals;
 
 struct JitDecoder::Impl {
   Notice notice;

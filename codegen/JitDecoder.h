@@ -32,11 +32,8 @@ public:
 
   /// Output is produced in chunks of this many bytes, whatever the region's size.
   static constexpr size_t kChunkBytes = jit::kChunkBytes;
-  /// A program of more nodes (operators and literals) than this is decoded by the interpreter:
-  /// compile time and memory grow with a program (a concat of 1,000 parts takes seconds, of
-  /// 10,000 a third of a gigabyte), and an archive's program may be made to be huge, where the
-  /// synthesizer's have a dozen nodes.
-  static constexpr size_t kMaxCompiledNodes = 256;
+  /// A program of more nodes than this is decoded by the interpreter (jit::kMaxCompiledNodes).
+  static constexpr size_t kMaxCompiledNodes = jit::kMaxCompiledNodes;
   /// Once shapes of this many nodes in all have been compiled (or loaded from the cache),
   /// regions of further new shapes are interpreted: a shape of 256 nodes takes a third of a
   /// second to compile, and an archive may hold thousands of distinct ones. The corpus' 26

@@ -28,9 +28,9 @@ const External kExternals[] = {
     {"memset", reinterpret_cast<void *>(&::memset)},
 };
 
-/// A jump to an absolute address (`jmp *0(%rip)` and the address): how a PLT32 call reaches a
-/// function outside the mapping, which may be further than 2 GiB away.
-constexpr size_t kStubBytes = 16;
+/// A trampoline: a jump to an absolute address (`jmp *0(%rip)` and the address), how a PLT32
+/// call reaches a function outside the mapping, which may be further than 2 GiB away.
+constexpr size_t kTrampolineBytes = 16;
 
 /// Larger objects, or section alignments, are not what the emitter makes (objects are kilobytes).
 constexpr uint64_t kMaxLoadedBytes = uint64_t{64} << 20;
@@ -44,7 +44,7 @@ template <typename T> std::optional<T> readAt(ByteSpan bytes, uint64_t offset) {
 }
 
 /// The memory holds three groups, each starting on a page and protected as a whole: code (each
-/// object's stubs after its code), constants, writable data. Each object has a part of each.
+/// object's trampolines after its code), constants, writable data. Each object has a part of each.
 enum Group { kCode, kConstants, kData, kGroups };
 
 Error refused(std::string_view why) { return Error{fmt::format("cached code not loadable: {}", why)}; }
@@ -52,18 +52,18 @@ Error refused(std::string_view why) { return Error{fmt::format("cached code not 
 uint64_t alignUp(uint64_t v, uint64_t align) { return (v + align - 1) & ~(align - 1); }
 
 /// One object, parsed and checked: where each allocated section goes within the object's part
-/// of its group, and each external symbol's stub.
+/// of its group, and each external symbol's trampoline.
 class ObjectPlan {
 public:
   static Result<ObjectPlan> make(ByteSpan object);
 
   uint64_t groupSize[kGroups] = {0, 0, 0};
   /// The largest alignment of a section in each group's part (at most a page).
-  uint64_t groupAlign[kGroups] = {kStubBytes, 1, 1};
+  uint64_t groupAlign[kGroups] = {kTrampolineBytes, 1, 1};
   /// Where the object's part of each group starts in the memory, set by the caller.
   uint8_t *groupBase[kGroups] = {nullptr, nullptr, nullptr};
 
-  /// Copies, relocates and writes stubs at groupBase; adds the global functions to `functions`.
+  /// Copies, relocates and writes trampolines at groupBase; adds the global functions to `functions`.
   Result<void> place(std::unordered_map<std::string, void *> &functions) const;
 
 private:
@@ -73,7 +73,7 @@ private:
   std::vector<uint64_t> offset_;  ///< per section: its offset within its group's part
   ByteSpan symbols_, names_;
   std::vector<void *> external_;  ///< per symbol: the external's address, if undefined
-  std::vector<uint64_t> stub_;    ///< per symbol: its stub's offset in the code part
+  std::vector<uint64_t> trampoline_; ///< per symbol: its trampoline's offset in the code part
 
   size_t symbolCount() const { return symbols_.size() / sizeof(Elf64_Sym); }
   Elf64_Sym symbol(size_t i) const {
@@ -94,7 +94,7 @@ private:
     return object_.subspan(s.sh_offset, s.sh_size);
   }
   uint8_t *sectionAddress(size_t i) const { return groupBase[groupOf_[i]] + offset_[i]; }
-  /// A symbol's address: in a placed section, or for an external its stub (calls) or itself.
+  /// A symbol's address: in a placed section, or for an external its trampoline (calls) or itself.
   std::optional<uint64_t> symbolAddress(size_t i, bool call) const;
 };
 
@@ -149,11 +149,11 @@ Result<ObjectPlan> ObjectPlan::make(ByteSpan object) {
     if (plan.groupSize[g] > kMaxLoadedBytes) return refused("sections too large");
   }
 
-  // Undefined symbols: each an allowed external, given a stub after the code.
+  // Undefined symbols: each an allowed external, given a trampoline after the code.
   const size_t symbolCount = plan.symbolCount();
   plan.external_.assign(symbolCount, nullptr);
-  plan.stub_.assign(symbolCount, 0);
-  plan.groupSize[kCode] = alignUp(plan.groupSize[kCode], kStubBytes);
+  plan.trampoline_.assign(symbolCount, 0);
+  plan.groupSize[kCode] = alignUp(plan.groupSize[kCode], kTrampolineBytes);
   for (size_t i = 1; i < symbolCount; ++i) {
     const Elf64_Sym sym = plan.symbol(i);
     if (sym.st_shndx != SHN_UNDEF) continue;
@@ -162,8 +162,8 @@ Result<ObjectPlan> ObjectPlan::make(ByteSpan object) {
     for (const External &e : kExternals)
       if (*name == e.name) plan.external_[i] = e.address;
     if (!plan.external_[i]) return refused(fmt::format("it calls {}", *name));
-    plan.stub_[i] = plan.groupSize[kCode];
-    plan.groupSize[kCode] += kStubBytes;
+    plan.trampoline_[i] = plan.groupSize[kCode];
+    plan.groupSize[kCode] += kTrampolineBytes;
   }
   for (const Elf64_Shdr &s : plan.sections_) {
     if (s.sh_type == SHT_REL) return refused("relocations without addends");
@@ -178,7 +178,7 @@ std::optional<uint64_t> ObjectPlan::symbolAddress(size_t i, bool call) const {
   const Elf64_Sym sym = symbol(i);
   if (sym.st_shndx == SHN_UNDEF) {
     if (!external_[i]) return std::nullopt;
-    return call ? reinterpret_cast<uint64_t>(groupBase[kCode] + stub_[i]) : reinterpret_cast<uint64_t>(external_[i]);
+    return call ? reinterpret_cast<uint64_t>(groupBase[kCode] + trampoline_[i]) : reinterpret_cast<uint64_t>(external_[i]);
   }
   if (sym.st_shndx == SHN_ABS) return sym.st_value;
   if (sym.st_shndx >= sections_.size() || groupOf_[sym.st_shndx] < 0 || sym.st_value > sections_[sym.st_shndx].sh_size)
@@ -192,11 +192,11 @@ Result<void> ObjectPlan::place(std::unordered_map<std::string, void *> &function
       std::memcpy(sectionAddress(i), object_.data() + sections_[i].sh_offset, sections_[i].sh_size);
   for (size_t i = 1; i < symbolCount(); ++i) {
     if (!external_[i]) continue;
-    uint8_t *stub = groupBase[kCode] + stub_[i];
+    uint8_t *trampoline = groupBase[kCode] + trampoline_[i];
     const uint8_t jump[6] = {0xff, 0x25, 0, 0, 0, 0}; // jmp *0(%rip): the address follows
-    std::memcpy(stub, jump, sizeof jump);
+    std::memcpy(trampoline, jump, sizeof jump);
     const auto address = reinterpret_cast<uint64_t>(external_[i]);
-    std::memcpy(stub + sizeof jump, &address, sizeof address);
+    std::memcpy(trampoline + sizeof jump, &address, sizeof address);
   }
 
   for (const Elf64_Shdr &s : sections_) {
@@ -266,15 +266,16 @@ std::unique_ptr<LoadedCode> LoadedCode::load(std::span<const ByteSpan> objects, 
       outcomes[i] = plan.error();
       continue;
     }
+    uint64_t total = 0;
     for (int g = 0; g < kGroups; ++g) {
       at[i][g] = alignUp(groupSize[g], plan->groupAlign[g]); // groups start on a page
-      groupSize[g] = at[i][g] + plan->groupSize[g];
+      total += at[i][g] + plan->groupSize[g];
     }
-    if (groupSize[kCode] + groupSize[kConstants] + groupSize[kData] > kMaxLoadedBytes) {
+    if (total > kMaxLoadedBytes) {
       outcomes[i] = refused("too much code at once");
-      for (int g = 0; g < kGroups; ++g) groupSize[g] = at[i][g];
       continue;
     }
+    for (int g = 0; g < kGroups; ++g) groupSize[g] = at[i][g] + plan->groupSize[g];
     plans[i] = std::move(*plan);
   }
 

@@ -722,10 +722,12 @@ TEST(CachedCode, RunsWhatTheJitCompiledWithoutIt) {
   for (const bool prepared : {true, false}) {
     auto again = cachedDecoder(dir, "identity A", &made);
     ASSERT_TRUE(again);
-    if (prepared) ASSERT_TRUE(again->prepare(r.c, r.payload));
+    if (prepared) {
+      ASSERT_TRUE(again->prepare(r.c, r.payload));
+    }
     for (size_t i = 0; i < r.c.regions.size(); ++i)
       expectSameBytes(*again, r.c.regions[i], r.payload, r.expected[i], "loaded, region " + std::to_string(i));
-    // Ranges, on several threads' worth of pieces: from the middle of a region to its end.
+    // Ranges, as a region's later pieces are decoded: from a third of each region to its end.
     for (size_t i = 0; i < r.c.regions.size(); ++i) {
       const Region &region = r.c.regions[i];
       const StreamType type = streamTypeOf(*region.program);
