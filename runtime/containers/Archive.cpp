@@ -93,15 +93,39 @@ bool looksLikeArchive(ByteSpan bytes) {
 }
 
 Result<void> ArchiveWriter::put(ByteSpan bytes) {
-  BREVIS_TRY(out_.writeAt(at_, bytes.data(), bytes.size()));
-  at_ += bytes.size();
+  while (!bytes.empty()) {
+    const size_t room = kArchiveWriteBlock - at_ % kArchiveWriteBlock;
+    if (block_.empty() && room == kArchiveWriteBlock && bytes.size() >= kArchiveWriteBlock) {
+      // Whole blocks straight from the caller's bytes, without a copy.
+      const size_t whole = bytes.size() / kArchiveWriteBlock * kArchiveWriteBlock;
+      BREVIS_TRY(out_.writeAt(at_, bytes.data(), whole));
+      at_ += whole;
+      bytes = bytes.subspan(whole);
+      continue;
+    }
+    if (block_.capacity() < kArchiveWriteBlock) block_.reserve(kArchiveWriteBlock);
+    const size_t n = std::min(room, bytes.size());
+    block_.insert(block_.end(), bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n));
+    at_ += n;
+    bytes = bytes.subspan(n);
+    if (n == room) BREVIS_TRY(flush());
+  }
+  return {};
+}
+
+Result<void> ArchiveWriter::flush() {
+  if (block_.empty()) return {};
+  BREVIS_TRY(out_.writeAt(at_ - block_.size(), block_.data(), block_.size()));
+  block_.clear();
   return {};
 }
 
 Result<ByteRange> ArchiveWriter::appendPayload(ByteSpan payload) {
   if (!started_) {
     payloadHash_ = std::make_unique<Xxh3Stream>();
-    at_ = kArchiveHeaderSize; // the header is written last
+    // The header is written last, over zeros that make the first block whole.
+    static constexpr uint8_t kZeros[kArchiveHeaderSize] = {};
+    BREVIS_TRY(put(ByteSpan(kZeros, sizeof kZeros)));
     started_ = true;
   }
   payloadHash_->update(payload.data(), payload.size());
@@ -117,6 +141,7 @@ Result<Payload> ArchiveWriter::readPayloadBack(ByteRange range) {
   // Zeros after the bytes written so far, as the end of the payload section has: later parts,
   // the padding and the metadata write over them.
   static constexpr uint8_t kZeros[kPayloadSlack] = {};
+  BREVIS_TRY(flush());
   BREVIS_TRY(out_.writeAt(at_, kZeros, kPayloadSlack));
   auto written = out_.readBack(kArchiveHeaderSize + range.offset, range.size + kPayloadSlack);
   if (!written) return written.error();
@@ -184,6 +209,7 @@ Result<uint64_t> ArchiveWriter::finish(const std::vector<ArchiveMember> &members
   trailer.clear();
   putU64(trailer, whole);
   BREVIS_TRY(put(trailer));
+  BREVIS_TRY(flush());
   BREVIS_TRY(out_.writeAt(0, header.data(), header.size()));
   return at_;
 }

@@ -449,6 +449,11 @@ Result<void> OutputFile::preallocate(uint64_t bytes) {
 }
 
 Result<void> OutputFile::write(const uint8_t *data, size_t size) {
+  if (written_ == 0 && !streamBuffer_ && !tempPath_.empty()) {
+    // Before the stream's first operation, as setvbuf requires (writeAt() bypasses the stream).
+    streamBuffer_ = std::make_unique_for_overwrite<char[]>(kFileWriteBlock);
+    std::setvbuf(file_, streamBuffer_.get(), _IOFBF, kFileWriteBlock);
+  }
   if (size && std::fwrite(data, 1, size, file_) != size)
     return Error{fmt::format("cannot write {}: {}", path_, systemError())};
   written_ += size;

@@ -85,6 +85,13 @@ private:
 /// where `path` is no link or names another file.
 std::optional<int> standardStreamOf(const std::string &path);
 
+/// write() hands a file it creates to the kernel in blocks of this many bytes at offsets that
+/// are multiples of it, as checkpoint writers and downloaders do: Linux keeps such a file in
+/// page-cache folios of that size, which whoever maps it next (brevisc compressing it, a loader
+/// of the checkpoint) maps with a fault each, where a file written a few KiB at a time is kept in
+/// 4 KiB pages, each first touch of which costs microseconds on a virtual machine.
+inline constexpr size_t kFileWriteBlock = size_t{2} << 20;
+
 class OutputFile final : public ByteSink, public PositionalSink {
 public:
   /// Opens a temporary file next to `path`. With overwrite false, fails if `path` exists (a
@@ -126,6 +133,9 @@ private:
   OutputFile(std::string path, std::string tempPath, std::FILE *f, bool overwrite);
   std::string path_, tempPath_;
   std::FILE *file_;
+  /// The stream's buffer where write() goes to a file this creates: whole blocks of
+  /// kFileWriteBlock reach the file in one write each (see there).
+  std::unique_ptr<char[]> streamBuffer_;
   uint64_t written_ = 0;
   /// The end of the furthest writeAt(): pwrite leaves the file offset where it was, so standard
   /// output's is moved there by commit(), for whatever is written to it next.

@@ -216,6 +216,103 @@ TEST(Archive, RoundTripsMembersIndexAndPayloads) {
   EXPECT_EQ(back->fileSize, archive.size());
 }
 
+namespace {
+
+/// Records where each write went.
+class RecordingSink final : public PositionalSink {
+public:
+  explicit RecordingSink(Bytes &out) : inner_(out) {}
+  Result<void> writeAt(uint64_t offset, const uint8_t *data, size_t size) override {
+    writes.push_back({offset, size});
+    return inner_.writeAt(offset, data, size);
+  }
+  bool canReadBack() const override { return true; }
+  Result<WrittenBytes> readBack(uint64_t offset, uint64_t size) override { return inner_.readBack(offset, size); }
+  std::vector<std::pair<uint64_t, uint64_t>> writes;
+
+private:
+  VectorPositionalSink inner_;
+};
+
+/// Payload parts of `sizes` bytes, each its own pattern.
+std::vector<Bytes> payloadParts(std::initializer_list<size_t> sizes) {
+  std::vector<Bytes> parts;
+  for (size_t size : sizes) {
+    Bytes part(size);
+    for (size_t i = 0; i < size; ++i) part[i] = static_cast<uint8_t>(i * 13 + parts.size() * 101 + i / 4099);
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
+} // namespace
+
+TEST(Archive, ReachesItsOutputInWholeAlignedBlocks) {
+  constexpr size_t B = kArchiveWriteBlock;
+  // Small parts that fill blocks between them, a part that straddles two boundaries, a part
+  // arriving on a boundary with whole blocks of its own, and an empty one.
+  // The sixth part ends the fourth block (the header's 72 bytes come first).
+  const size_t toFourBlocks = 4 * B - kArchiveHeaderSize - 1000 - 2 * (B / 3) - B / 2 - (2 * B + 5);
+  std::vector<Bytes> parts = payloadParts({1000, B / 3, B / 3, B / 2, 2 * B + 5, toFourBlocks, 3 * B, 0, 77});
+  Bytes out;
+  RecordingSink sink(out);
+  ArchiveWriter writer(sink);
+  Bytes payload;
+  for (const Bytes &part : parts) {
+    ASSERT_TRUE(writer.appendPayload(part));
+    payload.insert(payload.end(), part.begin(), part.end());
+  }
+  const size_t beforeFinish = sink.writes.size();
+  ArchiveMember m = fakeMember("m.safetensors", "brevis 1\n", payload.size());
+  m.payloadRange = ByteRange{0, payload.size()};
+  ASSERT_TRUE(writer.finish({m}, false));
+  // Every write of the payload covered whole blocks at their offsets; finish wrote the rest in
+  // one write (the last block, short), then the header over the zeros at the start.
+  for (size_t i = 0; i < beforeFinish; ++i) {
+    EXPECT_EQ(sink.writes[i].first % B, 0u) << i;
+    EXPECT_EQ(sink.writes[i].second % B, 0u) << i;
+    EXPECT_GT(sink.writes[i].second, 0u) << i;
+  }
+  // The part of three blocks went straight through, in one write.
+  EXPECT_TRUE(std::any_of(sink.writes.begin(), sink.writes.end(), [](auto w) { return w.second == 3 * B; }));
+  ASSERT_EQ(sink.writes.size(), beforeFinish + 2);
+  EXPECT_EQ(sink.writes[beforeFinish].first % B, 0u);
+  EXPECT_EQ(sink.writes[beforeFinish].first + sink.writes[beforeFinish].second, out.size());
+  EXPECT_EQ(sink.writes.back(), (std::pair<uint64_t, uint64_t>{0, kArchiveHeaderSize}));
+  auto back = readArchive(MappedFile::fromBytes(out), "a.brv", ArchiveReadOptions{.verifyWholeFile = true});
+  ASSERT_TRUE(back) << back.error().message;
+  const Payload &p = back->members.at(0).payload;
+  EXPECT_EQ(Bytes(p.data(), p.data() + p.size()), payload);
+}
+
+TEST(Archive, APayloadReadBackMidBlockIsWhatWasAppended) {
+  constexpr size_t B = kArchiveWriteBlock;
+  std::vector<Bytes> parts = payloadParts({5000, B, 300, B / 2 + 7, 40});
+  Bytes out;
+  RecordingSink sink(out);
+  ArchiveWriter writer(sink);
+  std::vector<ArchiveMember> members;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    auto range = writer.appendPayload(parts[i]);
+    ASSERT_TRUE(range);
+    // Read back while its block is still being gathered: it is written first.
+    auto written = writer.readPayloadBack(*range);
+    ASSERT_TRUE(written) << written.error().message;
+    EXPECT_EQ(Bytes(written->data(), written->data() + written->size()), parts[i]) << i;
+    EXPECT_TRUE(std::all_of(written->data() + written->size(), written->data() + written->size() + kPayloadSlack,
+                            [](uint8_t b) { return b == 0; }));
+    members.push_back(fakeMember(fmt::format("m{}.safetensors", i), "x", parts[i].size()));
+    members.back().payloadRange = *range;
+  }
+  ASSERT_TRUE(writer.finish(members, true));
+  auto back = readArchive(MappedFile::fromBytes(out), "a.brv", ArchiveReadOptions{.verifyWholeFile = true});
+  ASSERT_TRUE(back) << back.error().message;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Payload &p = back->members.at(i).payload;
+    EXPECT_EQ(Bytes(p.data(), p.data() + p.size()), parts[i]) << i;
+  }
+}
+
 TEST(Archive, DetectsDamage) {
   Bytes archive = buildArchive({fakeMember("m.safetensors", "brevis 1\n", 5000)}, {Bytes(1000, 0x42)}, false);
   using ::testing::HasSubstr;

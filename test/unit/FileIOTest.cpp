@@ -93,6 +93,40 @@ TEST_F(FileIOTest, AFileBeingWrittenIsReadBackAsWritten) {
   EXPECT_FALSE((*device)->readBack(0, 1));
 }
 
+TEST_F(FileIOTest, AFileWrittenPieceByPieceReachesTheKernelInWholeBlocks) {
+  const std::string p = path("out.bin");
+  auto out = OutputFile::create(p, /*overwrite=*/false);
+  ASSERT_TRUE(out) << out.error().message;
+  Bytes piece(4096);
+  const size_t pieces = (3 * kFileWriteBlock + kFileWriteBlock / 2) / piece.size();
+  auto fileSize = [&] {
+    const std::vector<std::string> names = listing(dir_);
+    EXPECT_EQ(names.size(), 1u); // the temporary
+    struct stat st;
+    return ::stat(path(names.at(0)).c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : ~uint64_t{0};
+  };
+  for (size_t i = 0; i < pieces; ++i) {
+    std::fill(piece.begin(), piece.end(), static_cast<uint8_t>(i));
+    ASSERT_TRUE((*out)->write(piece.data(), piece.size()));
+    // Only whole blocks reach the file before the commit, at most one held back.
+    const uint64_t written = (i + 1) * piece.size(), inFile = fileSize();
+    ASSERT_EQ(inFile % kFileWriteBlock, 0u) << i;
+    ASSERT_LE(inFile, written) << i;
+    ASSERT_LE(written - inFile, kFileWriteBlock) << i;
+  }
+  // A large write after them: the block it completes, then whole blocks straight from the caller.
+  Bytes large(2 * kFileWriteBlock + 100, 0xee);
+  ASSERT_TRUE((*out)->write(large.data(), large.size()));
+  const uint64_t total = pieces * piece.size() + large.size();
+  EXPECT_EQ(fileSize(), total / kFileWriteBlock * kFileWriteBlock);
+  ASSERT_TRUE((*out)->commit());
+  const std::string written = get(p);
+  ASSERT_EQ(written.size(), total);
+  for (size_t i = 0; i < pieces; ++i)
+    ASSERT_EQ(static_cast<uint8_t>(written[i * piece.size() + 17]), static_cast<uint8_t>(i)) << i;
+  EXPECT_EQ(static_cast<uint8_t>(written.back()), 0xee);
+}
+
 TEST_F(FileIOTest, NoOverwriteCommitLeavesATargetThatAppeared) {
   const std::string p = path("out.bin");
   auto out = OutputFile::create(p, /*overwrite=*/false);
