@@ -27,6 +27,7 @@
 #include <cstring>
 #include <cfloat>
 #include <optional>
+#include <numeric>
 #include <random>
 #include <set>
 #include <tuple>
@@ -384,6 +385,42 @@ TEST(Codec, HuffmanLengthsAreCompleteAndLimited) {
     // More frequent symbols never get longer codes.
     for (size_t i = 1; i < counts.size(); ++i) EXPECT_LE(lengths[i], lengths[i - 1]);
   }
+}
+
+TEST(Codec, HuffmanCanonicalCodesAreThoseOfSymbolsSortedByLengthThenIndex) {
+  // The definition: symbols in order of (length, index), each code the last one plus one,
+  // shifted left by the difference in length, then bit-reversed.
+  auto reference = [](const HuffmanCode &code) {
+    std::vector<uint32_t> order(code.lengths.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return code.lengths[a] < code.lengths[b]; });
+    std::vector<uint32_t> codes(order.size());
+    uint32_t next = 0;
+    unsigned len = order.empty() ? 0 : code.lengths[order[0]];
+    for (uint32_t s : order) {
+      next <<= code.lengths[s] - len;
+      len = code.lengths[s];
+      uint32_t reversed = 0;
+      for (unsigned b = 0; b < len; ++b) reversed |= ((next >> b) & 1u) << (len - 1 - b);
+      codes[s] = reversed;
+      ++next;
+    }
+    return codes;
+  };
+  std::mt19937_64 rng(5);
+  for (int round = 0; round < 200; ++round) {
+    // Complete codes from random counts (every limit), and a code of one length.
+    std::vector<uint64_t> counts(2 + rng() % 300);
+    for (uint64_t &c : counts) c = 1 + (rng() % 4 == 0 ? rng() % 100000 : rng() % 10);
+    HuffmanCode code;
+    const unsigned limit = 9 + static_cast<unsigned>(rng() % 8);
+    if (round % 10 == 0) code.lengths.assign(256, 8);
+    else code.lengths = huffmanLengths(counts, limit);
+    const std::vector<uint32_t> codes = canonicalCodesLsbFirst(code);
+    ASSERT_EQ(codes, reference(code)) << round;
+  }
+  EXPECT_TRUE(canonicalCodesLsbFirst(HuffmanCode{}).empty());
 }
 
 TEST(Codec, TruncatedAndCorruptPayloadsAreRejectedSafely) {

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cassert>
 
 namespace brevis {
 
@@ -58,21 +60,35 @@ Result<HuffmanCode> readHuffmanCode(ByteReader &in, unsigned width) {
 }
 
 std::vector<uint32_t> canonicalCodesLsbFirst(const HuffmanCode &code) {
-  const size_t k = code.lengths.size();
-  std::vector<uint32_t> order(k);
-  for (uint32_t i = 0; i < k; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return code.lengths[a] < code.lengths[b]; });
-  std::vector<uint32_t> codes(k);
-  uint32_t next = 0;
-  unsigned len = k ? code.lengths[order[0]] : 0;
-  for (size_t j = 0; j < k; ++j) {
-    uint32_t s = order[j];
-    next <<= code.lengths[s] - len;
-    len = code.lengths[s];
-    uint32_t reversed = 0;
-    for (unsigned b = 0; b < len; ++b) reversed |= ((next >> b) & 1u) << (len - 1 - b);
-    codes[s] = reversed;
-    ++next;
+  // Codes in order of length, then of symbol: each length's first code follows the codes of the
+  // shorter lengths, shifted to its length (a counting sort of the symbols by length; a sort of
+  // them was a tenth of setting up a small literal's decoder).
+  std::array<uint32_t, kHuffmanMaxLength + 1> count{}, next{};
+  for (uint8_t len : code.lengths) {
+    assert(len >= 1 && len <= kHuffmanMaxLength && "readHuffmanCode and the encoder bound the lengths");
+    ++count[len];
+  }
+  uint32_t first = 0;
+  unsigned previous = 0;
+  for (unsigned len = 1; len <= kHuffmanMaxLength; ++len) {
+    if (count[len] == 0) continue;
+    if (previous) first <<= len - previous;
+    next[len] = first;
+    first += count[len];
+    previous = len;
+  }
+  static constexpr auto kReversedBytes = [] {
+    std::array<uint8_t, 256> r{};
+    for (unsigned v = 0; v < 256; ++v)
+      for (unsigned b = 0; b < 8; ++b) r[v] |= static_cast<uint8_t>(((v >> b) & 1u) << (7 - b));
+    return r;
+  }();
+  static_assert(kHuffmanMaxLength <= 16, "codes are reversed as 16-bit numbers");
+  std::vector<uint32_t> codes(code.lengths.size());
+  for (size_t s = 0; s < codes.size(); ++s) {
+    const unsigned len = code.lengths[s];
+    const uint32_t c = next[len]++;
+    codes[s] = (uint32_t{kReversedBytes[c & 0xff]} << 8 | kReversedBytes[c >> 8]) >> (16 - len);
   }
   return codes;
 }
