@@ -423,6 +423,34 @@ TEST(Codec, HuffmanCanonicalCodesAreThoseOfSymbolsSortedByLengthThenIndex) {
   EXPECT_TRUE(canonicalCodesLsbFirst(HuffmanCode{}).empty());
 }
 
+TEST(Codec, HuffmanPairTablesAreTheSameSixteenPatternsAtATime) {
+  // Any primary table: each entry a symbol and a length up to K (0: the prefix of a longer code).
+  std::mt19937_64 rng(9);
+  for (unsigned K = 1; K <= kHuffmanMaxLength; ++K)
+    for (int round = 0; round < 4; ++round) {
+      std::vector<uint32_t> table(size_t{1} << K);
+      for (uint32_t &e : table) {
+        const unsigned len = round == 0 ? 1 + static_cast<unsigned>(rng() % std::min(K, 3u)) // many per pattern
+                                        : static_cast<unsigned>(rng() % (K + 1));
+        e = static_cast<uint32_t>(rng() % 256) << 8 | len;
+      }
+      std::vector<uint32_t> vector(table.size()), scalar(table.size());
+      detail::huffmanPairEntries(table.data(), K, vector.data(), /*vector=*/true);
+      detail::huffmanPairEntries(table.data(), K, scalar.data(), /*vector=*/false);
+      ASSERT_EQ(vector, scalar) << "K " << K << " round " << round;
+      // Spot checks of the definition: a prefix keeps its entry; a pattern holds at least its first code.
+      for (uint32_t p = 0; p < table.size(); p += 37) {
+        if ((table[p] & 0xff) == 0) {
+          EXPECT_EQ(scalar[p], table[p]);
+        } else {
+          EXPECT_EQ(scalar[p] >> 8 & 0xff, table[p] >> 8 & 0xff);
+          EXPECT_GE(scalar[p] & 0x1f, table[p] & 0xff);
+          EXPECT_LE(scalar[p] & 0x1f, K);
+        }
+      }
+    }
+}
+
 TEST(Codec, TruncatedAndCorruptPayloadsAreRejectedSafely) {
   std::mt19937_64 rng(77);
   // zstd twice: on skewed bytes (literals, few matches) and on a header (mostly matches).

@@ -73,4 +73,12 @@ private:
   std::vector<Block> blocks_;
 };
 
+namespace detail {
+/// The pair table of a primary table of 2^K entries (`symbol << 8 | length`, length 0 for the
+/// prefix of a longer code) into `out` (2^K entries): up to three codes per pattern. With
+/// `vector`, sixteen patterns at a time where the CPU has AVX-512; both paths give the same
+/// entries (exposed for the test that says so).
+void huffmanPairEntries(const uint32_t *table, unsigned K, uint32_t *out, bool vector);
+} // namespace detail
+
 } // namespace brevis
