@@ -34,9 +34,10 @@ inline constexpr uint32_t kPieceHashesArchiveVersion = 6;
 inline constexpr uint64_t kMaxProgramTextSize = uint64_t{64} << 20;
 inline constexpr uint64_t kMaxMemberTableSize = uint64_t{64} << 20;
 inline constexpr size_t kMaxMemberPath = 4096;
-/// The writer hands an archive to its output in blocks of this many bytes at offsets that are
-/// multiples of it, one write each (only the block being filled when the payload is read back,
-/// and the last, are written short). Linux keeps a file written so in page-cache folios of that
+/// The writer hands an archive to its output in whole blocks of this many bytes at offsets that
+/// are multiples of it (a write for each block gathered, one for a large payload's run of whole
+/// blocks; only the block being filled when the payload is read back, and the last, are written
+/// short). Linux keeps a file written so in page-cache folios of that
 /// size, which a reader maps with one fault each: a file written a region at a time is kept in
 /// 4 KiB pages, and on virtual machines each first touch of a mapped page costs microseconds
 /// (decoding a checkpoint of 4,000 small tensors from its archive: a tenth of the time).
