@@ -61,6 +61,7 @@ const CachedCodeDecoder::Function *CachedCodeDecoder::find(const std::string &ke
 }
 
 Result<RegionDecoder *> CachedCodeDecoder::fallback() {
+  std::lock_guard lock(mutex_);
   if (!fallback_) {
     auto made = makeFallback_();
     if (!made) return made.error();
@@ -91,13 +92,9 @@ Result<void> CachedCodeDecoder::prepare(const Checkpoint &c, const Payload &payl
     for (const auto &[key, nodes] : wanted) missed = missed || !functions_.count(key);
   }
   if (!missed) return {};
-  Result<RegionDecoder *> jit = Error{""};
-  {
-    std::lock_guard lock(mutex_);
-    jit = fallback();
-  }
-  if (!jit) return jit.error();
-  return (*jit)->prepare(c, payload);
+  auto other = fallback();
+  if (!other) return other.error();
+  return (*other)->prepare(c, payload);
 }
 
 Result<void> CachedCodeDecoder::decodeWords(const Region &region, const Payload &payload, uint64_t first,
@@ -117,13 +114,9 @@ Result<void> CachedCodeDecoder::decodeWords(const Region &region, const Payload 
     ++pieces_;
     return {};
   }
-  Result<RegionDecoder *> jit = Error{""};
-  {
-    std::lock_guard lock(mutex_);
-    jit = fallback();
-  }
-  if (!jit) return jit.error();
-  return (*jit)->decodeWords(region, payload, first, count, sink);
+  auto other = fallback();
+  if (!other) return other.error();
+  return (*other)->decodeWords(region, payload, first, count, sink);
 }
 
 std::string CachedCodeDecoder::summary() const {

@@ -56,7 +56,7 @@ private:
   const Function *find(const std::string &key, size_t nodes);
   /// Loads the cache's code for `wanted` (shape keys and their nodes) at once (under mutex_).
   void load(const std::vector<std::pair<std::string, size_t>> &wanted);
-  /// The fallback, made on first use (under mutex_).
+  /// The fallback, made on first use (takes mutex_).
   Result<RegionDecoder *> fallback();
 
   std::unique_ptr<jit::ShapeCodeCache> cache_;

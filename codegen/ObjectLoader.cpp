@@ -178,7 +178,8 @@ std::optional<uint64_t> ObjectPlan::symbolAddress(size_t i, bool call) const {
   const Elf64_Sym sym = symbol(i);
   if (sym.st_shndx == SHN_UNDEF) {
     if (!external_[i]) return std::nullopt;
-    return call ? reinterpret_cast<uint64_t>(groupBase[kCode] + trampoline_[i]) : reinterpret_cast<uint64_t>(external_[i]);
+    return call ? reinterpret_cast<uint64_t>(groupBase[kCode] + trampoline_[i])
+                : reinterpret_cast<uint64_t>(external_[i]);
   }
   if (sym.st_shndx == SHN_ABS) return sym.st_value;
   if (sym.st_shndx >= sections_.size() || groupOf_[sym.st_shndx] < 0 || sym.st_value > sections_[sym.st_shndx].sh_size)

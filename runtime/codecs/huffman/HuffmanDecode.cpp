@@ -445,10 +445,10 @@ namespace {
 // Entry for a K-bit pattern: as many whole codes (up to three) as its bits hold. Bits 0-4: their
 // total length; 5: zero; 6-7: how many; 8-15, 16-23, 24-31: the symbols. A pattern that begins a
 // code longer than K bits keeps its primary entry (no symbols: the block of the longer codes).
-void pairEntriesScalar(const uint32_t *t, unsigned K, uint32_t first, uint32_t end, uint32_t *out) {
+void pairEntriesScalar(const uint32_t *t, unsigned K, uint32_t end, uint32_t *out) {
   // Three lookups per pattern, without branches on what they find: which codes fit is as good
   // as random from one pattern to the next, and mispredicted branches cost more than the lookups.
-  for (uint32_t p = first; p < end; ++p) {
+  for (uint32_t p = 0; p < end; ++p) {
     const uint32_t e1 = t[p];
     const unsigned l1 = e1 & 0xff;
     if (l1 == 0) { // the prefix of a longer code (K < L)
@@ -511,7 +511,7 @@ void huffmanPairEntries(const uint32_t *table, unsigned K, uint32_t *out, bool v
   if (vector && avx512 && entries >= 16) return pairEntriesAvx512(table, K, entries, out);
 #endif
   (void)vector;
-  pairEntriesScalar(table, K, 0, entries, out);
+  pairEntriesScalar(table, K, entries, out);
 }
 
 } // namespace detail
