@@ -356,7 +356,7 @@ Result<std::unique_ptr<LitCursor>> openEntropyDecoder(const Lit &lit, const Payl
     if ((*d)->blockWords() > kMaxLitBlockWords && (*d)->blockCount() > 0)
       return Error{"rans literal has blocks larger than any encoder writes"};
     if (!buildTables) return std::unique_ptr<LitCursor>();
-    return std::unique_ptr<LitCursor>(new BlockCursor<Rans16Decoder, uint16_t, true>(std::move(*d), lit));
+    return std::unique_ptr<LitCursor>(new BlockCursor<Rans16Decoder, uint16_t, false>(std::move(*d), lit));
   }
   case Encoding::RansO1: return openHtscodecs(lit, bytes, buildTables);
   case Encoding::Zstd:

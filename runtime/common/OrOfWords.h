@@ -12,14 +12,19 @@ namespace brevis {
 /// chains: a word-by-word reduction, which GCC at -O2 does not vectorize, was a fifth of
 /// decoding a 7-bit rans field.
 inline uint64_t orOfWords(const uint8_t *p, size_t bytes, unsigned containerBytes) {
-  uint64_t lanes[4] = {0, 0, 0, 0};
+  // Four accumulators and four loads by name: through arrays, GCC kept them on the stack, and
+  // each iteration waited for the last one's store.
+  uint64_t l0 = 0, l1 = 0, l2 = 0, l3 = 0;
   size_t i = 0;
   for (; i + 32 <= bytes; i += 32) {
-    uint64_t x[4];
-    std::memcpy(x, p + i, 32); // x86-64 and every target we build for are little-endian
-    for (int k = 0; k < 4; ++k) lanes[k] |= x[k];
+    uint64_t x0, x1, x2, x3; // x86-64 and every target we build for are little-endian
+    std::memcpy(&x0, p + i, 8);
+    std::memcpy(&x1, p + i + 8, 8);
+    std::memcpy(&x2, p + i + 16, 8);
+    std::memcpy(&x3, p + i + 24, 8);
+    l0 |= x0, l1 |= x1, l2 |= x2, l3 |= x3;
   }
-  uint64_t all = lanes[0] | lanes[1] | lanes[2] | lanes[3];
+  uint64_t all = l0 | l1 | l2 | l3;
   // The bytes left keep their places in an 8-byte lane: words start at multiples of their size.
   for (; i < bytes; ++i) all |= uint64_t{p[i]} << (8 * (i % 8));
   for (unsigned half = 32; half >= 8 * containerBytes; half /= 2) all |= all >> half;

@@ -10,6 +10,7 @@
 #include "runtime/common/OrOfWords.h"
 #include "runtime/codecs/SymbolMap.h"
 #include "runtime/codecs/rans/RansCodec.h"
+#include "runtime/codecs/rans/Rans16.h"
 #include "runtime/codecs/rans/RansX32Decode.h"
 #include "runtime/codecs/rans/RansX32Encode.h"
 #include "runtime/codecs/zstd/ZstdCodec.h"
@@ -676,14 +677,28 @@ TEST(Codec, OrOfWordsIsThatOfEveryWordWhereverItsBitsAre) {
 }
 
 TEST(Codec, RansRejectsBytesWiderThanTheLiteral) {
-  std::vector<uint64_t> wide = {200, 17, 3, 255};
-  Bytes bytes;
-  ASSERT_TRUE(encodeLit(Encoding::Rans, wide, 8, bytes));
-  Payload payload = Payload::fromBytes(bytes);
-  auto narrow = Lit::make(StreamType{4, wide.size()}, Encoding::Rans, ByteRange{0, bytes.size()});
-  auto decoded = decodeLit(*narrow, payload);
-  ASSERT_FALSE(decoded);
-  EXPECT_NE(decoded.error().message.find("wider than 4 bits"), std::string::npos);
+  // Four words, and enough for 32-way frames (whose width is checked from their tables), with
+  // the wide words common enough to have slots of their own rather than patches.
+  std::mt19937_64 rng(5);
+  for (size_t n : {4, 100000}) {
+    std::vector<uint64_t> wide(n);
+    for (uint64_t &w : wide) w = rng() % 10 == 0 ? 200 : rng() % 16;
+    Bytes bytes;
+    ASSERT_TRUE(encodeLit(Encoding::Rans, wide, 8, bytes));
+    Payload payload = Payload::fromBytes(bytes);
+    auto narrow = Lit::make(StreamType{4, wide.size()}, Encoding::Rans, ByteRange{0, bytes.size()});
+    auto decoded = decodeLit(*narrow, payload);
+    ASSERT_FALSE(decoded) << n << " words";
+    EXPECT_NE(decoded.error().message.find("wider than 4 bits"), std::string::npos) << decoded.error().message;
+    // The same words within 4 bits decode.
+    for (uint64_t &w : wide) w &= 15;
+    bytes.clear();
+    ASSERT_TRUE(encodeLit(Encoding::Rans, wide, 4, bytes));
+    Payload fitting = Payload::fromBytes(bytes);
+    auto again = decodeLit(*Lit::make(StreamType{4, wide.size()}, Encoding::Rans, ByteRange{0, bytes.size()}), fitting);
+    ASSERT_TRUE(again) << again.error().message;
+    EXPECT_TRUE(*again == wide) << n << " words";
+  }
 }
 
 // Any split of a block into the four streams' runs decodes (encoders choose theirs), and
@@ -859,10 +874,25 @@ TEST(Codec, Rans16DecodesEveryLengthThroughItsFourStateLoopAndItsTail) {
       }
 }
 
+TEST(Codec, Rans16DecodesBlocksTwoAtATime) {
+  // Blocks are decoded in pairs with their states interleaved: pairs that end together, a pair
+  // whose second block is short, and an odd block left alone; words of 9 and 16 bits.
+  std::mt19937_64 rng(22);
+  const uint64_t b = kRans16BlockWords;
+  for (unsigned width : {9u, 16u})
+    for (uint64_t n : {b + 1, b + 4099, 2 * b, 3 * b + 7}) {
+      auto words = makeWords(rng, n, width, width == 9 ? Shape::Skewed : Shape::Uniform);
+      words[n - 1] = 3; // the last block holds two distinct words at least
+      expectRoundTrip(Encoding::Rans, words, width, fmt::format("rans u{} n {}", width, n));
+    }
+}
+
 TEST(Codec, Rans16RejectsTruncationAndSurvivesCorruption) {
   std::mt19937_64 rng(12);
-  for (unsigned width : {9u, 12u, 16u}) {
-    auto words = makeWords(rng, 20000, width, Shape::Skewed);
+  // One block, and three (a damaged pair decodes interleaved).
+  const std::pair<unsigned, uint64_t> cases[] = {{9, 20000}, {12, 20000}, {16, 20000}, {10, 2 * kRans16BlockWords + 500}};
+  for (auto [width, n] : cases) {
+    auto words = makeWords(rng, n, width, Shape::Skewed);
     Bytes good;
     ASSERT_TRUE(encodeLit(Encoding::Rans, words, width, good));
     for (size_t cut = 0; cut < good.size(); cut += std::max<size_t>(1, good.size() / 61)) {
@@ -872,7 +902,7 @@ TEST(Codec, Rans16RejectsTruncationAndSurvivesCorruption) {
       if (!validateLit(*lit, payload)) continue;
       EXPECT_FALSE(decodeLit(*lit, payload)) << "u" << width << " truncated to " << cut << " bytes decoded";
     }
-    for (int round = 0; round < 200; ++round) {
+    for (int round = 0; round < (n > 100000 ? 50 : 200); ++round) {
       Bytes bytes = good;
       bytes[rng() % bytes.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
       Payload payload = Payload::fromBytes(bytes);
@@ -956,6 +986,10 @@ TEST(RansX32, DecodesWhatHtscodecsEncodesTwoFramesAtATime) {
             << "shape " << shape << ", length " << in[k].size();
         if (ours) {
           EXPECT_TRUE(out[k] == in[k]) << "shape " << shape << ", length " << in[k].size();
+          // htscodecs gives every byte present a slot, and nothing else one.
+          uint8_t all = 0;
+          for (uint8_t b : in[k]) all |= b;
+          EXPECT_EQ(jobs[k].symbolsOr, all) << "shape " << shape << ", length " << in[k].size();
           ++decodedHere;
         }
       }

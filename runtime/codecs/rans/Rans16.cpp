@@ -153,9 +153,14 @@ Result<std::unique_ptr<Rans16Decoder>> Rans16Decoder::create(ByteSpan bytes, uns
   }
   if (sum != kTotal) return Error{"rans frequencies do not sum to 2^16"};
   if (buildTables) { // every slot is filled (the frequencies sum to 2^16): not cleared first
-    d->slotSymbol_ = std::make_unique_for_overwrite<uint16_t[]>(kTotal);
-    for (uint32_t s = 0; s < *k; ++s)
-      std::fill_n(d->slotSymbol_.get() + d->start_[s], d->freq_[s], static_cast<uint16_t>(s));
+    d->slotStep_ = std::make_unique_for_overwrite<uint32_t[]>(kTotal);
+    d->slotWord_ = std::make_unique_for_overwrite<uint16_t[]>(kTotal);
+    for (uint32_t s = 0; s < *k; ++s) {
+      // k >= 2: every frequency is below 2^16, and so is every offset within one.
+      uint32_t *step = d->slotStep_.get() + d->start_[s];
+      for (uint32_t y = 0; y < d->freq_[s]; ++y) step[y] = d->freq_[s] << 16 | y;
+      std::fill_n(d->slotWord_.get() + d->start_[s], d->freq_[s], static_cast<uint16_t>(d->words_[s]));
+    }
   }
   auto blockWords = in.varint();
   if (!blockWords || *blockWords == 0) return Error{"rans literal has an invalid block size"};
@@ -174,63 +179,121 @@ Result<std::unique_ptr<Rans16Decoder>> Rans16Decoder::create(ByteSpan bytes, uns
 
 uint64_t Rans16Decoder::blockLength(size_t b) const { return std::min(blockWords_, count_ - b * blockWords_); }
 
-Result<void> Rans16Decoder::decodeBlock(size_t b, uint16_t *out) const {
-  const uint64_t n = blockLength(b);
-  if (words_.size() == 1) {
-    std::fill_n(out, n, uint16_t{0});
-    return {};
-  }
-  ByteSpan block = blocks_[b];
-  uint32_t state[kStates];
-  std::memcpy(state, block.data(), sizeof state); // little-endian host
-  // A state read from the block must lie in [2^16, 2^32); after that every step keeps it
-  // there: it leaves x >= f * 1 + (slot - start) >= 1, and one 16-bit read restores 2^16.
-  for (uint32_t x : state)
-    if (x < kStateLow) return Error{fmt::format("rans block {} is corrupt", b)};
-  const uint8_t *p = block.data() + sizeof state;
-  const uint8_t *end = block.data() + block.size();
-  const uint16_t *slots = slotSymbol_.get();
-  const uint32_t *freq = freq_.data(), *start = start_.data();
-  // One step of state x: its word, then a renormalizing read where it fell below 2^16,
-  // without a branch on it (half of them went the other way on skewed words).
-  auto step = [&](uint32_t &x, uint16_t *o) {
+/// One block's decoding in progress.
+struct Rans16Decoder::Lane {
+  size_t block;
+  uint32_t x[kStates];
+  const uint8_t *p, *end;
+  uint16_t *out;
+  uint64_t i, n; ///< words written, words in the block
+};
+
+namespace {
+
+/// One step of state x: its word, then a renormalizing read where it fell below 2^16, without a
+/// branch on it (half of them would go the other way on skewed words). The caller keeps 2 bytes
+/// in reach of p.
+inline void rans16Step(uint32_t &x, uint16_t *o, const uint8_t *&p, const uint32_t *steps, const uint16_t *words) {
+  const uint32_t slot = x & (kTotal - 1);
+  const uint32_t e = steps[slot];
+  *o = words[slot];
+  x = (e >> 16) * (x >> kRans16ScaleBits) + (e & 0xffff);
+  // In arithmetic: GCC made the conditional form of this a branch.
+  const uint32_t read = x < kStateLow;
+  uint16_t next;
+  std::memcpy(&next, p, 2); // little-endian host
+  x = x << (16 * read) | (next & (0u - read));
+  p += 2 * read;
+}
+
+/// Rounds of four words that a lane may take unchecked: each reads at most 8 bytes.
+inline uint64_t safeRounds(uint64_t i, uint64_t n, const uint8_t *p, const uint8_t *end) {
+  return std::min((n - i) / kStates, static_cast<uint64_t>(end - p) / 8);
+}
+
+} // namespace
+
+Result<void> Rans16Decoder::finishLane(Lane &l) const {
+  const uint32_t *steps = slotStep_.get();
+  const uint16_t *words = slotWord_.get();
+  uint32_t x0 = l.x[0], x1 = l.x[1], x2 = l.x[2], x3 = l.x[3];
+  for (uint64_t r; (r = safeRounds(l.i, l.n, l.p, l.end)) != 0;)
+    for (; r; --r, l.i += kStates) {
+      rans16Step(x0, l.out + l.i, l.p, steps, words);
+      rans16Step(x1, l.out + l.i + 1, l.p, steps, words);
+      rans16Step(x2, l.out + l.i + 2, l.p, steps, words);
+      rans16Step(x3, l.out + l.i + 3, l.p, steps, words);
+    }
+  l.x[0] = x0, l.x[1] = x1, l.x[2] = x2, l.x[3] = x3;
+  static_assert(kStates == 4, "the loops hold four states");
+  // The rest word by word, every read checked.
+  for (; l.i < l.n; ++l.i) {
+    uint32_t &x = l.x[l.i % kStates];
     const uint32_t slot = x & (kTotal - 1);
-    const uint16_t sym = slots[slot];
-    *o = sym;
-    x = freq[sym] * (x >> kRans16ScaleBits) + slot - start[sym];
-    const bool read = x < kStateLow;
-    uint16_t next;
-    std::memcpy(&next, p, 2); // little-endian host; the caller keeps 2 bytes in reach
-    x = read ? (x << 16) | next : x;
-    p += read ? 2 : 0;
-  };
-  // Four words at a time, the states in registers, while the block holds the 8 bytes they may
-  // read; the rest word by word, checked.
-  uint32_t x0 = state[0], x1 = state[1], x2 = state[2], x3 = state[3];
-  uint64_t i = 0;
-  for (; i + kStates <= n && end - p >= 8; i += kStates) {
-    step(x0, out + i);
-    step(x1, out + i + 1);
-    step(x2, out + i + 2);
-    step(x3, out + i + 3);
-  }
-  state[0] = x0, state[1] = x1, state[2] = x2, state[3] = x3;
-  static_assert(kStates == 4, "the loop above holds four states");
-  for (; i < n; ++i) {
-    uint32_t &x = state[i % kStates];
-    const uint32_t slot = x & (kTotal - 1);
-    const uint16_t sym = slots[slot];
-    out[i] = sym;
-    x = freq[sym] * (x >> kRans16ScaleBits) + slot - start[sym];
+    const uint32_t e = steps[slot];
+    l.out[l.i] = words[slot];
+    x = (e >> 16) * (x >> kRans16ScaleBits) + (e & 0xffff);
     if (x < kStateLow) {
-      if (p + 2 > end) return Error{fmt::format("rans block {} is truncated", b)};
-      x = (x << 16) | uint32_t{p[0]} | (uint32_t{p[1]} << 8);
-      p += 2;
+      if (l.end - l.p < 2) return Error{fmt::format("rans block {} is truncated", l.block)};
+      x = (x << 16) | uint32_t{l.p[0]} | (uint32_t{l.p[1]} << 8);
+      l.p += 2;
     }
   }
-  for (uint32_t x : state)
-    if (x != kStateLow) return Error{fmt::format("rans block {} is corrupt: its final states are wrong", b)};
-  if (p != end) return Error{fmt::format("rans block {} has unused bytes", b)};
+  for (uint32_t x : l.x)
+    if (x != kStateLow) return Error{fmt::format("rans block {} is corrupt: its final states are wrong", l.block)};
+  if (l.p != l.end) return Error{fmt::format("rans block {} has unused bytes", l.block)};
+  return {};
+}
+
+Result<void> Rans16Decoder::decodeBlocks(size_t first, size_t n, uint16_t *out) const {
+  if (words_.size() == 1) {
+    for (size_t b = first; b < first + n; ++b) out = std::fill_n(out, blockLength(b), static_cast<uint16_t>(words_[0]));
+    return {};
+  }
+  for (size_t group = first; group < first + n; group += kBlocksTogether) {
+    Lane lanes[kBlocksTogether];
+    const size_t live = std::min(kBlocksTogether, first + n - group);
+    for (size_t k = 0; k < live; ++k) {
+      Lane &l = lanes[k];
+      const ByteSpan block = blocks_[group + k];
+      l.block = group + k;
+      std::memcpy(l.x, block.data(), sizeof l.x); // little-endian host
+      // A state read from the block must lie in [2^16, 2^32); after that every step keeps it
+      // there: it leaves x >= f * 1 + (slot - start) >= 1, and one 16-bit read restores 2^16.
+      for (uint32_t x : l.x)
+        if (x < kStateLow) return Error{fmt::format("rans block {} is corrupt", l.block)};
+      l.p = block.data() + sizeof l.x;
+      l.end = block.data() + block.size();
+      l.out = out;
+      l.i = 0;
+      l.n = blockLength(l.block);
+      out += l.n;
+    }
+    if (live == 2) {
+      // Two blocks' eight states in registers: each step waits for a table load and a
+      // multiply, and four chains left the core idle for most of that.
+      static_assert(kBlocksTogether == 2);
+      const uint32_t *steps = slotStep_.get();
+      const uint16_t *words = slotWord_.get();
+      Lane &a = lanes[0], &c = lanes[1];
+      uint32_t a0 = a.x[0], a1 = a.x[1], a2 = a.x[2], a3 = a.x[3];
+      uint32_t c0 = c.x[0], c1 = c.x[1], c2 = c.x[2], c3 = c.x[3];
+      for (uint64_t r; (r = std::min(safeRounds(a.i, a.n, a.p, a.end), safeRounds(c.i, c.n, c.p, c.end))) != 0;)
+        for (; r; --r, a.i += kStates, c.i += kStates) {
+          rans16Step(a0, a.out + a.i, a.p, steps, words);
+          rans16Step(c0, c.out + c.i, c.p, steps, words);
+          rans16Step(a1, a.out + a.i + 1, a.p, steps, words);
+          rans16Step(c1, c.out + c.i + 1, c.p, steps, words);
+          rans16Step(a2, a.out + a.i + 2, a.p, steps, words);
+          rans16Step(c2, c.out + c.i + 2, c.p, steps, words);
+          rans16Step(a3, a.out + a.i + 3, a.p, steps, words);
+          rans16Step(c3, c.out + c.i + 3, c.p, steps, words);
+        }
+      a.x[0] = a0, a.x[1] = a1, a.x[2] = a2, a.x[3] = a3;
+      c.x[0] = c0, c.x[1] = c1, c.x[2] = c2, c.x[3] = c3;
+    }
+    for (size_t k = 0; k < live; ++k) BREVIS_TRY(finishLane(lanes[k]));
+  }
   return {};
 }
 

@@ -35,6 +35,9 @@ bool encodeRans16(WordsView words, unsigned width, Bytes &out, const WordHistogr
 
 class Rans16Decoder {
 public:
+  /// Blocks decoded by one call where there are that many: their states interleave.
+  static constexpr size_t kBlocksTogether = 2;
+
   /// Without `buildTables`, only the table and the layout are checked (validation).
   static Result<std::unique_ptr<Rans16Decoder>> create(ByteSpan bytes, unsigned width, uint64_t count,
                                                        bool buildTables = true);
@@ -42,13 +45,20 @@ public:
   uint64_t blockWords() const { return blockWords_; }
   size_t blockCount() const { return blocks_.size(); }
   uint64_t blockLength(size_t b) const;
-  /// Decodes block b into alphabet indices.
-  Result<void> decodeBlock(size_t b, uint16_t *out) const;
+  /// Decodes blocks [first, first + n) one after another into `out`, as words (not alphabet
+  /// indices: every word fits in 16 bits).
+  Result<void> decodeBlocks(size_t first, size_t n, uint16_t *out) const;
 
 private:
+  struct Lane;
+  Result<void> finishLane(Lane &lane) const;
+
   std::vector<uint64_t> words_;
   std::vector<uint32_t> freq_, start_;
-  std::unique_ptr<uint16_t[]> slotSymbol_; ///< 2^16 slots: the symbol whose range holds the slot
+  /// Per slot of 2^16: freq << 16 | (slot - start) of the symbol whose range holds it, which is
+  /// all a state's step needs (one load in its chain), and that symbol's word.
+  std::unique_ptr<uint32_t[]> slotStep_;
+  std::unique_ptr<uint16_t[]> slotWord_;
   uint64_t count_ = 0, blockWords_ = 1;
   std::vector<ByteSpan> blocks_;
 };

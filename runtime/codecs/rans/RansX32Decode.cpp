@@ -86,6 +86,7 @@ struct Parsed {
   alignas(64) uint32_t state[kStates];
   const uint8_t *words = nullptr, *end = nullptr;
   int onlySymbol = -1;
+  uint8_t symbolsOr = 0; ///< of the symbols with a slot
 };
 
 Status parse(const RansX32Frame &f, Parsed &p) {
@@ -113,7 +114,10 @@ Status parse(const RansX32Frame &f, Parsed &p) {
   for (unsigned s = 0; s < 256; ++s) {
     const uint32_t fs = freq[s] << scale;
     for (uint32_t y = 0; y < fs; ++y) p.table[cum + y] = fs << 20 | y << 8 | s;
-    if (fs) p.onlySymbol = symbols == 1 ? static_cast<int>(s) : -1;
+    if (fs) {
+      p.onlySymbol = symbols == 1 ? static_cast<int>(s) : -1;
+      p.symbolsOr |= static_cast<uint8_t>(s);
+    }
     cum += fs;
   }
   const uint8_t *at = in.position(), *end = f.frame.data() + f.frame.size();
@@ -241,6 +245,7 @@ void decodeRansX32Frames(std::span<RansX32Frame> frames) {
       RansX32Frame &f = frames[i];
       f.status = parse(f, parsed[n]);
       if (f.status != Status::Pending) continue;
+      f.symbolsOr = parsed[n].symbolsOr;
       if (parsed[n].onlySymbol >= 0) { // every slot is one symbol: so is every output byte
         std::memset(f.out, parsed[n].onlySymbol, f.length);
         f.status = Status::Done;

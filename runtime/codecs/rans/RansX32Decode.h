@@ -21,6 +21,9 @@ struct RansX32Frame {
   uint8_t *out;      ///< `length` bytes
   uint32_t length;   ///< the bytes it must decode to
   enum class Status { Pending, Done, NotHandled, Corrupt } status = Status::Pending;
+  /// Where Done: the OR of the symbols the frame's table can give, so no decoded byte has a bit
+  /// outside it (what a literal's width check needs, without reading the bytes back).
+  uint8_t symbolsOr = 0;
 };
 
 /// Whether this CPU runs decodeRansX32Frames() (AVX-512 F and BW).
