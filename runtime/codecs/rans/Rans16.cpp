@@ -76,36 +76,66 @@ template <typename W> bool encodeRans16Of(std::span<const W> words, unsigned wid
   for (uint32_t f : freq) putVarint(out, f);
   putVarint(out, kRans16BlockWords);
 
-  std::vector<uint32_t> symbolOf;
+  // Per word of the alphabet, what a step needs without a division (x / f by a multiply-high
+  // with ceil(2^64 / f), exact for every 32-bit x and f >= 2): the state becomes
+  // x + bias + q * (2^16 - f), which is ((x / f) << 16) + (x % f) + start. A frequency of 1 takes
+  // 2^64 - 1, whose q is x - 1, and a bias 2^16 - 1 larger to make up for it.
+  struct Step {
+    uint64_t reciprocal;
+    uint32_t limit, bias, complement;
+  };
+  std::vector<Step> stepOf;
   if (width <= 16) {
-    symbolOf.assign(size_t{1} << width, 0);
-    for (uint32_t s = 0; s < k; ++s) symbolOf[h->words[s]] = s;
+    stepOf.assign(size_t{1} << width, Step{});
+    for (uint32_t s = 0; s < k; ++s) {
+      const uint32_t f = freq[s];
+      stepOf[h->words[s]] = f == 1 ? Step{~uint64_t{0}, f << 16, start[s] + kTotal - 1, kTotal - 1}
+                                   : Step{~uint64_t{0} / f + 1, f << 16, start[s], kTotal - f};
+    }
   }
-  std::vector<uint16_t> renorm; // written backwards, reversed at the end
+  // Renormalizing words, filled from the back: read forwards from the last one written, they
+  // are in decoding order. A step writes one unconditionally and keeps it where the state
+  // renormalizes (a branch there went either way on skewed words); at most one a word.
+  std::vector<uint16_t> renorm;
   for (uint64_t begin = 0; begin < words.size(); begin += kRans16BlockWords) {
     const uint64_t end = std::min<uint64_t>(words.size(), begin + kRans16BlockWords);
-    uint32_t state[kStates] = {kStateLow, kStateLow, kStateLow, kStateLow};
-    renorm.clear();
-    // rANS encodes backwards: the last word first, so that the decoder runs forwards.
-    for (uint64_t i = end; i-- > begin;) {
-      uint32_t &x = state[(i - begin) % kStates];
-      uint32_t s = symbolOf[words[i]];
-      uint32_t f = freq[s];
-      uint64_t limit = (uint64_t{kStateLow} >> kRans16ScaleBits << 16) * f; // (L >> scale) << 16 * f
-      if (x >= limit) {
-        renorm.push_back(static_cast<uint16_t>(x));
-        x >>= 16;
+    renorm.resize(end - begin + 1);
+    size_t pos = renorm.size();
+    auto step = [&](uint32_t &x, uint64_t word) {
+      const Step &st = stepOf[word];
+      const uint32_t emit = x >= st.limit; // (L >> scale) << 16 * f, L = 2^16 and scale 16
+      renorm[pos - 1] = static_cast<uint16_t>(x);
+      pos -= emit;
+      x >>= 16 * emit;
+      const auto q = static_cast<uint32_t>((static_cast<unsigned __int128>(st.reciprocal) * x) >> 64);
+      x += st.bias + q * st.complement;
+    };
+    // rANS encodes backwards: the last word first, so that the decoder runs forwards. Word i
+    // belongs to state (i - begin) % 4: the words past the last whole four first, then four at a
+    // time with the states in registers.
+    uint32_t x0 = kStateLow, x1 = kStateLow, x2 = kStateLow, x3 = kStateLow;
+    uint64_t i = end;
+    while ((i - begin) % kStates) {
+      --i;
+      switch ((i - begin) % kStates) {
+      case 0: step(x0, words[i]); break;
+      case 1: step(x1, words[i]); break;
+      case 2: step(x2, words[i]); break;
+      default: step(x3, words[i]); break;
       }
-      x = ((x / f) << kRans16ScaleBits) + (x % f) + start[s];
     }
-    Bytes block;
-    for (uint32_t x : state) putU32(block, x);
-    for (auto it = renorm.rbegin(); it != renorm.rend(); ++it) {
-      block.push_back(static_cast<uint8_t>(*it));
-      block.push_back(static_cast<uint8_t>(*it >> 8));
+    for (; i > begin; i -= kStates) {
+      step(x3, words[i - 1]);
+      step(x2, words[i - 2]);
+      step(x1, words[i - 3]);
+      step(x0, words[i - 4]);
     }
-    putVarint(out, block.size());
-    out.insert(out.end(), block.begin(), block.end());
+    static_assert(kStates == 4, "the loop above holds four states");
+    const size_t renormBytes = 2 * (renorm.size() - pos);
+    putVarint(out, 4 * kStates + renormBytes);
+    for (uint32_t x : {x0, x1, x2, x3}) putU32(out, x);
+    const auto *bytes = reinterpret_cast<const uint8_t *>(renorm.data() + pos); // little-endian host
+    out.insert(out.end(), bytes, bytes + renormBytes);
   }
   return true;
 }
