@@ -1,5 +1,9 @@
 #include "synth/Literals.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace brevis {
 
 std::vector<uint64_t> readWords(ByteSpan bytes, unsigned wordBytes) {
@@ -18,6 +22,44 @@ std::vector<uint64_t> extractField(WordsView words, unsigned shift, unsigned wid
 
 namespace {
 
+#if defined(__x86_64__)
+/// The words [0, n) less the last n % (64 / sizeof(In)): shifted and masked a register at a time
+/// with AVX-512 (one shift of the input's lanes, one narrowing, one mask). GCC's loop for the
+/// same, at the x86-64 baseline, widened 16-bit words to 32-bit lanes to shift them (C++'s
+/// integer promotion): a tenth of level 1's time. Returns the words done.
+template <typename In, typename Out>
+[[gnu::target("avx512f,avx512bw")]] size_t extractAvx512(const In *in, size_t n, unsigned shift, Out mask, Out *out) {
+  constexpr size_t step = 64 / sizeof(In);
+  const __m128i count = _mm_cvtsi32_si128(static_cast<int>(shift));
+  // (The maskz forms with every lane on: GCC 12's plain ones warn about their pass-through.)
+  const __mmask32 all32 = ~__mmask32{0};
+  const __mmask16 all16 = 0xffff;
+  size_t i = 0;
+  for (; i + step <= n; i += step) {
+    const __m512i v = _mm512_loadu_si512(in + i);
+    if constexpr (sizeof(In) == 1) {
+      // Bytes shifted in 16-bit lanes: the bits that cross into a byte lie above its mask.
+      const __m512i w = _mm512_and_si512(_mm512_maskz_srl_epi16(all32, v, count), _mm512_set1_epi8(static_cast<char>(mask)));
+      _mm512_storeu_si512(out + i, w);
+    } else if constexpr (sizeof(In) == 2) {
+      const __m512i w = _mm512_maskz_srl_epi16(all32, v, count);
+      if constexpr (sizeof(Out) == 1)
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i),
+                            _mm256_and_si256(_mm512_maskz_cvtepi16_epi8(all32, w), _mm256_set1_epi8(static_cast<char>(mask))));
+      else
+        _mm512_storeu_si512(out + i, _mm512_and_si512(w, _mm512_set1_epi16(static_cast<short>(mask))));
+    } else {
+      const __m512i w = _mm512_and_si512(_mm512_maskz_srl_epi32(all16, v, count), _mm512_set1_epi32(static_cast<int>(mask)));
+      if constexpr (sizeof(Out) == 1) _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i), _mm512_maskz_cvtepi32_epi8(all16, w));
+      else if constexpr (sizeof(Out) == 2)
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i), _mm512_maskz_cvtepi32_epi16(all16, w));
+      else _mm512_storeu_si512(out + i, w);
+    }
+  }
+  return i;
+}
+#endif
+
 template <typename Out> WordsView extractInto(WordsView words, unsigned shift, unsigned width, FieldBuffer<Out> &field) {
   const auto mask = static_cast<Out>(widthMask(width));
   field.resize(words.size());
@@ -26,8 +68,14 @@ template <typename Out> WordsView extractInto(WordsView words, unsigned shift, u
   Out *const out = field.data();
   words.visit([&](auto in) {
     using In = typename decltype(in)::value_type;
+    size_t i = 0;
+#if defined(__x86_64__)
+    static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    if constexpr (sizeof(In) <= 4 && sizeof(Out) <= sizeof(In))
+      if (avx512) i = extractAvx512<In, Out>(in.data(), in.size(), shift, mask, out);
+#endif
     // Shifted in the input's container: a narrower field of a wider word, or the same width.
-    for (size_t i = 0; i < in.size(); ++i) out[i] = static_cast<Out>(static_cast<In>(in[i] >> shift)) & mask;
+    for (; i < in.size(); ++i) out[i] = static_cast<Out>(static_cast<In>(in[i] >> shift)) & mask;
   });
   return WordsView(std::span<const Out>(field));
 }

@@ -676,6 +676,30 @@ TEST(NarrowWords, FieldsComeOutInTheNarrowestContainer) {
   EXPECT_EQ(extractField(wide, 3, 40, buffers).containerBytes(), 8u);
 }
 
+// Every container, every field that fits it, lengths around a vector register's words (the
+// AVX-512 loop takes 64 / sizeof(word) at a time; the rest word by word): as the 64-bit path.
+TEST(NarrowWords, EveryFieldOfEveryContainerIsItsBits) {
+  std::mt19937_64 rng(10);
+  FieldBuffers buffers;
+  auto check = [&]<typename W>(W) {
+    constexpr unsigned bits = 8 * sizeof(W);
+    for (size_t n : {0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000}) {
+      std::vector<W> words(n);
+      for (W &w : words) w = static_cast<W>(rng());
+      const std::vector<uint64_t> wide(words.begin(), words.end());
+      for (unsigned shift = 0; shift < bits; ++shift)
+        for (unsigned width = 1; shift + width <= bits; ++width) {
+          const WordsView field = extractField(WordsView(std::span<const W>(words)), shift, width, buffers);
+          ASSERT_EQ(field.widened(), extractField(wide, shift, width))
+              << bits << "-bit words, " << n << " of them, bits [" << shift << ", " << shift + width << ")";
+        }
+    }
+  };
+  check(uint8_t{});
+  check(uint16_t{});
+  check(uint32_t{});
+}
+
 TEST(NarrowWords, TensorBytesAreViewedInPlaceWhereAligned) {
   std::vector<uint32_t> backing(65);
   auto *bytes = reinterpret_cast<uint8_t *>(backing.data());
