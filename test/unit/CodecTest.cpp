@@ -322,6 +322,40 @@ TEST(Codec, HuffmanNarrowAndWideAlphabetsWriteTheSameBlocks) {
   }
 }
 
+// Words in byte containers are coded 64 at a time where the CPU has AVX-512 VBMI, and in
+// 16- and 64-bit containers by the scalar writer: the same blocks, for every code length up to
+// 14, run lengths around the vector step, and several blocks.
+TEST(Codec, HuffmanByteWordsWriteTheSameBlocksInEveryContainer) {
+  std::mt19937_64 rng(13);
+  size_t lengthsSeen = 0;
+  for (uint64_t n : {uint64_t{63}, uint64_t{64}, uint64_t{255}, uint64_t{256}, uint64_t{257}, uint64_t{4099},
+                     kHuffmanBlockWords + 1000}) {
+    for (double p : {0.6, 0.2, 0.02}) {
+      for (unsigned width : {3u, 8u}) {
+        std::geometric_distribution<uint64_t> geometric(p);
+        std::vector<uint8_t> bytes(n);
+        for (auto &x : bytes) x = static_cast<uint8_t>(std::min<uint64_t>(geometric(rng), widthMask(width)));
+        bytes[0] = 1, bytes[1] = 0;
+        if (width == 8) bytes[2] = 255; // a word whose codes are looked up in the tables' top half
+        const std::vector<uint16_t> halves(bytes.begin(), bytes.end());
+        const std::vector<uint64_t> wide(bytes.begin(), bytes.end());
+        Bytes fromBytes, fromHalves, fromWide;
+        ASSERT_TRUE(encodeHuffman(WordsView(std::span<const uint8_t>(bytes)), width, fromBytes));
+        ASSERT_TRUE(encodeHuffman(WordsView(std::span<const uint16_t>(halves)), width, fromHalves));
+        ASSERT_TRUE(encodeHuffman(wide, width, fromWide));
+        const std::string where = fmt::format("u{}, {} words, geometric({})", width, n, p);
+        EXPECT_EQ(fromBytes, fromWide) << where;
+        EXPECT_EQ(fromHalves, fromWide) << where;
+        ByteReader in(fromBytes);
+        auto code = readHuffmanCode(in, width);
+        ASSERT_TRUE(code) << where;
+        if (code->maxLength == 14) ++lengthsSeen;
+      }
+    }
+  }
+  EXPECT_GT(lengthsSeen, 0u); // codes as long as the writer takes
+}
+
 // The interpreter's narrow kernels (decodeLitNarrow: AVX-512 VBMI, pdep or portable, chosen at
 // run time) agree with the 64-bit word kernel for every bit count, any start and length.
 template <typename T> void expectNarrowMatchesWords(unsigned width, std::mt19937_64 &rng) {

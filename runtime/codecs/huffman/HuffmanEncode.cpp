@@ -1,10 +1,20 @@
 #include "runtime/codecs/huffman/HuffmanEncode.h"
 
+// GCC 12's AVX-512 intrinsics pass an uninitialized vector as the unused merge source.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include "runtime/common/Histogram.h"
 
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace brevis {
 
@@ -236,6 +246,104 @@ template <typename W> void writeRun(const W *from, uint64_t count, const uint32_
   }
 }
 
+#if defined(__x86_64__)
+/// A byte alphabet's table entries as three tables of 256 bytes, four registers each: the code's
+/// length, its low byte and its high byte, looked up 64 words at a time by byte permutes.
+struct ByteCodeTables {
+  __m512i length[4], low[4], high[4];
+};
+
+[[gnu::target("avx512f,avx512bw")]] ByteCodeTables byteCodeTables(const std::vector<uint32_t> &entryOf) {
+  alignas(64) uint8_t length[256] = {}, low[256] = {}, high[256] = {};
+  for (size_t v = 0; v < entryOf.size() && v < 256; ++v) {
+    length[v] = static_cast<uint8_t>(entryOf[v] >> 16);
+    low[v] = static_cast<uint8_t>(entryOf[v]);
+    high[v] = static_cast<uint8_t>(entryOf[v] >> 8);
+  }
+  ByteCodeTables t;
+  for (unsigned k = 0; k < 4; ++k) {
+    t.length[k] = _mm512_load_si512(length + 64 * k);
+    t.low[k] = _mm512_load_si512(low + 64 * k);
+    t.high[k] = _mm512_load_si512(high + 64 * k);
+  }
+  return t;
+}
+
+/// Entry `w` (0..255) of a 256-byte table held in four registers: two permutes over 128 bytes
+/// each, chosen by the word's top bit.
+[[gnu::target("avx512f,avx512bw,avx512vbmi"), gnu::always_inline]] inline __m512i lookupBytes(const __m512i *table,
+                                                                                               __m512i w,
+                                                                                               __mmask64 top) {
+  return _mm512_mask_blend_epi8(top, _mm512_permutex2var_epi8(table[0], w, table[1]),
+                                _mm512_permutex2var_epi8(table[2], w, table[3]));
+}
+
+/// Codes in the even and odd `Bits`-bit halves of each 2·Bits-bit lane joined (the odd one's
+/// shifted past the even one's length), with their lengths summed: the bits of the two codes
+/// one after another.
+template <unsigned Bits>
+[[gnu::target("avx512f,avx512bw"), gnu::always_inline]] inline void joinHalves(__m512i &codes, __m512i &lengths) {
+  if constexpr (Bits == 16) {
+    const __m512i low = _mm512_set1_epi32(0xffff);
+    const __m512i first = _mm512_and_si512(lengths, low);
+    codes = _mm512_or_si512(_mm512_and_si512(codes, low), _mm512_sllv_epi32(_mm512_srli_epi32(codes, 16), first));
+    lengths = _mm512_add_epi32(first, _mm512_srli_epi32(lengths, 16));
+  } else {
+    const __m512i low = _mm512_set1_epi64(0xffffffff);
+    const __m512i first = _mm512_and_si512(lengths, low);
+    codes = _mm512_or_si512(_mm512_and_si512(codes, low), _mm512_sllv_epi64(_mm512_srli_epi64(codes, 32), first));
+    lengths = _mm512_add_epi64(first, _mm512_srli_epi64(lengths, 32));
+  }
+}
+
+/// Sixty-four byte words' codes (lengths at most 14) joined four by four into sixteen codes of up
+/// to 56 bits, codes[k] of words 4k..4k+3, in order.
+[[gnu::target("avx512f,avx512bw,avx512vbmi"), gnu::always_inline]] inline void
+joinSixtyFourCodes(const uint8_t *from, const ByteCodeTables &t, uint64_t *codes, uint64_t *lengths) {
+  const __m512i w = _mm512_loadu_si512(from);
+  const __mmask64 top = _mm512_movepi8_mask(w);
+  const __m512i length = lookupBytes(t.length, w, top);
+  const __m512i low = lookupBytes(t.low, w, top), high = lookupBytes(t.high, w, top);
+  for (unsigned half = 0; half < 2; ++half) { // words 0..31, then 32..63, as 16-bit lanes
+    const __m256i l = half ? _mm512_extracti64x4_epi64(low, 1) : _mm512_castsi512_si256(low);
+    const __m256i h = half ? _mm512_extracti64x4_epi64(high, 1) : _mm512_castsi512_si256(high);
+    const __m256i n = half ? _mm512_extracti64x4_epi64(length, 1) : _mm512_castsi512_si256(length);
+    __m512i c = _mm512_or_si512(_mm512_cvtepu8_epi16(l), _mm512_slli_epi16(_mm512_cvtepu8_epi16(h), 8));
+    __m512i s = _mm512_cvtepu8_epi16(n);
+    joinHalves<16>(c, s); // pairs, in 32-bit lanes
+    joinHalves<32>(c, s); // fours, in 64-bit lanes
+    _mm512_storeu_si512(codes + 8 * half, c);
+    _mm512_storeu_si512(lengths + 8 * half, s);
+  }
+}
+
+/// writeTwoRuns for byte words with AVX-512 VBMI, 64 words of each run a step (`count` a
+/// multiple of 64): codes looked up by byte permutes (a gather of their table entries was slower
+/// than the scalar lookups) and joined in registers, so that sixteen codes of four words each
+/// reach each bit writer instead of sixty-four. The bits are the same.
+[[gnu::target("avx512f,avx512bw,avx512vbmi")]] void writeTwoByteRunsVbmi(const uint8_t *w0, const uint8_t *w1,
+                                                                           uint64_t count, const ByteCodeTables &t,
+                                                                           RunWriter &run0, RunWriter &run1) {
+  RunWriter r0 = run0, r1 = run1;
+  alignas(64) uint64_t codes0[16], lengths0[16], codes1[16], lengths1[16];
+  for (uint64_t j = 0; j < count; j += 64) {
+    joinSixtyFourCodes(w0 + j, t, codes0, lengths0);
+    joinSixtyFourCodes(w1 + j, t, codes1, lengths1);
+    for (unsigned k = 0; k < 16; ++k) {
+      // At most 7 bits held after a store, and 56 added: within the 64-bit accumulator.
+      r0.acc |= codes0[k] << r0.filled;
+      r0.filled += static_cast<unsigned>(lengths0[k]);
+      r1.acc |= codes1[k] << r1.filled;
+      r1.filled += static_cast<unsigned>(lengths1[k]);
+      r0.store();
+      r1.store();
+    }
+  }
+  run0 = r0;
+  run1 = r1;
+}
+#endif
+
 /// The four runs' starts in a block of m words whose word i weighs weightAt(i) lookups: the
 /// runs take about equally many lookups, so that the decoder's four streams end together. The
 /// starts are written in the block, so they need not split its weight exactly: they fall on
@@ -292,6 +400,11 @@ void encodeBlocksDirect(std::span<const W> words, unsigned width, const HuffmanC
   // Four codes of at most 14 bits and up to 7 bits left from the last store fit the 64-bit
   // accumulator; longer codes (alphabets of more than 2^14 values) never reach this path.
   if (code.maxLength > 14) __builtin_trap();
+#if defined(__x86_64__)
+  static const bool vbmi = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+  std::optional<ByteCodeTables> byteTables;
+  if (sizeof(W) == 1 && vbmi) byteTables = byteCodeTables(entryOf);
+#endif
   codeBlocks(words.size(), out, run, [&](size_t b, Bytes &into) {
     thread_local std::vector<uint64_t> running;
     thread_local std::vector<uint8_t> runBytes[kHuffmanStreams];
@@ -318,7 +431,15 @@ void encodeBlocksDirect(std::span<const W> words, unsigned width, const HuffmanC
     uint64_t sizes[kHuffmanStreams];
     for (unsigned r = 0; r < kHuffmanStreams; r += 2) {
       const uint64_t together = std::min(left[r], left[r + 1]) / 4 * 4;
-      writeTwoRuns(from[r], from[r + 1], together, entryOf.data(), runs[r], runs[r + 1]);
+      uint64_t done = 0; // of `together`, by the vector loop
+#if defined(__x86_64__)
+      if constexpr (sizeof(W) == 1)
+        if (byteTables) {
+          done = together / 64 * 64;
+          writeTwoByteRunsVbmi(from[r], from[r + 1], done, *byteTables, runs[r], runs[r + 1]);
+        }
+#endif
+      writeTwoRuns(from[r] + done, from[r + 1] + done, together - done, entryOf.data(), runs[r], runs[r + 1]);
       for (unsigned k = r; k < r + 2; ++k) {
         writeRun(from[k] + together, left[k] - together, entryOf.data(), runs[k]);
         sizes[k] = runs[k].finish(runBytes[k].data());
