@@ -74,12 +74,20 @@ template <typename W> std::optional<WordHistogram> histogramOf(std::span<const W
     if (table.size() < (size_t{1} << 16)) table.assign(size_t{1} << 16, 0);
     uint64_t *const counts = table.data();
     for (W w : words) ++counts[w];
-    for (size_t v = 0; v < (size_t{1} << width); ++v)
-      if (counts[v]) {
-        h.words.push_back(v);
-        h.counts.push_back(counts[v]);
-        counts[v] = 0;
-      }
+    // Read back eight counters at a time, passing over the eight where all are zero: a short
+    // stream of wide words leaves most of the table zero, and a test per counter was half of
+    // the histogram's time on a checkpoint of small tensors.
+    const size_t values = size_t{1} << width;
+    for (size_t base = 0; base < values; base += 8) {
+      const uint64_t *c = counts + base;
+      if (!(c[0] | c[1] | c[2] | c[3] | c[4] | c[5] | c[6] | c[7])) continue;
+      for (size_t v = base; v < base + 8; ++v)
+        if (counts[v]) {
+          h.words.push_back(v);
+          h.counts.push_back(counts[v]);
+          counts[v] = 0;
+        }
+    }
   } else {
     std::vector<uint64_t> sorted(words.begin(), words.end());
     std::sort(sorted.begin(), sorted.end());
