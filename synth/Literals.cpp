@@ -34,23 +34,29 @@ template <typename In, typename Out>
   // (The maskz forms with every lane on: GCC 12's plain ones warn about their pass-through.)
   const __mmask32 all32 = ~__mmask32{0};
   const __mmask16 all16 = 0xffff;
+  const auto byteBits = static_cast<uint8_t>(shift < 8 ? 0xffu >> shift : 0);
+  const __m512i byteMask = _mm512_set1_epi8(static_cast<char>(mask & byteBits));
+  const __m256i halfMask = _mm256_set1_epi8(static_cast<char>(mask));
   size_t i = 0;
   for (; i + step <= n; i += step) {
     const __m512i v = _mm512_loadu_si512(in + i);
     if constexpr (sizeof(In) == 1) {
-      // Bytes shifted in 16-bit lanes: the bits that cross into a byte lie above its mask.
-      const __m512i w = _mm512_and_si512(_mm512_maskz_srl_epi16(all32, v, count), _mm512_set1_epi8(static_cast<char>(mask)));
+      // Bytes shifted in 16-bit lanes: the bits that cross into a byte from the next lie at
+      // 8 - shift and above, where a byte shifted alone has zeros; the mask keeps them out.
+      const __m512i w = _mm512_and_si512(_mm512_maskz_srl_epi16(all32, v, count), byteMask);
       _mm512_storeu_si512(out + i, w);
     } else if constexpr (sizeof(In) == 2) {
       const __m512i w = _mm512_maskz_srl_epi16(all32, v, count);
       if constexpr (sizeof(Out) == 1)
         _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i),
-                            _mm256_and_si256(_mm512_maskz_cvtepi16_epi8(all32, w), _mm256_set1_epi8(static_cast<char>(mask))));
+                            _mm256_and_si256(_mm512_maskz_cvtepi16_epi8(all32, w), halfMask));
       else
         _mm512_storeu_si512(out + i, _mm512_and_si512(w, _mm512_set1_epi16(static_cast<short>(mask))));
     } else {
-      const __m512i w = _mm512_and_si512(_mm512_maskz_srl_epi32(all16, v, count), _mm512_set1_epi32(static_cast<int>(mask)));
-      if constexpr (sizeof(Out) == 1) _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i), _mm512_maskz_cvtepi32_epi8(all16, w));
+      const __m512i w =
+          _mm512_and_si512(_mm512_maskz_srl_epi32(all16, v, count), _mm512_set1_epi32(static_cast<int>(mask)));
+      if constexpr (sizeof(Out) == 1)
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i), _mm512_maskz_cvtepi32_epi8(all16, w));
       else if constexpr (sizeof(Out) == 2)
         _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i), _mm512_maskz_cvtepi32_epi16(all16, w));
       else _mm512_storeu_si512(out + i, w);

@@ -921,10 +921,63 @@ TEST(Codec, Rans16DecodesBlocksTwoAtATime) {
     }
 }
 
+// Each block of a literal damaged in turn, its size rewritten so that the literal's layout stays
+// valid: the decoder itself must refuse it, naming the block, whether the block is the first or
+// the second of a pair decoded together, or the one left alone.
+TEST(Codec, Rans16RefusesADamagedBlockOfAPairOrAlone) {
+  std::mt19937_64 rng(23);
+  const unsigned width = 10;
+  const auto words = makeWords(rng, 2 * kRans16BlockWords + 500, width, Shape::Skewed);
+  Bytes good;
+  ASSERT_TRUE(encodeLit(Encoding::Rans, words, width, good));
+  // The layout (Rans16.h): K, K words, K frequencies, the block size, then each block's size and
+  // bytes.
+  ByteReader in(good);
+  const uint64_t k = *in.varint();
+  for (uint64_t i = 0; i < 2 * k + 1; ++i) ASSERT_TRUE(in.varint());
+  const Bytes head(good.cbegin(), good.cbegin() + (in.position() - good.data()));
+  std::vector<Bytes> blocks;
+  while (in.remaining()) {
+    const uint64_t size = *in.varint();
+    const uint8_t *at = in.take(size);
+    ASSERT_NE(at, nullptr);
+    blocks.emplace_back(at, at + size);
+  }
+  ASSERT_EQ(blocks.size(), 3u);
+  auto literal = [&](const std::vector<Bytes> &parts) {
+    Bytes out = head;
+    for (const Bytes &b : parts) {
+      putVarint(out, b.size());
+      out.insert(out.end(), b.begin(), b.end());
+    }
+    return out;
+  };
+  ASSERT_EQ(literal(blocks), good);
+  for (size_t b = 0; b < blocks.size(); ++b)
+    for (const char *damage : {"its last word cut", "two bytes more", "a state changed", "a word changed"}) {
+      std::vector<Bytes> parts = blocks;
+      Bytes &block = parts[b];
+      const std::string what = damage;
+      if (what == "its last word cut") block.resize(block.size() - 2);
+      else if (what == "two bytes more") block.insert(block.end(), {0, 0});
+      else if (what == "a state changed") block[5] ^= 0x10;
+      else block[16 + (block.size() - 16) / 2] ^= 0x01;
+      const Bytes bytes = literal(parts);
+      Payload payload = Payload::fromBytes(bytes);
+      auto lit = Lit::make(StreamType{width, words.size()}, Encoding::Rans, ByteRange{0, bytes.size()});
+      ASSERT_TRUE(validateLit(*lit, payload)) << "block " << b << ", " << damage;
+      auto decoded = decodeLit(*lit, payload);
+      ASSERT_FALSE(decoded) << "block " << b << ", " << damage << ": decoded";
+      EXPECT_NE(decoded.error().message.find(fmt::format("rans block {} ", b)), std::string::npos)
+          << "block " << b << ", " << damage << ": " << decoded.error().message;
+    }
+}
+
 TEST(Codec, Rans16RejectsTruncationAndSurvivesCorruption) {
   std::mt19937_64 rng(12);
   // One block, and three (a damaged pair decodes interleaved).
-  const std::pair<unsigned, uint64_t> cases[] = {{9, 20000}, {12, 20000}, {16, 20000}, {10, 2 * kRans16BlockWords + 500}};
+  const std::pair<unsigned, uint64_t> cases[] = {
+      {9, 20000}, {12, 20000}, {16, 20000}, {10, 2 * kRans16BlockWords + 500}};
   for (auto [width, n] : cases) {
     auto words = makeWords(rng, n, width, Shape::Skewed);
     Bytes good;
@@ -1029,6 +1082,33 @@ TEST(RansX32, DecodesWhatHtscodecsEncodesTwoFramesAtATime) {
       }
     }
   EXPECT_GT(decodedHere, 40u);
+}
+
+// A frame of one symbol is written out without decoding, and the frame decoded after it in the
+// same pair reports only its own symbols.
+TEST(RansX32, AFrameAfterAOneSymbolFrameReportsItsOwnSymbols) {
+  if (!ransX32DecoderAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::mt19937_64 rng(43);
+  const std::vector<uint8_t> constant(5000, 0x40);
+  std::vector<uint8_t> small(5000);
+  for (uint8_t &b : small) b = static_cast<uint8_t>(rng() % 4);
+  uint64_t constantCounts[256] = {}, smallCounts[256] = {};
+  constantCounts[0x40] = constant.size();
+  for (uint8_t b : small) ++smallCounts[b];
+  Bytes frames[2];
+  encodeRansX32Frame(constant, constantCounts, frames[0]);
+  encodeRansX32Frame(small, smallCounts, frames[1]);
+  ASSERT_EQ(frames[0][0], RANS_ORDER_X32);
+  ASSERT_EQ(frames[1][0], RANS_ORDER_X32);
+  std::vector<uint8_t> out[2] = {std::vector<uint8_t>(5000), std::vector<uint8_t>(5000)};
+  RansX32Frame jobs[2] = {{frames[0], out[0].data(), 5000}, {frames[1], out[1].data(), 5000}};
+  decodeRansX32Frames(jobs);
+  ASSERT_EQ(jobs[0].status, RansX32Frame::Status::Done);
+  ASSERT_EQ(jobs[1].status, RansX32Frame::Status::Done);
+  EXPECT_TRUE(out[0] == constant);
+  EXPECT_TRUE(out[1] == small);
+  EXPECT_EQ(jobs[0].symbolsOr, 0x40);
+  EXPECT_EQ(jobs[1].symbolsOr, 0x03);
 }
 
 TEST(RansX32, DamagedFramesFailOrDecodeAsHtscodecsDoes) {

@@ -59,6 +59,7 @@ void putU32(Bytes &out, uint32_t v) {
 namespace {
 
 template <typename W> bool encodeRans16Of(std::span<const W> words, unsigned width, Bytes &out, const WordHistogram *counted) {
+  if (width > 16) return false; // a table indexed by the word: 9 to 16 bits (Rans16.h)
   std::optional<WordHistogram> made;
   if (!counted && (made = histogram(words, width, uint64_t{1} << 16))) counted = &*made;
   const WordHistogram *const h = counted;
@@ -76,22 +77,23 @@ template <typename W> bool encodeRans16Of(std::span<const W> words, unsigned wid
   for (uint32_t f : freq) putVarint(out, f);
   putVarint(out, kRans16BlockWords);
 
+  if (words.empty()) return true; // the table alone (the cost model's measure of it)
   // Per word of the alphabet, what a step needs without a division (x / f by a multiply-high
   // with ceil(2^64 / f), exact for every 32-bit x and f >= 2): the state becomes
   // x + bias + q * (2^16 - f), which is ((x / f) << 16) + (x % f) + start. A frequency of 1 takes
-  // 2^64 - 1, whose q is x - 1, and a bias 2^16 - 1 larger to make up for it.
+  // 2^64 - 1, whose q is x - 1 (x >= 1), and a bias 2^16 - 1 larger to make up for it. Indexed by
+  // the word, the thread's table reused, only the alphabet's entries set: the words are among
+  // them.
   struct Step {
     uint64_t reciprocal;
-    uint32_t limit, bias, complement;
+    uint32_t bias, freq;
   };
-  std::vector<Step> stepOf;
-  if (width <= 16) {
-    stepOf.assign(size_t{1} << width, Step{});
-    for (uint32_t s = 0; s < k; ++s) {
-      const uint32_t f = freq[s];
-      stepOf[h->words[s]] = f == 1 ? Step{~uint64_t{0}, f << 16, start[s] + kTotal - 1, kTotal - 1}
-                                   : Step{~uint64_t{0} / f + 1, f << 16, start[s], kTotal - f};
-    }
+  thread_local std::vector<Step> stepOf;
+  if (stepOf.size() < (size_t{1} << width)) stepOf.resize(size_t{1} << width);
+  for (uint32_t s = 0; s < k; ++s) {
+    const uint32_t f = freq[s];
+    stepOf[h->words[s]] =
+        f == 1 ? Step{~uint64_t{0}, start[s] + kTotal - 1, f} : Step{~uint64_t{0} / f + 1, start[s], f};
   }
   // Renormalizing words, filled from the back: read forwards from the last one written, they
   // are in decoding order. A step writes one unconditionally and keeps it where the state
@@ -103,12 +105,12 @@ template <typename W> bool encodeRans16Of(std::span<const W> words, unsigned wid
     size_t pos = renorm.size();
     auto step = [&](uint32_t &x, uint64_t word) {
       const Step &st = stepOf[word];
-      const uint32_t emit = x >= st.limit; // (L >> scale) << 16 * f, L = 2^16 and scale 16
+      const uint32_t emit = x >= st.freq << 16; // (L >> scale) << 16 * f, L = 2^16 and scale 16
       renorm[pos - 1] = static_cast<uint16_t>(x);
       pos -= emit;
       x >>= 16 * emit;
       const auto q = static_cast<uint32_t>((static_cast<unsigned __int128>(st.reciprocal) * x) >> 64);
-      x += st.bias + q * st.complement;
+      x += st.bias + q * (kTotal - st.freq);
     };
     // rANS encodes backwards: the last word first, so that the decoder runs forwards. Word i
     // belongs to state (i - begin) % 4: the words past the last whole four first, then four at a

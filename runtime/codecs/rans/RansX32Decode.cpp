@@ -90,6 +90,10 @@ struct Parsed {
 };
 
 Status parse(const RansX32Frame &f, Parsed &p) {
+  // A frame that does not go on to be decoded (one symbol, or corrupt) leaves its Parsed to the
+  // next frame: nothing of it may carry over.
+  p.onlySymbol = -1;
+  p.symbolsOr = 0;
   Reader in(f.frame.data(), f.frame.data() + f.frame.size());
   auto flags = in.byte();
   if (!flags || *flags != kOrder0X32 || f.length == 0) return Status::NotHandled;
