@@ -172,14 +172,13 @@ Result<std::unique_ptr<Rans16Decoder>> Rans16Decoder::create(ByteSpan bytes, uns
     if (count) d->blocks_.push_back(ByteSpan());
     return d;
   }
-  d->freq_.resize(*k);
-  d->start_.resize(*k);
+  std::vector<uint32_t> freq(*k), start(*k);
   uint64_t sum = 0;
   for (uint64_t i = 0; i < *k; ++i) {
     auto f = in.varint();
     if (!f || *f == 0 || *f > kTotal) return Error{"rans table has an invalid frequency"};
-    d->start_[i] = static_cast<uint32_t>(sum);
-    d->freq_[i] = static_cast<uint32_t>(*f);
+    start[i] = static_cast<uint32_t>(sum);
+    freq[i] = static_cast<uint32_t>(*f);
     sum += *f;
     if (sum > kTotal) return Error{"rans frequencies sum to more than 2^16"};
   }
@@ -189,9 +188,9 @@ Result<std::unique_ptr<Rans16Decoder>> Rans16Decoder::create(ByteSpan bytes, uns
     d->slotWord_ = std::make_unique_for_overwrite<uint16_t[]>(kTotal);
     for (uint32_t s = 0; s < *k; ++s) {
       // k >= 2: every frequency is below 2^16, and so is every offset within one.
-      uint32_t *step = d->slotStep_.get() + d->start_[s];
-      for (uint32_t y = 0; y < d->freq_[s]; ++y) step[y] = d->freq_[s] << 16 | y;
-      std::fill_n(d->slotWord_.get() + d->start_[s], d->freq_[s], static_cast<uint16_t>(d->words_[s]));
+      uint32_t *step = d->slotStep_.get() + start[s];
+      for (uint32_t y = 0; y < freq[s]; ++y) step[y] = freq[s] << 16 | y;
+      std::fill_n(d->slotWord_.get() + start[s], freq[s], static_cast<uint16_t>(d->words_[s]));
     }
   }
   auto blockWords = in.varint();
@@ -312,6 +311,7 @@ Result<void> Rans16Decoder::decodeBlocks(size_t first, size_t n, uint16_t *out) 
       uint32_t c0 = c.x[0], c1 = c.x[1], c2 = c.x[2], c3 = c.x[3];
       for (uint64_t r; (r = std::min(safeRounds(a.i, a.n, a.p, a.end), safeRounds(c.i, c.n, c.p, c.end))) != 0;)
         for (; r; --r, a.i += kStates, c.i += kStates) {
+          // Step by step in turn: two rounds one after the other took 1.6x as long.
           rans16Step(a0, a.out + a.i, a.p, steps, words);
           rans16Step(c0, c.out + c.i, c.p, steps, words);
           rans16Step(a1, a.out + a.i + 1, a.p, steps, words);

@@ -54,7 +54,6 @@ private:
   Result<void> finishLane(Lane &lane) const;
 
   std::vector<uint64_t> words_;
-  std::vector<uint32_t> freq_, start_;
   /// Per slot of 2^16: freq << 16 | (slot - start) of the symbol whose range holds it, which is
   /// all a state's step needs (one load in its chain), and that symbol's word.
   std::unique_ptr<uint32_t[]> slotStep_;
