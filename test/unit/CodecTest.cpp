@@ -1328,6 +1328,52 @@ TEST(Codec, ContextCodesTheCommonWordOfASparseStreamByAnEscapeFlag) {
   EXPECT_EQ(contextEscapeCandidate(dense, 8), std::nullopt);
 }
 
+TEST(Codec, ContextDecodesRunsOfTheEscapeWordWhereverTheyEnd) {
+  // A run of escape words decodes in one call after its first two: runs that end at the end
+  // of the words learning the levels' modes (256), cross it, fill a whole block, end the
+  // stream or the block, and the words between them, for one lane, two and more.
+  std::mt19937_64 rng(21);
+  const auto roundTrip = [&](const std::vector<uint64_t> &words, unsigned width, uint64_t escape,
+                             const std::string &what) {
+    for (unsigned raw : {0u, 1u}) {
+      Bytes coded = {7};
+      encodeContext(words, width, kContextMinRate + raw, escape, coded, raw);
+      Payload payload = Payload::fromBytes(coded);
+      auto lit = Lit::make(StreamType{width, words.size()}, Encoding::Context, ByteRange{1, coded.size() - 1});
+      auto decoded = decodeLit(*lit, payload);
+      ASSERT_TRUE(decoded) << what << ": " << decoded.error().message;
+      EXPECT_EQ(*decoded, words) << what << " raw " << raw;
+    }
+  };
+  for (unsigned width : {8u, 9u, 16u, 24u}) {
+    const uint64_t mask = (uint64_t{1} << width) - 1, escape = 5;
+    const auto other = [&] {
+      uint64_t w;
+      do w = rng() & mask;
+      while (w == escape);
+      return w;
+    };
+    // Runs placed around the end of learning, and of varied lengths after it.
+    for (uint64_t runStart : {0u, 1u, 2u, 100u, 254u, 255u, 256u, 257u}) {
+      for (uint64_t runLength : {1u, 2u, 3u, 156u, 157u, 158u, 400u}) {
+        std::vector<uint64_t> words(1000);
+        for (uint64_t &w : words) w = other();
+        for (uint64_t i = runStart; i < std::min<uint64_t>(words.size(), runStart + runLength); ++i) words[i] = escape;
+        for (uint64_t i = 600; i < 900; ++i) words[i] = i % 97 == 0 ? other() : escape;
+        roundTrip(words, width, escape, fmt::format("u{} run at {} of {}", width, runStart, runLength));
+      }
+    }
+    // Every word the escape word; the stream ends inside a run; a block of escapes, then more.
+    roundTrip(std::vector<uint64_t>(3000, escape), width, escape, fmt::format("u{} all escapes", width));
+    std::vector<uint64_t> tail(3000);
+    for (size_t i = 0; i < tail.size(); ++i) tail[i] = i < 1000 && i % 3 ? other() : escape;
+    roundTrip(tail, width, escape, fmt::format("u{} ending in a run", width));
+  }
+  std::vector<uint64_t> blocks(kContextBlockWords + 5000, 5);
+  for (size_t i = kContextBlockWords - 10; i < blocks.size(); i += 7) blocks[i] = 9;
+  roundTrip(blocks, 16, 5, "a block of escapes and its next");
+}
+
 TEST(Codec, ContextRefusesMalformedLiterals) {
   std::mt19937_64 rng(9);
   auto words = makeWords(rng, 1000, 8, Shape::Uniform);

@@ -128,6 +128,23 @@ public:
     return t;
   }
 
+  /// One lane's trees, for a loop that knows its width (Bits).
+  struct Lane {
+    T *models;
+    uint32_t *stamps;
+    uint32_t generation;
+    T even;
+    template <unsigned Bits> [[gnu::always_inline]] T *tree(unsigned context) {
+      T *const t = models + (size_t{context} << Bits);
+      if (stamps[context] != generation) [[unlikely]] {
+        stamps[context] = generation;
+        std::fill_n(t, size_t{1} << Bits, even);
+      }
+      return t;
+    }
+  };
+  Lane lane(unsigned l) { return {models_ + lanes_.modelBase[l], stamps_ + treeBase_[l], generation_, even_}; }
+
 private:
   const Lanes &lanes_;
   T even_;
@@ -141,6 +158,7 @@ private:
 struct BlockModels : LazyTrees<uint16_t> {
   explicit BlockModels(const Lanes &lanes) : LazyTrees<uint16_t>(lanes, kProbInit) {}
 };
+using LaneTrees = BlockModels::Lane;
 
 /// A bit's level for walkBits' callback outside the last lane.
 constexpr unsigned kNotLastLane = ~0u;
@@ -354,6 +372,34 @@ public:
       code_ = (code_ << 8) | next();
     }
     return bit;
+  }
+  /// Decodes bits by `model` while they are 1, at most `limit` of them, and returns how many 1s
+  /// it decoded; a run shorter than `limit` ended by a 0, decoded too. The model is adapted by
+  /// every bit, as decode() adapts it. A sparse tensor's escape flags come in runs of thousands:
+  /// here the model and the coder's state stay in registers from one flag to the next, where
+  /// the word loop stores and reloads them.
+  uint64_t decodeOnes(uint16_t &model, unsigned rate, uint64_t limit) {
+    uint32_t p = model;
+    uint64_t ones = 0;
+    for (; ones < limit; ++ones) {
+      const uint32_t bound = (range_ >> kProbBits) * p;
+      const bool zero = code_ < bound;
+      if (zero) {
+        range_ = bound;
+        p += (kProbOne - p) >> rate;
+      } else {
+        code_ -= bound;
+        range_ -= bound;
+        p -= p >> rate;
+      }
+      while (range_ < kTopValue) {
+        range_ <<= 8;
+        code_ = (code_ << 8) | next();
+      }
+      if (zero) break;
+    }
+    model = static_cast<uint16_t>(p);
+    return ones;
   }
   /// Whether the block needed bytes beyond its end.
   bool overran() const { return overrun_; }
@@ -838,20 +884,23 @@ uint64_t ContextDecoder::blockLength(size_t b) const { return std::min(blockWord
 
 namespace {
 
-/// How a walk down a bit tree decodes each level's bit: by decodeBranch or by decodeSelect,
-/// level k (0 the top) by bit k of `selects`; while learning (`surprises` set, `selects` 0),
-/// counting in surprises[k] the bits their model thought less likely.
-struct LevelModes {
-  unsigned selects = 0;
-  uint32_t *surprises = nullptr;
+/// How a walk down a bit tree decodes each level's bit: while learning, by decodeBranch,
+/// counting in surprises[k] the bits of level k (0 the top) that their model thought less
+/// likely; after, by decodeSelect where bit k of `selects` is set, else by decodeBranch.
+template <bool Learning> struct LevelModes;
+template <> struct LevelModes<true> {
+  uint32_t *surprises;
+};
+template <> struct LevelModes<false> {
+  unsigned selects;
 };
 
 /// A walk of `levels` bits down a bit tree from its root, both children's models loaded while a
 /// bit decodes (Children: whether the last level's exist in the tree). Levels is the count when
 /// known (0: `levels`).
-template <unsigned Levels, bool Children>
+template <unsigned Levels, bool Children, bool Learning>
 [[gnu::always_inline]] inline unsigned walkTree(RangeDecoder &coder, uint16_t *tree, unsigned rate, unsigned levels,
-                                                LevelModes modes) {
+                                                LevelModes<Learning> modes) {
   if constexpr (Levels != 0) levels = Levels;
   unsigned node = 1;
   uint32_t p = tree[1];
@@ -862,11 +911,15 @@ template <unsigned Levels, bool Children>
       p0 = tree[2 * node];
       p1 = tree[2 * node + 1];
     }
-    // The same choice for every word of the stretch: the branches on it are predicted.
-    const unsigned bit = (modes.selects >> k) & 1 ? coder.decodeSelect(p, tree[node], rate, p0, p1)
-                                                   : coder.decodeBranch(p, tree[node], rate, p0, p1);
-    if (modes.surprises) [[unlikely]]
+    unsigned bit;
+    if constexpr (Learning) {
+      bit = coder.decodeBranch(p, tree[node], rate, p0, p1);
       modes.surprises[k] += bit ^ (p < kProbInit);
+    } else {
+      // The same choice for every word of the stretch: the branches on it are predicted.
+      bit = (modes.selects >> k) & 1 ? coder.decodeSelect(p, tree[node], rate, p0, p1)
+                                     : coder.decodeBranch(p, tree[node], rate, p0, p1);
+    }
     node = node * 2 + bit;
     p = p0;
   }
@@ -875,9 +928,9 @@ template <unsigned Levels, bool Children>
 
 /// The bits of the last lane: `coded` of them through the coder's tree (Raw: a count for the
 /// literal, else Bits, unrolled), then the rest from the raw bits.
-template <unsigned Bits, bool Raw>
+template <unsigned Bits, bool Raw, bool Learning>
 [[gnu::always_inline]] inline unsigned decodeLastLane(RangeDecoder &coder, uint16_t *tree, unsigned rate,
-                                                      unsigned coded, RawBitReader &raw, LevelModes modes) {
+                                                      unsigned coded, RawBitReader &raw, LevelModes<Learning> modes) {
   if constexpr (Raw) {
     // coded < Bits: the last coded level's children are in the tree.
     const unsigned value = walkTree<0, true>(coder, tree, rate, coded, modes);
@@ -887,6 +940,37 @@ template <unsigned Bits, bool Raw>
     return walkTree<Bits, false>(coder, tree, rate, Bits, modes);
   }
 }
+
+/// What a word's escape flag said: the word is the escape word, or its lanes follow; or a run
+/// of escape words reached the end of the stretch decoded.
+enum class Flagged { Escape, Word, End };
+
+/// The escape flags' models, chosen by the flags of the two words before.
+struct EscapeFlags {
+  std::array<uint16_t, kFlagContexts> models;
+  WalkState state;
+  EscapeFlags() { models.fill(kProbInit); }
+  /// Decodes word i's flag (i < end) and writes an escape word. After two escape words, a run
+  /// of them is decoded at once, to the flag that ends it or to `end`, and i moves past it.
+  template <typename T>
+  [[gnu::always_inline]] Flagged decode(RangeDecoder &coder, unsigned rate, T *out, uint64_t &i, uint64_t end,
+                                        T escape) {
+    unsigned flag;
+    if (state.flags == kFlagContexts - 1) {
+      const uint64_t ones = coder.decodeOnes(models[kFlagContexts - 1], rate, end - i);
+      std::fill_n(out + i, ones, escape);
+      i += ones;
+      if (i == end) return Flagged::End;
+      flag = 0;
+    } else {
+      flag = coder.decode(models[state.flags], rate);
+    }
+    state.pushFlag(flag);
+    if (!flag) return Flagged::Word;
+    out[i] = escape;
+    return Flagged::Escape;
+  }
+};
 
 /// The first words of a block, decoded by decodeBranch, choose each level's mode for the rest:
 /// decodeSelect where more than kSelectFrom of their bits surprised their models. (The corpus's
@@ -898,54 +982,52 @@ constexpr double kSelectFrom = 0.05;
 /// Decodes `length` words of one or two lanes, the top one of TopBits bits, the other (if any)
 /// of 8: with the lanes' widths constant, each lane's bits unroll into straight-line steps.
 /// With Escape, each word's flag comes first, and a flagged word is `escape`. With Raw, the
-/// last lane codes only its top `coded` bits.
+/// last lane codes only its top `coded` bits. The words learning the levels' modes and the
+/// rest are two loops: the rest's steps test neither the phase nor its counters.
 template <typename T, unsigned LaneCount, unsigned TopBits, bool Escape, bool Raw>
 void decodeNarrowWords(RangeDecoder &blockCoder, RawBitReader &blockRaw, BlockModels &models, unsigned rate,
                        unsigned coded, uint64_t length, T *out, T escape) {
   // Copies whose address does not escape: their state stays in registers.
   RangeDecoder coder = blockCoder;
   RawBitReader raw = blockRaw;
+  LaneTrees topTrees = models.lane(0), lowTrees = models.lane(LaneCount - 1);
   unsigned previousTop = 0;
-  uint16_t flagModels[kFlagContexts];
-  std::fill(std::begin(flagModels), std::end(flagModels), kProbInit);
-  WalkState flags;
-  // Each lane's levels' modes, and while learning their surprises, over `walked` words.
-  std::array<uint32_t, 16> surprises{};
-  uint64_t walked = 0;
-  LevelModes topModes{0, surprises.data()}, lowModes{0, surprises.data() + 8};
-  const uint64_t learning = std::min(length, kLearningWords);
-  for (uint64_t i = 0; i < length; ++i) {
-    if (i == learning) [[unlikely]] {
-      const auto chosen = [&](const uint32_t *counts) {
-        unsigned selects = 0;
-        for (unsigned k = 0; k < 8; ++k)
-          if (counts[k] > kSelectFrom * static_cast<double>(walked)) selects |= 1u << k;
-        return selects;
-      };
-      topModes = {chosen(surprises.data()), nullptr};
-      lowModes = {chosen(surprises.data() + 8), nullptr};
-    }
-    if constexpr (Escape) {
-      const unsigned flag = coder.decode(flagModels[flags.flags], rate);
-      flags.pushFlag(flag);
-      if (flag) {
-        out[i] = escape;
-        continue;
+  EscapeFlags flags;
+  uint64_t i = 0, walked = 0;
+  const auto run = [&]<bool Learning>(uint64_t end, LevelModes<Learning> topModes, LevelModes<Learning> lowModes)
+                       [[gnu::always_inline]] {
+    for (; i < end; ++i) {
+      if constexpr (Escape) {
+        const Flagged flagged = flags.decode(coder, rate, out, i, end, escape);
+        if (flagged == Flagged::End) break;
+        if (flagged == Flagged::Escape) continue;
+      }
+      if constexpr (Learning) ++walked;
+      uint16_t *const tree = topTrees.template tree<TopBits>(previousTop);
+      if constexpr (LaneCount == 1) {
+        const unsigned value = decodeLastLane<TopBits, Raw>(coder, tree, rate, coded, raw, topModes);
+        previousTop = value;
+        out[i] = static_cast<T>(value);
+      } else {
+        const unsigned value = walkTree<TopBits, false>(coder, tree, rate, TopBits, topModes);
+        previousTop = value;
+        const unsigned lowValue =
+            decodeLastLane<8, Raw>(coder, lowTrees.template tree<8>(value), rate, coded, raw, lowModes);
+        out[i] = static_cast<T>((value << 8) | lowValue);
       }
     }
-    walked += i < learning;
-    uint16_t *const tree = models.tree(0, previousTop);
-    if constexpr (LaneCount == 1) {
-      const unsigned value = decodeLastLane<TopBits, Raw>(coder, tree, rate, coded, raw, topModes);
-      previousTop = value;
-      out[i] = static_cast<T>(value);
-    } else {
-      const unsigned value = walkTree<TopBits, false>(coder, tree, rate, TopBits, topModes);
-      previousTop = value;
-      const unsigned lowValue = decodeLastLane<8, Raw>(coder, models.tree(1, value), rate, coded, raw, lowModes);
-      out[i] = static_cast<T>((value << 8) | lowValue);
-    }
-  }
+  };
+  // Each lane's levels' surprises over the `walked` words learning (escape words walk no tree).
+  std::array<uint32_t, 16> surprises{};
+  const uint64_t learning = std::min(length, kLearningWords);
+  run.template operator()<true>(learning, {surprises.data()}, {surprises.data() + 8});
+  const auto chosen = [&](const uint32_t *counts) {
+    unsigned selects = 0;
+    for (unsigned k = 0; k < 8; ++k)
+      if (counts[k] > kSelectFrom * static_cast<double>(walked)) selects |= 1u << k;
+    return selects;
+  };
+  run.template operator()<false>(length, {chosen(surprises.data())}, {chosen(surprises.data() + 8)});
   blockCoder = coder;
   blockRaw = raw;
 }
@@ -982,17 +1064,12 @@ template <typename T>
 void decodeWideWords(RangeDecoder &coder, RawBitReader &raw, BlockModels &models, const Lanes &lanes, unsigned rate,
                      const std::optional<uint64_t> &escape, uint64_t length, T *out) {
   unsigned previousTop = 0;
-  uint16_t flagModels[kFlagContexts];
-  std::fill(std::begin(flagModels), std::end(flagModels), kProbInit);
-  WalkState flags;
+  EscapeFlags flags;
   for (uint64_t i = 0; i < length; ++i) {
     if (escape) {
-      const unsigned flag = coder.decode(flagModels[flags.flags], rate);
-      flags.pushFlag(flag);
-      if (flag) {
-        out[i] = static_cast<T>(*escape);
-        continue;
-      }
+      const Flagged flagged = flags.decode(coder, rate, out, i, length, static_cast<T>(*escape));
+      if (flagged == Flagged::End) break;
+      if (flagged == Flagged::Escape) continue;
     }
     unsigned context = previousTop;
     uint64_t word = 0;
