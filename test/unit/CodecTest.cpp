@@ -1374,6 +1374,36 @@ TEST(Codec, ContextDecodesRunsOfTheEscapeWordWhereverTheyEnd) {
   roundTrip(blocks, 16, 5, "a block of escapes and its next");
 }
 
+TEST(Codec, ContextSimulatesARunOfEscapeWordsAsItsFlagsOneByOne) {
+  // The simulation steps a run of escape flags until the model stops moving, then adds the
+  // rest at once. Cut into two parts anywhere (inside a run, at its first words, at a part's
+  // end), the parts' costs must add up to the same total to the unit, and the estimate must
+  // stay the coded size.
+  std::mt19937_64 rng(33);
+  for (unsigned width : {8u, 12u, 16u}) {
+    const uint64_t escape = 3;
+    std::vector<uint64_t> words;
+    for (uint64_t run : {1u, 2u, 3u, 40u, 90u, 200u, 1000u, 5000u}) {
+      words.insert(words.end(), run, escape);
+      for (int k = 0; k < 5; ++k) words.push_back((rng() & ((uint64_t{1} << width) - 1)) | 4);
+    }
+    const std::string what = fmt::format("u{}", width);
+    const auto total = contextCodeBits(words, width, words.size(), escape);
+    const auto estimate = contextEstimateBits(words, width, words.size(), escape);
+    for (size_t split : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{50}, size_t{100}, size_t{1105},
+                         size_t{1300}, words.size() - 3000, words.size() - 1, words.size()}) {
+      const auto parts = contextCodeBits(words, width, split, escape);
+      for (size_t r = 0; r < parts.size(); ++r)
+        EXPECT_EQ(parts[r][0] + parts[r][1], total[r][0]) << what << " split " << split << " rate " << r;
+      const auto estimated = contextEstimateBits(words, width, split, escape);
+      EXPECT_EQ(estimated[0] + estimated[1], estimate[0]) << what << " split " << split;
+    }
+    Bytes coded;
+    encodeContext(words, width, kContextMinRate, escape, coded);
+    EXPECT_NEAR(static_cast<double>(coded.size()), total[0][0] / 8, 16.0) << what;
+  }
+}
+
 TEST(Codec, ContextRefusesMalformedLiterals) {
   std::mt19937_64 rng(9);
   auto words = makeWords(rng, 1000, 8, Shape::Uniform);
