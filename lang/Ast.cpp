@@ -54,10 +54,11 @@ std::unique_ptr<Lit> Lit::make(StreamType t, std::vector<uint64_t> words) {
   n->data = std::move(words);
   return n;
 }
-std::unique_ptr<Lit> Lit::makeText(std::string_view bytes) {
+std::unique_ptr<Lit> Lit::makeText(std::string_view bytes) { return makeText(std::string(bytes)); }
+std::unique_ptr<Lit> Lit::makeText(std::string &&bytes) {
   auto n = std::make_unique<Lit>();
   n->type = StreamType{8, bytes.size()};
-  n->data = std::string(bytes);
+  n->data = std::move(bytes);
   return n;
 }
 std::unique_ptr<Const> Const::make(StreamType t, uint64_t v) {

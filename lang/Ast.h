@@ -96,6 +96,7 @@ struct Lit final : Expr {
   static std::unique_ptr<Lit> make(StreamType, Encoding, ByteRange);
   static std::unique_ptr<Lit> make(StreamType, std::vector<uint64_t> words);
   static std::unique_ptr<Lit> makeText(std::string_view bytes); ///< `text '…'`: u8[bytes.size()]
+  static std::unique_ptr<Lit> makeText(std::string &&bytes);     ///< the same, the bytes moved in
   Lit() : Expr(Kind) {}
 };
 

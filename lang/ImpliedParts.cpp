@@ -59,7 +59,7 @@ bool resolveImpliedParts(Module &m, Diagnostics &diags) {
       return false;
     }
     if (r.bytes.size == kImpliedSize) r.bytes.size = bytes->size();
-    r.program = Lit::makeText(*bytes);
+    r.program = Lit::makeText(std::move(*bytes));
     r.program->loc = r.index->loc;
   }
   uint64_t regionCursor = 0;

@@ -43,10 +43,11 @@ Error tooLarge(const Checkpoint &c, size_t header) {
                c.regions[header].loc};
 }
 
-/// The members for the tensor regions after `header`, joined by commas; an error names a tensor
-/// region before it, or a second header written as an index.
-Result<std::string> tensorMembers(const Checkpoint &c, size_t header) {
-  std::string out;
+/// Appends the members for the tensor regions after `header`, joined by commas, to `out` (with
+/// a comma before the first where `commaFirst`), and returns how many bytes the members take
+/// (the comma not counted); an error names a tensor region before it, or a second header
+/// written as an index.
+Result<size_t> appendTensorMembers(const Checkpoint &c, size_t header, std::string &out, bool commaFirst) {
   for (size_t i = 0; i < header; ++i) {
     const Region &r = c.regions[i];
     if (r.kind == RegionKind::Tensor)
@@ -54,7 +55,9 @@ Result<std::string> tensorMembers(const Checkpoint &c, size_t header) {
                                quoteString(r.name)),
                    c.regions[header].loc};
   }
+  const size_t start = out.size();
   uint64_t at = 0; // from the header's end
+  bool first = true;
   for (size_t i = header + 1; i < c.regions.size(); ++i) {
     const Region &r = c.regions[i];
     if (r.index) return Error{"only one header region can be written as safetensors(…)", r.loc};
@@ -62,8 +65,9 @@ Result<std::string> tensorMembers(const Checkpoint &c, size_t header) {
     if (r.bytes.size == kImpliedSize || __builtin_add_overflow(at, r.bytes.size, &end))
       return Error{"the regions after the header end past 2^64 bytes", r.loc};
     if (r.kind == RegionKind::Tensor) {
-      if (out.size() > kMaxSafetensorsHeaderBytes) return tooLarge(c, header);
-      if (!out.empty()) out += ',';
+      if (out.size() - start > kMaxSafetensorsHeaderBytes) return tooLarge(c, header);
+      if (!first || commaFirst) out += ',';
+      first = false;
       appendJsonString(r.name, out);
       // Appended piece by piece: a header of many small tensors formats one member per tensor,
       // and a format string's parsing and buffer cost ten times the bytes themselves.
@@ -82,40 +86,56 @@ Result<std::string> tensorMembers(const Checkpoint &c, size_t header) {
     }
     at = end;
   }
-  return out;
+  return out.size() - start - (!first && commaFirst);
 }
 
-/// Length prefix, `{members}`, padding.
-std::string framed(const std::string &members) {
-  std::string json = "{" + members + "}";
-  json.append((kLengthBytes - json.size() % kLengthBytes) % kLengthBytes, ' ');
-  std::string out(kLengthBytes, '\0');
-  for (size_t b = 0; b < kLengthBytes; ++b) out[b] = static_cast<char>(static_cast<uint64_t>(json.size()) >> (8 * b));
-  return out + json;
-}
-
-std::string withMetadata(const std::string &tensors, const SafetensorsIndex &index) {
-  const std::string metadata = std::string(kMetadataKey) + index.metadata;
-  switch (index.placement) {
-  case SafetensorsIndex::Metadata::None: return tensors;
-  case SafetensorsIndex::Metadata::First: return tensors.empty() ? metadata : metadata + "," + tensors;
-  case SafetensorsIndex::Metadata::Last: return tensors.empty() ? metadata : tensors + "," + metadata;
+/// The header's bytes, built in one string of `sizeHint` bytes reserved (the header region's
+/// size, where it is known): length prefix, `{`, the members with the metadata's, `}`, padding.
+/// (Built in pieces, each copied into the next, a header of 50,000 small tensors was a third of
+/// decoding their checkpoint, most of it in fresh pages for the copies.)
+Result<std::string> headerText(const Checkpoint &c, size_t header, const SafetensorsIndex &index, uint64_t sizeHint) {
+  std::string out;
+  out.reserve(static_cast<size_t>(std::min<uint64_t>(sizeHint, kMaxSafetensorsHeaderBytes + 2 * kLengthBytes)));
+  out.assign(kLengthBytes, '\0');
+  out += '{';
+  const bool first = index.placement == SafetensorsIndex::Metadata::First;
+  if (first) {
+    out += kMetadataKey;
+    out += index.metadata;
   }
-  __builtin_trap(); // not a placement
+  auto tensors = appendTensorMembers(c, header, out, first);
+  if (!tensors) return tensors.error();
+  if (*tensors + index.metadata.size() > kMaxSafetensorsHeaderBytes) return tooLarge(c, header);
+  if (index.placement == SafetensorsIndex::Metadata::Last) {
+    if (*tensors) out += ',';
+    out += kMetadataKey;
+    out += index.metadata;
+  }
+  out += '}';
+  const uint64_t json = out.size() - kLengthBytes + (kLengthBytes - (out.size() - kLengthBytes) % kLengthBytes) % kLengthBytes;
+  out.resize(kLengthBytes + json, ' ');
+  for (size_t b = 0; b < kLengthBytes; ++b) out[b] = static_cast<char>(json >> (8 * b));
+  return out;
 }
 
 } // namespace
 
 Result<std::string> safetensorsHeaderBytes(const Checkpoint &c, size_t header, const SafetensorsIndex &index) {
-  auto tensors = tensorMembers(c, header);
-  if (!tensors) return tensors.error();
-  if (tensors->size() + index.metadata.size() > kMaxSafetensorsHeaderBytes) return tooLarge(c, header);
-  return framed(withMetadata(*tensors, index));
+  uint64_t size = c.regions[header].bytes.size;
+  if (size == kImpliedSize) { // a bound on the members' bytes: decimal numbers of at most 20 digits
+    size = 2 * kLengthBytes + kMetadataKey.size() + index.metadata.size();
+    for (size_t i = header + 1; i < c.regions.size() && size <= kMaxSafetensorsHeaderBytes; ++i) {
+      const Region &r = c.regions[i];
+      if (r.kind == RegionKind::Tensor) size += r.name.size() + 100 + 21 * r.shape.size();
+    }
+  }
+  return headerText(c, header, index, size);
 }
 
 std::optional<SafetensorsIndex> matchSafetensorsIndex(const Checkpoint &c, size_t header, std::string_view bytes) {
-  auto tensors = tensorMembers(c, header);
-  if (!tensors || bytes.size() < kLengthBytes + 2) return std::nullopt;
+  std::string tensors;
+  tensors.reserve(bytes.size());
+  if (!appendTensorMembers(c, header, tensors, false) || bytes.size() < kLengthBytes + 2) return std::nullopt;
   // The JSON without its length and padding: `{…}`.
   std::string_view json = bytes.substr(kLengthBytes);
   while (json.size() > 1 && json.back() == ' ') json.remove_suffix(1);
@@ -124,7 +144,7 @@ std::optional<SafetensorsIndex> matchSafetensorsIndex(const Checkpoint &c, size_
 
   // Which placement could it be? The metadata's text is what the tensors' members leave.
   SafetensorsIndex index;
-  const std::string_view t = *tensors;
+  const std::string_view t = tensors;
   if (members == t) {
     index.placement = SafetensorsIndex::Metadata::None;
   } else if (members.starts_with(kMetadataKey) && (t.empty() || members.ends_with("," + std::string(t)))) {
@@ -139,7 +159,8 @@ std::optional<SafetensorsIndex> matchSafetensorsIndex(const Checkpoint &c, size_
     return std::nullopt;
   }
   // The padding and length must come out the same too.
-  if (framed(withMetadata(*tensors, index)) != bytes) return std::nullopt;
+  auto text = headerText(c, header, index, bytes.size());
+  if (!text || *text != bytes) return std::nullopt;
   return index;
 }
 

@@ -646,7 +646,9 @@ TEST(Jit, ShapesPastTheSessionsBudgetOfNodesAreInterpreted) {
     std::vector<std::string> notices;
     auto jit = JitDecoder::create([&notices](const std::string &s) { notices.push_back(s); }, {}, {}, 10);
     ASSERT_TRUE(jit);
-    if (prepared) ASSERT_TRUE((*jit)->prepare(c, Payload()));
+    if (prepared) {
+      ASSERT_TRUE((*jit)->prepare(c, Payload()));
+    }
     for (size_t k = 0; k < c.regions.size(); ++k)
       expectSameBytes(**jit, c.regions[k], Payload(), expected[k], "region " + std::to_string(k));
     EXPECT_EQ((*jit)->compiledFunctions(), 2u);
