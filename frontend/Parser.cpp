@@ -175,11 +175,17 @@ std::string syntaxErrorInWords(const std::string &message) {
 /// Keeps the first syntax error; anything after it would be an artefact of recovery.
 class FirstErrorListener final : public antlr4::BaseErrorListener {
 public:
-  void syntaxError(antlr4::Recognizer *, Token *, size_t line, size_t charPositionInLine, const std::string &msg,
-                   std::exception_ptr) override {
+  void syntaxError(antlr4::Recognizer *recognizer, Token *offending, size_t line, size_t charPositionInLine,
+                   const std::string &msg, std::exception_ptr) override {
     if (error_) return;
+    std::string words = syntaxErrorInWords(msg);
+    // A hole written alone: say how it is written, not only which token came instead.
+    auto *parser = dynamic_cast<antlr4::Parser *>(recognizer);
+    if (parser && offending && offending->getTokenIndex() > 0 && offending->getTokenIndex() != INVALID_INDEX &&
+        parser->getTokenStream()->get(offending->getTokenIndex() - 1)->getText() == "?")
+      words = "a hole '?' is followed by the type of what fills it, as in '? u8[64]': " + words;
     error_ = Diagnostic{Severity::Error, {static_cast<uint32_t>(line), static_cast<uint32_t>(charPositionInLine + 1)},
-                        syntaxErrorInWords(msg)};
+                        std::move(words)};
   }
 
   const std::optional<Diagnostic> &error() const { return error_; }

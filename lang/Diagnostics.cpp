@@ -38,7 +38,9 @@ std::string_view Diagnostics::line(uint32_t lineNumber) const {
 }
 
 namespace {
-bool isControl(char c) { return (static_cast<uint8_t>(c) < 0x20 && c != '\t' && c != '\n') || c == 0x7f; }
+bool isControl(char c, bool keepLineBreaks) {
+  return (static_cast<uint8_t>(c) < 0x20 && !(keepLineBreaks && (c == '\t' || c == '\n'))) || c == 0x7f;
+}
 /// Whether text[i] starts a C1 control character in UTF-8 (U+0080..U+009F: 0xC2 0x80..0x9F),
 /// which some terminals obey as they do ESC sequences (U+009B is CSI).
 bool startsC1(std::string_view text, size_t i) {
@@ -47,11 +49,11 @@ bool startsC1(std::string_view text, size_t i) {
 }
 } // namespace
 
-std::string withControlsEscaped(std::string_view text) {
+std::string withControlsEscaped(std::string_view text, bool keepLineBreaks) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i)
-    if (isControl(text[i])) {
+    if (isControl(text[i], keepLineBreaks)) {
       out += fmt::format("\\x{:02x}", static_cast<uint8_t>(text[i]));
     } else if (startsC1(text, i)) {
       out += fmt::format("\\u{:04x}", static_cast<uint8_t>(text[++i]));
@@ -91,7 +93,7 @@ std::string Diagnostics::render(const Diagnostic &d) const {
   // several UTF-8 bytes takes one column, an escaped control the width of its escape.
   for (size_t i = 0; i < caret && i < shown.size(); ++i) {
     if (shown[i] == '\t') out += '\t';
-    else if (isControl(shown[i])) out += "    ";
+    else if (isControl(shown[i], true)) out += "    ";
     else if (startsC1(shown, i)) out += "      ", ++i;
     else if ((static_cast<uint8_t>(shown[i]) & 0xc0) != 0x80) out += ' ';
   }

@@ -18,10 +18,11 @@ struct Diagnostic {
   std::string message;
 };
 
-/// `text` with its control characters (all but tab and newline) written as \xHH: a hostile
-/// program's line, or an archive member's name, would otherwise reach a terminal as commands
-/// (set its title, clear it).
-std::string withControlsEscaped(std::string_view text);
+/// `text` with its control characters (all but tab and newline, unless !keepLineBreaks) written
+/// as \xHH: a hostile program's line, or an archive member's name, would otherwise reach a
+/// terminal as commands (set its title, clear it). A name on a line of a listing keeps no line
+/// break.
+std::string withControlsEscaped(std::string_view text, bool keepLineBreaks = true);
 
 class Diagnostics {
 public:

@@ -185,7 +185,7 @@ template <typename Decoder, typename Symbol, bool MapsAlphabet> class BlockCurso
 public:
   /// `lit` names the literal in errors (its fields are copied: the cursor may outlive it).
   BlockCursor(std::unique_ptr<Decoder> d, const Lit &lit)
-      : decoder_(std::move(d)), encoding_(lit.encoding), type_(lit.type), range_(lit.payload()) {
+      : decoder_(std::move(d)), encoding_(lit.encoding), type_(lit.type), range_(lit.payload()), loc_(lit.loc) {
     if constexpr (MapsAlphabet && sizeof(Symbol) == 1) {
       const auto &alphabet = decoder_->alphabet();
       if (alphabet.size() <= kSymbolMapEntries &&
@@ -292,7 +292,8 @@ private:
     // Which literal, for a program of several literals coded alike (a merge of two fields).
     if (!decoded)
       return Error{fmt::format("{} literal {} at payload @{}+{}: {}", encodingName(encoding_), toString(type_),
-                               range_.offset, range_.size, decoded.error().message)};
+                               range_.offset, range_.size, decoded.error().message),
+                   loc_};
     return {};
   }
 
@@ -300,6 +301,7 @@ private:
   Encoding encoding_;
   StreamType type_;
   ByteRange range_;
+  SourceLoc loc_; ///< where the literal is written: errors in its blocks are reported there
   /// Byte symbols' alphabet as a mapByteSymbols table, where it has at most kSymbolMapEntries
   /// words of 16 bits (else empty).
   std::vector<uint16_t> smallAlphabet_;

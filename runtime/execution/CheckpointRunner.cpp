@@ -12,6 +12,16 @@
 
 namespace brevis {
 
+namespace {
+
+/// An error of region r's program, named by its region, and placed where it arose (a literal
+/// whose bytes are wrong) or else at the region.
+Error inRegion(const Region &r, const Error &e) {
+  return Error{fmt::format("{}: {}", regionLabel(r), e.message), e.loc.valid() ? e.loc : r.loc};
+}
+
+} // namespace
+
 Result<void> validatePayload(const Checkpoint &c, const Payload &payload) {
   if (payload.size() != c.payloadSize)
     return Error{fmt::format("payload {} has {} bytes, but the program declares {}", c.payloadFile, payload.size(),
@@ -19,9 +29,7 @@ Result<void> validatePayload(const Checkpoint &c, const Payload &payload) {
                  c.payloadLoc};
   for (const auto &r : c.regions) {
     auto valid = validateForExecution(*r.program, payload);
-    if (!valid)
-      return Error{fmt::format("{}: {}", regionLabel(r), valid.error().message),
-                   valid.error().loc.valid() ? valid.error().loc : r.loc};
+    if (!valid) return inRegion(r, valid.error());
   }
   return {};
 }
@@ -119,16 +127,14 @@ Result<uint64_t> decodeRegionPieces(const Region &r, const Payload &payload, Reg
 
 Result<void> runRegion(const Checkpoint &c, const Region &r, const Payload &payload, RegionDecoder &decoder,
                        ByteSink &sink, const CheckpointCheck &check) {
-  if (auto valid = validateForExecution(*r.program, payload); !valid)
-    return Error{fmt::format("{}: {}", regionLabel(r), valid.error().message),
-                 valid.error().loc.valid() ? valid.error().loc : r.loc};
+  if (auto valid = validateForExecution(*r.program, payload); !valid) return inRegion(r, valid.error());
   if (!check.verify || !r.digest) {
     if (auto decoded = decoder.decode(r, payload, sink); !decoded)
-      return Error{fmt::format("{}: {}", regionLabel(r), decoded.error().message), r.loc};
+      return inRegion(r, decoded.error());
     return {};
   }
   auto digest = decodeRegionPieces(r, payload, decoder, sink);
-  if (!digest) return Error{fmt::format("{}: {}", regionLabel(r), digest.error().message), r.loc};
+  if (!digest) return inRegion(r, digest.error());
   if (*digest != *r.digest)
     return mismatchError(c, payload, decoder, check, &r,
                          fmt::format("{} does not rebuild its original bytes (digest {:#018x}, expected {:#018x})",
@@ -154,7 +160,7 @@ Result<void> runCheckpoint(const Checkpoint &c, const Payload &payload, RegionDe
     } else {
       decoded = pieces.error();
     }
-    if (!decoded) return Error{fmt::format("{}: {}", regionLabel(r), decoded.error().message), r.loc};
+    if (!decoded) return inRegion(r, decoded.error());
     if (out.written() - before != r.bytes.size)
       return Error{fmt::format("{} produced {} bytes instead of {}", regionLabel(r), out.written() - before,
                                r.bytes.size),

@@ -268,6 +268,9 @@ TEST(Diagnostics, ControlCharactersAreShownEscaped) {
   const std::string caret = out.substr(second + 1, out.size() - second - 2);
   ASSERT_EQ(caret.back(), '^');
   EXPECT_EQ(shown[caret.size()], '%') << shown << "\n" << caret; // after the two bytes of "é", one column
+  // A name on a line of a listing keeps neither a line break nor a tab; a message keeps both.
+  EXPECT_EQ(withControlsEscaped("new\nline\t.st\x1b", false), "new\\x0aline\\x09.st\\x1b");
+  EXPECT_EQ(withControlsEscaped("two\nlines\t.st"), "two\nlines\t.st");
   // The line saying how many more errors there were names the file escaped too.
   Diagnostics many("m\x1b[2J.bdsl", text);
   for (size_t i = 0; i <= Diagnostics::kMaxReported; ++i) many.error(SourceLoc{1, 1}, "bad");

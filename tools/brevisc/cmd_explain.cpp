@@ -82,7 +82,7 @@ int runExplain(const ExplainOptions &o, const Verbosity &v) {
     for (size_t i = 0; i < explained->size(); ++i) {
       const ExplainedTensor &t = (*explained)[i];
       if (i) std::cout << "\n";
-      if (!t.file.empty()) std::cout << "in " << withControlsEscaped(t.file) << ":\n";
+      if (!t.file.empty()) std::cout << "in " << withControlsEscaped(t.file, false) << ":\n";
       printText(t.report, o.candidates);
       if (!t.repeatOf.empty())
         std::cout << fmt::format("  repeats the bytes of {}: the same program, reading its payload\n",

@@ -142,7 +142,7 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
                            humanBytes(archiveSize - payload));
   if (a.directory)
     for (const auto &f : files)
-      std::cout << fmt::format("  {:<40} {:>10} -> {:>10}\n", withControlsEscaped(f["path"].get<std::string>()),
+      std::cout << fmt::format("  {:<40} {:>10} -> {:>10}\n", withControlsEscaped(f["path"].get<std::string>(), false),
                                humanBytes(f["original_bytes"].get<uint64_t>()), humanBytes(f["payload_bytes"].get<uint64_t>()));
   std::cout << "regions:\n";
   for (const auto &[k, t] : regions)
@@ -167,7 +167,7 @@ int runInfo(const InfoOptions &o, const Verbosity &v) {
       const nlohmann::json &t = tensors[i];
       // A directory archive's tensors under the file they are in, each file named once.
       if (t.contains("file") && (i == 0 || tensors[i - 1]["file"] != t["file"]))
-        std::cout << fmt::format("in {}:\n", withControlsEscaped(t["file"].get<std::string>()));
+        std::cout << fmt::format("in {}:\n", withControlsEscaped(t["file"].get<std::string>(), false));
       std::cout << fmt::format("  {} {}{} {} -> {} ({}{})\n", quoteString(t["name"].get<std::string>()),
                                t["dtype"].get<std::string>(), t["shape"].dump(), humanBytes(t["original_bytes"].get<uint64_t>()),
                                humanBytes(t["payload_bytes"].get<uint64_t>()), t["program"].get<std::string>(),

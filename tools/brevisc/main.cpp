@@ -66,7 +66,8 @@ int main(int argc, char **argv) {
         ctx.verbosity.quiet = true;
         silenceNotices();
       },
-      "print nothing on stderr but errors (no summaries, notes or progress); reports on stdout stay");
+      "print nothing on stderr but errors (no summaries, notes or progress), nor verify's summary line on stdout; "
+      "reports on stdout (info, explain, fmt, JSON) stay");
   app.add_flag("-v,--verbose", ctx.verbosity.verbose, "print more about what is done");
   app.set_version_flag("-V,--version", fmt::format("brevisc 0.1.0 (language version {}, archive format version {})",
                                                    brevis::kLanguageVersion, brevis::kArchiveVersion));
