@@ -607,7 +607,7 @@ private:
     if (auto *t = dynamic_cast<G::TextLitContext *>(ctx)) {
       std::string bytes;
       for (antlr4::tree::TerminalNode *piece : t->TEXT_STRING()) bytes += unquote(piece->getSymbol());
-      return Lit::makeText(bytes);
+      return Lit::makeText(std::move(bytes));
     }
     if (auto *c = dynamic_cast<G::ConstExprContext *>(ctx)) {
       StreamType type = streamType(c->streamType());
@@ -1013,7 +1013,7 @@ private:
         if (decodeEscapes(piece.substr(1, piece.size() - 2), '\'', bytes) != std::string_view::npos)
           return fail(), nullptr;
       }
-      e = Lit::makeText(bytes);
+      e = Lit::makeText(std::move(bytes));
       break;
     }
     case G::CONST: {

@@ -89,8 +89,8 @@ Result<size_t> appendTensorMembers(const Checkpoint &c, size_t header, std::stri
   return out.size() - start - (!first && commaFirst);
 }
 
-/// The header's bytes, built in one string of `sizeHint` bytes reserved (the header region's
-/// size, where it is known): length prefix, `{`, the members with the metadata's, `}`, padding.
+/// The header's bytes, built in one string with `sizeHint` bytes reserved (an estimate, at most
+/// the safetensors limit): length prefix, `{`, the members with the metadata's, `}`, padding.
 /// (Built in pieces, each copied into the next, a header of 50,000 small tensors was a third of
 /// decoding their checkpoint, most of it in fresh pages for the copies.)
 Result<std::string> headerText(const Checkpoint &c, size_t header, const SafetensorsIndex &index, uint64_t sizeHint) {
@@ -121,15 +121,15 @@ Result<std::string> headerText(const Checkpoint &c, size_t header, const Safeten
 } // namespace
 
 Result<std::string> safetensorsHeaderBytes(const Checkpoint &c, size_t header, const SafetensorsIndex &index) {
-  uint64_t size = c.regions[header].bytes.size;
-  if (size == kImpliedSize) { // a bound on the members' bytes: decimal numbers of at most 20 digits
-    size = 2 * kLengthBytes + kMetadataKey.size() + index.metadata.size();
-    for (size_t i = header + 1; i < c.regions.size() && size <= kMaxSafetensorsHeaderBytes; ++i) {
-      const Region &r = c.regions[i];
-      if (r.kind == RegionKind::Tensor) size += r.name.size() + 100 + 21 * r.shape.size();
-    }
+  // An estimate of the header's size from the members (numbers of at most 20 digits; a name
+  // escaped is longer, and then the string grows), and no more than the size the program
+  // declares: a declared size is the program's word, which may be false.
+  uint64_t size = 3 * kLengthBytes + kMetadataKey.size() + index.metadata.size();
+  for (size_t i = header + 1; i < c.regions.size() && size <= kMaxSafetensorsHeaderBytes; ++i) {
+    const Region &r = c.regions[i];
+    if (r.kind == RegionKind::Tensor) size += r.name.size() + 100 + 21 * r.shape.size();
   }
-  return headerText(c, header, index, size);
+  return headerText(c, header, index, std::min(size, c.regions[header].bytes.size));
 }
 
 std::optional<SafetensorsIndex> matchSafetensorsIndex(const Checkpoint &c, size_t header, std::string_view bytes) {

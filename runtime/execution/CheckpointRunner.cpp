@@ -96,7 +96,7 @@ Error mismatchError(const Checkpoint &c, const Payload &payload, RegionDecoder &
     const Region *end = suspect ? suspect + 1 : c.regions.data() + c.regions.size();
     for (const Region *r = begin; r != end; ++r) {
       auto found = firstDifference(*r, payload, decoder, check.original);
-      if (!found) return Error{fmt::format("{}: {}", regionLabel(*r), found.error().message), r->loc};
+      if (!found) return inRegion(*r, found.error());
       if (*found) return Error{**found, r->loc};
     }
     if (suspect && suspect->digest) // the words are right: the digest written in the program is not
@@ -191,7 +191,7 @@ Result<void> runCheckpoint(const Checkpoint &c, const Payload &payload, RegionDe
     Bytes header;
     VectorSink headerSink(header);
     if (auto decoded = decoder.decode(*h, payload, headerSink); !decoded)
-      return Error{fmt::format("{}: {}", regionLabel(*h), decoded.error().message), h->loc};
+      return inRegion(*h, decoded.error());
     if (auto errors = checkDeclarations(c, header); !errors.empty()) return errors.front();
   }
   return {};

@@ -348,6 +348,20 @@ TEST(SafetensorsIndex, WritesTheHeaderAWriterMakes) {
   EXPECT_EQ(matchSafetensorsIndex(empty, 0, framedJson("{}")), (SafetensorsIndex{M::None, "", {}}));
 }
 
+TEST(SafetensorsIndex, AHeaderSizeTheProgramDeclaresReservesNoMoreThanItsMembersNeed) {
+  // A hostile program may declare a header of 100 GB: building the header's text must not
+  // reserve that (the region's size is checked against the text afterwards).
+  Checkpoint c = indexCheckpoint(0);
+  c.regions[0].bytes.size = 99'999'999'999;
+  auto bytes = safetensorsHeaderBytes(c, 0, {});
+  ASSERT_TRUE(bytes) << bytes.error().message;
+  EXPECT_LT(bytes->capacity(), 4096u);
+  c.regions[0].bytes.size = kImpliedSize;
+  auto implied = safetensorsHeaderBytes(c, 0, {});
+  ASSERT_TRUE(implied);
+  EXPECT_EQ(*implied, *bytes);
+}
+
 TEST(SafetensorsIndex, OtherHeadersStayText) {
   const Checkpoint c = indexCheckpoint(0);
   const std::string tensors = R"("w\"\\\n\u0001é":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,12]},)"
