@@ -112,8 +112,9 @@ Result<std::string> headerText(const Checkpoint &c, size_t header, const Safeten
     out += index.metadata;
   }
   out += '}';
-  const uint64_t json = out.size() - kLengthBytes + (kLengthBytes - (out.size() - kLengthBytes) % kLengthBytes) % kLengthBytes;
-  out.resize(kLengthBytes + json, ' ');
+  // Padded to a multiple of the prefix's length, so the JSON after it is too.
+  out.resize(out.size() + (kLengthBytes - out.size() % kLengthBytes) % kLengthBytes, ' ');
+  const uint64_t json = out.size() - kLengthBytes;
   for (size_t b = 0; b < kLengthBytes; ++b) out[b] = static_cast<char>(json >> (8 * b));
   return out;
 }
