@@ -14,11 +14,17 @@ timed run, so that no run pays for writing back the last one's output. Deleting 
 written gigabyte still leaves the file system work to do in the background (on a 2-core VM,
 whichever run came next was up to 50% slower), so the order of the tools rotates from round
 to round: no tool always follows the same one.
+With --from-disk, each tool's archive is dropped from the page cache (written back, then
+POSIX_FADV_DONTNEED) before the untimed warm-up round, which reads it from disk through the
+tool's own way of reading: the page cache then holds it as that tool left it, as for an
+archive downloaded or copied earlier and evicted since (a baseline reads its own copy). Without
+it, the archives are in the cache as `brevisc compress` and `zstd` wrote them.
 Reports the median wall time, GB/s of original bytes, and each speed as a ratio to zstd -d
 (every sample goes to stderr).
 
 Usage: decompress_bench.py [--brevisc PATH] [--baseline PATH] [--gen PATH] [--rounds N]
                            [--synthetic SIZE] [--small-tensors SIZE] [--workdir DIR] [--markdown]
+                           [--from-disk]
                            [FILE ...]
 With --synthetic SIZE (e.g. 1GiB), a deterministic checkpoint from brevis-gen is added; with
 --small-tensors SIZE, one of many small tensors (brevis-gen --small-tensors). With several
@@ -36,6 +42,16 @@ import tempfile
 from benchlib import add_common_arguments, run, synthetic_checkpoint, timed, timed_rounds
 
 
+def drop_from_page_cache(path):
+    """Writes the file's pages back and evicts them, so that its next reader reads it from disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_arguments(p, "another brevisc binary to time on the same archives")
@@ -43,6 +59,8 @@ def main():
     p.add_argument("--small-tensors", help="add a checkpoint of many small BF16 tensors of this size (e.g. 256MiB)")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p.add_argument("--no-jit", action="store_true", help="leave out the --jit rows")
+    p.add_argument("--from-disk", action="store_true",
+                   help="drop the archives from the page cache before the warm-up round, which reads them from disk")
     a = p.parse_args()
     if shutil.which("zstd") is None:
         sys.exit("decompress_bench: zstd is not installed (tools/setup.sh installs it)")
@@ -74,8 +92,17 @@ def main():
         if a.no_jit:
             del tools["brevisc -T1 --jit"]
         if a.baseline:
+            base_brv = brv
+            if a.from_disk:  # its own copy: the first reader of a file sets how the cache holds it
+                base_brv = os.path.join(work, name + ".baseline.brv")
+                shutil.copyfile(brv, base_brv)
             for t in ["-T1", "-T2"] + ([] if a.no_jit else ["-T1 --jit"]):
-                tools["baseline " + t] = [a.baseline] + tools["brevisc " + t][1:]
+                tools["baseline " + t] = [a.baseline] + tools["brevisc " + t][1:-3] + [base_brv, "-o", out]
+            if a.from_disk:
+                drop_from_page_cache(base_brv)
+        if a.from_disk:
+            drop_from_page_cache(brv)
+            drop_from_page_cache(zst)
         if shutil.which("taskset"):
             tools["zstd -d, 1 CPU"] = ["taskset", "-c", "0"] + tools["zstd -d"]
             tools["brevisc -T1, 1 CPU"] = ["taskset", "-c", "0"] + tools["brevisc -T1"]

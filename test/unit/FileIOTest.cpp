@@ -2,6 +2,7 @@
 // during a write, directories written into, streams and devices.
 #include "runtime/containers/Archive.h"
 #include "runtime/containers/FileIO.h"
+#include "ProcessMappings.h"
 
 #include <gtest/gtest.h>
 
@@ -56,6 +57,18 @@ TEST_F(FileIOTest, TruncatedMappedFileReadsZerosAndIsReported) {
   auto intact = (*file)->checkIntact();
   ASSERT_FALSE(intact);
   EXPECT_EQ(intact.error().message, p + " was truncated while it was being read");
+}
+
+TEST_F(FileIOTest, AMappedFileIsAdvisedForHugePages) {
+  // Its pages read from disk then come in 2 MiB folios, mapped with one fault each.
+  if (!fs::exists("/sys/kernel/mm/transparent_hugepage")) GTEST_SKIP() << "no transparent huge pages";
+  const std::string p = path("input.bin");
+  put(p, std::string(size_t{3} << 20, 'a'));
+  auto file = MappedFile::open(p);
+  ASSERT_TRUE(file) << file.error().message;
+  const std::string flags = testing::flagsOfMappingAt((*file)->bytes().data());
+  ASSERT_FALSE(flags.empty()) << "no mapping found for the file";
+  EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
 }
 
 TEST_F(FileIOTest, ModifiedMappedFileIsReported) {

@@ -2,6 +2,8 @@
 // 2 MiB or more, and malloc's heap, carry the huge-page advice, seen by the kernel as the `hg`
 // flag of their mapping; memory freed stays in the heap for the next block, which then faults no
 // new pages in.
+#include "ProcessMappings.h"
+
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
@@ -17,25 +19,7 @@
 
 namespace {
 
-/// The VmFlags line of the mapping of this process that contains `address`, from /proc/self/smaps.
-std::string flagsOfMappingAt(const void *address) {
-  const auto at = reinterpret_cast<std::uintptr_t>(address);
-  std::ifstream smaps("/proc/self/smaps");
-  std::string line;
-  bool inside = false;
-  while (std::getline(smaps, line)) {
-    std::uintptr_t begin = 0, end = 0;
-    char dash = 0;
-    std::istringstream range(line);
-    if (range >> std::hex >> begin >> dash >> end && dash == '-' && line.find(' ') != std::string::npos &&
-        line.find(':') > line.find(' ')) {
-      inside = begin <= at && at < end;
-      continue;
-    }
-    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
-  }
-  return {};
-}
+using brevis::testing::flagsOfMappingAt;
 
 // First in this file, as the next one: a block of 2 MiB or more freed by another test would
 // leave its advice on the heap's pages.
