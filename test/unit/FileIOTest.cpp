@@ -59,6 +59,34 @@ TEST_F(FileIOTest, TruncatedMappedFileReadsZerosAndIsReported) {
   EXPECT_EQ(intact.error().message, p + " was truncated while it was being read");
 }
 
+TEST_F(FileIOTest, TruncatedLargeMappedFileReadsZerosAndIsReported) {
+  // Mapped with the advice for huge pages and read from disk, so that its pages may lie in 2 MiB
+  // folios when it is cut short under the mapping.
+  const std::string p = path("input.bin");
+  const size_t size = size_t{6} << 20;
+  put(p, std::string(size, 'a'));
+  {
+    const int fd = ::open(p.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+  auto file = MappedFile::open(p);
+  ASSERT_TRUE(file) << file.error().message;
+  ByteSpan bytes = (*file)->bytes();
+  ASSERT_EQ(bytes.size(), size);
+  size_t as = 0;
+  for (size_t i = 0; i < size; i += 4096) as += bytes[i] == 'a';
+  EXPECT_EQ(as, size / 4096);
+  ASSERT_EQ(::truncate(p.c_str(), 1 << 20), 0);
+  EXPECT_EQ(bytes[100], 'a');
+  EXPECT_EQ(bytes[(size_t{5} << 20) + 7], 0); // past the new end: a SIGBUS without the guard
+  auto intact = (*file)->checkIntact();
+  ASSERT_FALSE(intact);
+  EXPECT_EQ(intact.error().message, p + " was truncated while it was being read");
+}
+
 TEST_F(FileIOTest, AMappedFileIsAdvisedForHugePages) {
   // Its pages read from disk then come in 2 MiB folios, mapped with one fault each.
   if (!fs::exists("/sys/kernel/mm/transparent_hugepage")) GTEST_SKIP() << "no transparent huge pages";
