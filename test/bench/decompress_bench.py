@@ -52,6 +52,13 @@ def drop_from_page_cache(path):
         os.close(fd)
 
 
+def memory_file_system(directory):
+    """The type of the file system that holds `directory` if it keeps files only in memory, where
+    nothing can be evicted from the page cache (tmpfs, ramfs); else None."""
+    kind = run(["stat", "-f", "-c", "%T", directory], capture=True).decode().strip()
+    return kind if kind in ("tmpfs", "ramfs") else None
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_arguments(p, "another brevisc binary to time on the same archives")
@@ -66,6 +73,9 @@ def main():
         sys.exit("decompress_bench: zstd is not installed (tools/setup.sh installs it)")
     work = a.workdir or tempfile.mkdtemp(prefix="brevis-bench-")
     os.makedirs(work, exist_ok=True)
+    if a.from_disk and memory_file_system(work):
+        sys.exit(f"decompress_bench: --from-disk needs a work directory on a disk: {work} is on "
+                 f"{memory_file_system(work)}, which cannot evict its files (give --workdir)")
     files = list(a.files)
     if a.synthetic:
         files.append(synthetic_checkpoint(a.gen, work, a.synthetic))
@@ -111,6 +121,8 @@ def main():
         times = timed_rounds(tools, a.rounds, out)
         if os.path.exists(out):
             os.remove(out)
+        if a.baseline and a.from_disk:
+            os.remove(base_brv)
         for t, v in times.items():  # every sample, for judging the noise
             print(f"{name} {t}: " + " ".join(f"{x:.3f}" for x in v), file=sys.stderr)
         med = {t: statistics.median(v) for t, v in times.items()}

@@ -19,7 +19,7 @@
 
 namespace {
 
-using brevis::testing::flagsOfMappingAt;
+using brevis::test_support::flagsOfMappingAt;
 
 // First in this file, as the next one: a block of 2 MiB or more freed by another test would
 // leave its advice on the heap's pages.

@@ -6,11 +6,11 @@
 #include <sstream>
 #include <string>
 
-namespace brevis::testing {
+namespace brevis::test_support {
 
-/// The VmFlags line of the mapping of this process that contains `address`, from /proc/self/smaps
-/// (empty if none does); advice for huge pages shows as the flag ` hg`.
-inline std::string flagsOfMappingAt(const void *address) {
+/// The line of /proc/self/smaps that starts with `field` (as "VmFlags:" or "FilePmdMapped:") in the
+/// entry of the mapping of this process that contains `address`; empty if there is none.
+inline std::string mappingLineAt(const void *address, const std::string &field) {
   const auto at = reinterpret_cast<std::uintptr_t>(address);
   std::ifstream smaps("/proc/self/smaps");
   std::string line;
@@ -24,9 +24,19 @@ inline std::string flagsOfMappingAt(const void *address) {
       inside = begin <= at && at < end;
       continue;
     }
-    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+    if (inside && line.rfind(field, 0) == 0) return line;
   }
   return {};
 }
 
-} // namespace brevis::testing
+/// The VmFlags line of the mapping that contains `address`; advice for huge pages shows as ` hg`.
+inline std::string flagsOfMappingAt(const void *address) { return mappingLineAt(address, "VmFlags:"); }
+
+/// Kilobytes of the mapping that contains `address` mapped as huge pages of a file (its
+/// FilePmdMapped line), or 0.
+inline unsigned long filePmdMappedKbAt(const void *address) {
+  const std::string line = mappingLineAt(address, "FilePmdMapped:");
+  return line.empty() ? 0 : std::stoul(line.substr(line.find(':') + 1));
+}
+
+} // namespace brevis::test_support
