@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 #include <optional>
 #include <string>
@@ -141,6 +142,14 @@ std::string expectedInWords(const std::string &expected) {
     }
   } else {
     tokens.push_back(tokenInWords(expected, false));
+  }
+  // A merge field: any keyword may name one (fieldName in Brevis.g4), so ANTLR lists every
+  // keyword, the expressions' first tokens and a name. Said as what it is instead.
+  auto has = [&](std::string_view t) { return std::find(tokens.begin(), tokens.end(), t) != tokens.end(); };
+  if (has("a name") && has("'digest'") && has("'lit'")) {
+    auto keyword = [](const std::string &t) { return t.size() > 2 && t.front() == '\'' && std::isalpha(t[1]); };
+    std::erase_if(tokens, [&](const std::string &t) { return t == "a name" || t == "'?'" || keyword(t); });
+    tokens.push_back("a merge field (a name followed by ':', or an expression such as 'lit …' or '? u8[64]')");
   }
   std::string words;
   for (size_t i = 0; i < tokens.size(); ++i)

@@ -97,6 +97,8 @@ struct Lit final : Expr {
   static std::unique_ptr<Lit> make(StreamType, std::vector<uint64_t> words);
   static std::unique_ptr<Lit> makeText(std::string_view bytes); ///< `text '…'`: u8[bytes.size()]
   static std::unique_ptr<Lit> makeText(std::string &&bytes);     ///< the same, the bytes moved in
+  /// The same from a C string (which would convert to either of the above alike).
+  static std::unique_ptr<Lit> makeText(const char *bytes) { return makeText(std::string_view(bytes)); }
   Lit() : Expr(Kind) {}
 };
 

@@ -185,6 +185,8 @@ TEST(Printer, PrintsEachFormCanonically) {
   EXPECT_EQ(printExpr(*Map::make(MapFn::ZigZag, 0, rawLit(8, 4))), "map zigzag (lit raw u8[4] @0+4)");
   EXPECT_EQ(printExpr(*Scan::make(ScanOp::Add, 0, rawLit(8, 4))), "scan add 0 (lit raw u8[4] @0+4)");
   EXPECT_EQ(printExpr(*Hole::make({8, 100})), "? u8[100]");
+  EXPECT_EQ(printExpr(*Lit::makeText("{}")), "text '{}'"); // a C string: neither overload preferred
+  EXPECT_EQ(printExpr(*Lit::makeText(std::string("ab\n"))), "text 'ab\\n'");
   EXPECT_EQ(printExpr(*Merge::make(fields(rawLit(1, 5), rawLit(15, 5, 5)))),
             "merge(hi: lit raw u1[5] @0+5, lo: lit raw u15[5] @5+10)");
 }
