@@ -73,9 +73,10 @@ def main():
         sys.exit("decompress_bench: zstd is not installed (tools/setup.sh installs it)")
     work = a.workdir or tempfile.mkdtemp(prefix="brevis-bench-")
     os.makedirs(work, exist_ok=True)
-    if a.from_disk and memory_file_system(work):
+    in_memory = a.from_disk and memory_file_system(work)
+    if in_memory:
         sys.exit(f"decompress_bench: --from-disk needs a work directory on a disk: {work} is on "
-                 f"{memory_file_system(work)}, which cannot evict its files (give --workdir)")
+                 f"{in_memory}, which cannot evict its files (give --workdir)")
     files = list(a.files)
     if a.synthetic:
         files.append(synthetic_checkpoint(a.gen, work, a.synthetic))
@@ -93,26 +94,24 @@ def main():
         run([a.brevisc, "compress", "-q", "-f", f, "-o", brv])
         run(["zstd", "-3", "-T1", "-q", "-f", f, "-o", zst])
         out = os.path.join(work, name + ".out")
-        tools = {
-            "zstd -d": ["zstd", "-d", "-q", "-f", zst, "-o", out],
-            "brevisc -T1": [a.brevisc, "decompress", "-q", "-f", "-T", "1", brv, "-o", out],
-            "brevisc -T2": [a.brevisc, "decompress", "-q", "-f", "-T", "2", brv, "-o", out],
-            "brevisc -T1 --jit": [a.brevisc, "decompress", "-q", "-f", "-T", "1", "--jit", brv, "-o", out],
-        }
-        if a.no_jit:
-            del tools["brevisc -T1 --jit"]
+        variants = {"-T1": ["-T", "1"], "-T2": ["-T", "2"]}
+        if not a.no_jit:
+            variants["-T1 --jit"] = ["-T", "1", "--jit"]
+        archives = [zst, brv]
+        base_brv = brv
+        if a.baseline and a.from_disk:  # its own copy: the first reader of a file sets how the cache holds it
+            base_brv = os.path.join(work, name + ".baseline.brv")
+            shutil.copyfile(brv, base_brv)
+            archives.append(base_brv)
+        tools = {"zstd -d": ["zstd", "-d", "-q", "-f", zst, "-o", out]}
+        for t, options in variants.items():
+            tools["brevisc " + t] = [a.brevisc, "decompress", "-q", "-f", *options, brv, "-o", out]
         if a.baseline:
-            base_brv = brv
-            if a.from_disk:  # its own copy: the first reader of a file sets how the cache holds it
-                base_brv = os.path.join(work, name + ".baseline.brv")
-                shutil.copyfile(brv, base_brv)
-            for t in ["-T1", "-T2"] + ([] if a.no_jit else ["-T1 --jit"]):
-                tools["baseline " + t] = [a.baseline] + tools["brevisc " + t][1:-3] + [base_brv, "-o", out]
-            if a.from_disk:
-                drop_from_page_cache(base_brv)
+            for t, options in variants.items():
+                tools["baseline " + t] = [a.baseline, "decompress", "-q", "-f", *options, base_brv, "-o", out]
         if a.from_disk:
-            drop_from_page_cache(brv)
-            drop_from_page_cache(zst)
+            for archive in archives:
+                drop_from_page_cache(archive)
         if shutil.which("taskset"):
             tools["zstd -d, 1 CPU"] = ["taskset", "-c", "0"] + tools["zstd -d"]
             tools["brevisc -T1, 1 CPU"] = ["taskset", "-c", "0"] + tools["brevisc -T1"]
@@ -121,7 +120,7 @@ def main():
         times = timed_rounds(tools, a.rounds, out)
         if os.path.exists(out):
             os.remove(out)
-        if a.baseline and a.from_disk:
+        if base_brv != brv:
             os.remove(base_brv)
         for t, v in times.items():  # every sample, for judging the noise
             print(f"{name} {t}: " + " ".join(f"{x:.3f}" for x in v), file=sys.stderr)
