@@ -399,9 +399,10 @@ TEST(Codec, BlockBoundariesRoundTrip) {
   expectRoundTrip(Encoding::RansO1, bytes, 8, "rans_o1, two blocks");
   auto halves = makeWords(rng, kContextBlockWords + 3, 16, Shape::Skewed);
   expectRoundTrip(Encoding::Context, halves, 16, "context, two blocks");
-  // rans blocks are decoded two at a time: skips land in either block of a pair, or past it.
-  auto six = makeWords(rng, kRansBlockWords * 5 + 3, 8, Shape::Skewed);
-  expectRoundTrip(Encoding::Rans, six, 8, "rans, six blocks");
+  // rans blocks are decoded four at a time: skips land in any block of a group, or past it,
+  // and the last group is short.
+  auto nine = makeWords(rng, kRansBlockWords * 8 + 3, 8, Shape::Skewed);
+  expectRoundTrip(Encoding::Rans, nine, 8, "rans, nine blocks");
 }
 
 TEST(Codec, HuffmanLengthsAreCompleteAndLimited) {
@@ -1050,7 +1051,7 @@ std::vector<uint8_t> drawBytes(std::mt19937_64 &rng, size_t n, const std::vector
 
 } // namespace
 
-TEST(RansX32, DecodesWhatHtscodecsEncodesTwoFramesAtATime) {
+TEST(RansX32, DecodesWhatHtscodecsEncodesTwoFramesInOneCall) {
   if (!ransX32DecoderAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
   std::mt19937_64 rng(31);
   const std::vector<std::vector<double>> shapes = byteShapes();
@@ -1109,6 +1110,114 @@ TEST(RansX32, AFrameAfterAOneSymbolFrameReportsItsOwnSymbols) {
   EXPECT_TRUE(out[1] == small);
   EXPECT_EQ(jobs[0].symbolsOr, 0x40);
   EXPECT_EQ(jobs[1].symbolsOr, 0x03);
+}
+
+namespace {
+
+/// `n` bytes whose symbols are, in increasing order, `common` frequent ones and after each of
+/// the first `groups` of them `rare` seen once: each run of rare symbols puts several starts in
+/// one bucket of the frame's table (RansX32Decode.h).
+std::vector<uint8_t> clusteredBytes(std::mt19937_64 &rng, size_t n, unsigned common, unsigned groups, unsigned rare) {
+  std::vector<uint8_t> out;
+  std::vector<uint8_t> frequent;
+  unsigned s = 0;
+  for (unsigned i = 0; i < common; ++i) {
+    frequent.push_back(static_cast<uint8_t>(s++));
+    for (unsigned k = 0; i < groups && k < rare; ++k) out.push_back(static_cast<uint8_t>(s++));
+  }
+  std::vector<double> weights;
+  for (size_t i = 0; i < frequent.size(); ++i) weights.push_back(1.0 + static_cast<double>(rng() % 8));
+  std::discrete_distribution<size_t> pick(weights.begin(), weights.end());
+  while (out.size() < n) out.push_back(frequent[pick(rng)]);
+  std::shuffle(out.begin(), out.end(), rng);
+  return out;
+}
+
+} // namespace
+
+// Tables of every kind the permutes hold (few symbols or up to 64, no bucket shared by several
+// symbols or up to eight) and the kinds they do not (more symbols, more shared buckets), in
+// groups of one to six frames that mix them, through the encoder's frames of every table size.
+TEST(RansX32, DecodesByPermutesEveryTableTheyHoldAndGathersTheRest) {
+  if (!ransX32DecoderAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::mt19937_64 rng(47);
+  struct Case {
+    std::vector<uint8_t> in;
+    Bytes frame;
+  };
+  std::vector<Case> cases;
+  auto add = [&](std::vector<uint8_t> in) {
+    Case c{std::move(in), {}};
+    uint64_t counts[256] = {};
+    for (uint8_t b : c.in) ++counts[b];
+    encodeRansX32Frame(c.in, counts, c.frame);
+    if (c.frame[0] == RANS_ORDER_X32) cases.push_back(std::move(c));
+  };
+  // Tables summing to 1024, 2048 and 4096 (scaled to 4096).
+  const size_t lengths[] = {kRansX32MinBytes, 1500, 3000, 4096 + 31, 20011, 65536};
+  for (int trial = 0; trial < 240; ++trial) {
+    const unsigned common = 2 + static_cast<unsigned>(rng() % 70), groups = static_cast<unsigned>(rng() % 12);
+    const unsigned rare = 2 + static_cast<unsigned>(rng() % 3);
+    auto in = clusteredBytes(rng, lengths[trial % std::size(lengths)], common, std::min(groups, common), rare);
+    if (in.size() <= lengths[trial % std::size(lengths)]) add(std::move(in)); // else more rare symbols than room
+  }
+  // The edges of the rank tables: 2, 32, 33, 64 (the last that permutes) and 65 symbols.
+  const size_t edgesFrom = cases.size();
+  const unsigned edges[] = {2, 32, 33, 64, 65};
+  for (const unsigned symbols : edges)
+    for (const size_t n : {size_t{1500}, size_t{65536}}) add(clusteredBytes(rng, n, symbols, 0, 0));
+  ASSERT_EQ(cases.size(), edgesFrom + 2 * std::size(edges));
+  for (size_t i = edgesFrom; i < cases.size(); ++i) {
+    auto lookup = ransX32LookupOf({cases[i].frame, nullptr, static_cast<uint32_t>(cases[i].in.size())});
+    ASSERT_TRUE(lookup);
+    const unsigned symbols = edges[(i - edgesFrom) / 2];
+    ASSERT_EQ(lookup->symbols, symbols) << "case " << i;
+    if (__builtin_cpu_supports("avx512vbmi")) {
+      EXPECT_EQ(lookup->permutes, symbols <= 64) << "case " << i;
+    }
+  }
+  // What the cases cover: permutes with no shared bucket, up to four, five to eight, more than
+  // 32 symbols; gathers for more than eight shared buckets or more than 64 symbols.
+  size_t unshared = 0, fewShared = 0, manyShared = 0, wide = 0, tooShared = 0, tooMany = 0;
+  for (const Case &c : cases) {
+    auto lookup = ransX32LookupOf({c.frame, nullptr, static_cast<uint32_t>(c.in.size())});
+    ASSERT_TRUE(lookup);
+    if (lookup->symbols > 64) {
+      EXPECT_FALSE(lookup->permutes);
+      ++tooMany;
+    } else if (lookup->sharedBuckets > 8) {
+      EXPECT_FALSE(lookup->permutes);
+      ++tooShared;
+    } else if (lookup->permutes) {
+      unshared += lookup->sharedBuckets == 0;
+      fewShared += lookup->sharedBuckets > 0 && lookup->sharedBuckets <= 4;
+      manyShared += lookup->sharedBuckets > 4;
+      wide += lookup->symbols > 32;
+    }
+  }
+  if (__builtin_cpu_supports("avx512vbmi")) {
+    EXPECT_GT(unshared, 3u);
+    EXPECT_GT(fewShared, 3u);
+    EXPECT_GT(manyShared, 3u);
+    EXPECT_GT(wide, 3u);
+  }
+  EXPECT_GT(tooShared, 3u);
+  EXPECT_GT(tooMany, 3u);
+  std::vector<std::vector<uint8_t>> out(cases.size());
+  std::vector<RansX32Frame> jobs;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    out[i].assign(cases[i].in.size(), 0xEE);
+    jobs.push_back({cases[i].frame, out[i].data(), static_cast<uint32_t>(cases[i].in.size())});
+  }
+  for (size_t at = 0, n = 1; at < jobs.size(); at += n, n = n % 6 + 1)
+    decodeRansX32Frames(std::span(jobs).subspan(at, std::min(n, jobs.size() - at)));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    ASSERT_EQ(jobs[i].status, RansX32Frame::Status::Done) << "case " << i;
+    EXPECT_TRUE(out[i] == cases[i].in) << "case " << i;
+    uint8_t all = 0;
+    for (uint8_t b : cases[i].in) all |= b;
+    EXPECT_EQ(jobs[i].symbolsOr, all) << "case " << i;
+  }
 }
 
 TEST(RansX32, DamagedFramesFailOrDecodeAsHtscodecsDoes) {
