@@ -82,10 +82,10 @@ bool readAlphabet(Reader &in, bool present[256]) {
   }
 }
 
-// How a round finds each state's slot's symbol: permutes of small tables held in registers
-// (permuteRound()), or gathers from the 4096-entry table (gatherRound()) for frames of more
-// than 64 symbols or more than kListedShared shared buckets. In the order of the frames each
-// can take: the larger of two frames' lookups takes both.
+// How a round can find each state's slot's symbol: by permutes of small tables held in registers
+// (permuteRound()), or only by gathers from the 4096-entry table (gatherRound()), which every
+// frame has: frames of more than 64 symbols or more than kListedShared shared buckets, or
+// where the CPU has no VBMI.
 enum class Lookup { Permute, Gather };
 
 constexpr unsigned kBucketSlots = 32, kBuckets = kTotal / kBucketSlots, kMaxRanks = 64;
@@ -315,19 +315,12 @@ inline size_t safeRounds(const Stream &s) {
   return left < 64 ? 0 : std::min(s.rounds, (left - 64) / 64 + 1);
 }
 
-// The loops of rounds, once per lookup and compiled for its instruction sets alone: a frame is
-// gathered where the CPU has no VBMI, and code compiled for VBMI may use it anywhere.
-// NAME##Alone: rounds on one stream while it can take one. NAME##Together<N>: rounds on N
-// streams together (the same work, interleaved in registers, so that each one's chain of
-// latencies overlaps the others') while every one can take one.
-#define BREVIS_ROUND_LOOPS(NAME, TARGET, ROUND)                                                                        \
-  [[gnu::target(TARGET)]] void NAME##Alone(Stream &stream) {                                                           \
-    Stream s = stream;                                                                                                 \
-    for (size_t n; (n = safeRounds(s)) != 0;)                                                                          \
-      while (n--) ROUND(s);                                                                                            \
-    stream = s;                                                                                                        \
-  }                                                                                                                    \
-  template <size_t N> [[gnu::target(TARGET)]] void NAME##Together(Stream *streams) {                                   \
+// Rounds on N streams together (the same work, interleaved in registers, so that each one's
+// chain of latencies overlaps the others') while every one can take one; N = 1 is a stream
+// alone. Once per lookup, each compiled for its own instruction sets: a frame is gathered where
+// the CPU has no VBMI, and code compiled for VBMI may use it anywhere.
+#define BREVIS_ROUNDS_TOGETHER(NAME, TARGET, ROUND)                                                                    \
+  template <size_t N> [[gnu::target(TARGET)]] void NAME(Stream *streams) {                                             \
     Stream s[N];                                                                                                       \
     std::copy_n(streams, N, s);                                                                                        \
     for (;;) {                                                                                                         \
@@ -339,42 +332,34 @@ inline size_t safeRounds(const Stream &s) {
     }                                                                                                                  \
     std::copy_n(s, N, streams);                                                                                        \
   }
-BREVIS_ROUND_LOOPS(permute, "avx512f,avx512bw,avx512vbmi,popcnt", permuteRound)
-BREVIS_ROUND_LOOPS(gather, "avx512f,avx512bw,popcnt", gatherRound)
-#undef BREVIS_ROUND_LOOPS
+BREVIS_ROUNDS_TOGETHER(permuteTogether, "avx512f,avx512bw,avx512vbmi,popcnt", permuteRound)
+BREVIS_ROUNDS_TOGETHER(gatherTogether, "avx512f,avx512bw,popcnt", gatherRound)
+#undef BREVIS_ROUNDS_TOGETHER
 
-/// Frames decoded together. Four by permutes: a permute round's chain of latencies (from the
-/// states through the lookups and the update to the next words) is several times its
-/// instructions' throughput, and four chains fill it: 1.4 times the speed of two. Gathered
-/// frames go two at a time: four were no faster (the gathers' throughput is their limit), and
-/// two tables of 16 KiB fit the L1 cache.
-constexpr size_t kTogether = 4, kGatheredTogether = 2;
+/// Frames decoded together. A permute round's chain of latencies (from the states through the
+/// lookups and the update to the next words) is several times its instructions' throughput:
+/// three or four frames fill it (1.3 and 1.5 times the speed of two frames' gathers), two by
+/// permutes are no faster than by gathers, and one alone is slower (1.25 G symbols a second
+/// against 1.7). Gathered frames go two at a time: four were no faster (the gathers' throughput
+/// is their limit), and two tables of 16 KiB fit the L1 cache.
+constexpr size_t kTogether = 4, kMinPermutedTogether = 3;
 
-/// The rounds of n <= kTogether streams: together while they can, with the lookup all of them
-/// can take, then each alone with its own.
+/// The rounds of n <= kTogether streams, those that permute first: three or four of those
+/// together, else all in pairs by gathers (every frame has its whole table); then each alone.
 void rounds(Stream *streams, size_t n) {
-  Lookup all = Lookup::Permute;
-  for (size_t k = 0; k < n; ++k) all = std::max(all, streams[k].parsed->lookup);
-  static_assert(kTogether == 4 && kGatheredTogether == 2);
-  if (all == Lookup::Permute) {
-    switch (n) {
-    case 4: permuteTogether<4>(streams); break;
-    case 3: permuteTogether<3>(streams); break;
-    case 2: permuteTogether<2>(streams); break;
-    default: break;
-    }
-  } else {
-    for (size_t k = 0; k + 1 < n; k += 2) {
-      if (std::max(streams[k].parsed->lookup, streams[k + 1].parsed->lookup) == Lookup::Permute)
-        permuteTogether<2>(streams + k);
-      else
-        gatherTogether<2>(streams + k);
-    }
+  size_t permuted = 0;
+  while (permuted < n && streams[permuted].parsed->lookup == Lookup::Permute) ++permuted;
+  static_assert(kTogether == 4 && kMinPermutedTogether == 3);
+  size_t done = 0; // streams whose rounds together are over
+  if (permuted == 4) {
+    permuteTogether<4>(streams);
+    done = 4;
+  } else if (permuted == 3) {
+    permuteTogether<3>(streams);
+    done = 3;
   }
-  for (size_t k = 0; k < n; ++k) {
-    if (streams[k].parsed->lookup == Lookup::Permute) permuteAlone(streams[k]);
-    else gatherAlone(streams[k]);
-  }
+  for (; done + 1 < n; done += 2) gatherTogether<2>(streams + done);
+  for (size_t k = 0; k < n; ++k) gatherTogether<1>(streams + k);
 }
 
 [[gnu::target("avx512f,avx512bw,popcnt")]] void load(Stream &s) {
@@ -441,8 +426,7 @@ void decodeRansX32Frames(std::span<RansX32Frame> frames) {
       streams[n] = Stream{&parsed[n], f.out, f.length / kStates, parsed[n].words, parsed[n].end, {}, {}};
       live[n++] = &f;
     }
-    // Permuted frames first: in a group that gathers, the pairs then mix the two lookups once at
-    // most (a pair takes the slower of its two).
+    // Permuted frames first (rounds()).
     for (size_t k = 0, permuted = 0; k < n; ++k)
       if (streams[k].parsed->lookup == Lookup::Permute) {
         std::swap(streams[k], streams[permuted]);

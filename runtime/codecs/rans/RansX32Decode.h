@@ -14,8 +14,9 @@
 // 128-entry tables in registers give each slot's bucket of 32 slots a rank and the place where
 // the next symbol starts in it (or, in up to eight buckets where several start, each slot's
 // rank), a byte permute gives the rank's symbol, and word permutes its frequency and cumulative
-// frequency (docs/benchmarks.md, "rANS without gathers"). Four such frames decode in one loop,
-// other frames two. The wire format is
+// frequency (docs/benchmarks.md, "rANS without gathers"). Three or four such frames decode in
+// one loop that way; fewer (whose chains of latencies would not overlap enough), and other
+// frames, by gathers, two in one loop. The wire format is
 // htscodecs' (docs/format/literals.md): frames written by its encoder decode here to the same
 // bytes, and anything else (other flags, no AVX-512) is left to htscodecs.
 #include "runtime/common/Bytes.h"
