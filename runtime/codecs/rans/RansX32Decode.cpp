@@ -342,14 +342,14 @@ BREVIS_ROUNDS_TOGETHER(gatherTogether, "avx512f,avx512bw,popcnt", gatherRound)
 /// permutes are no faster than by gathers, and one alone is slower (1.25 G symbols a second
 /// against 1.7). Gathered frames go two at a time: four were no faster (the gathers' throughput
 /// is their limit), and two tables of 16 KiB fit the L1 cache.
-constexpr size_t kTogether = 4, kMinPermutedTogether = 3;
+constexpr size_t kTogether = 4;
 
 /// The rounds of n <= kTogether streams, those that permute first: three or four of those
 /// together, else all in pairs by gathers (every frame has its whole table); then each alone.
 void rounds(Stream *streams, size_t n) {
   size_t permuted = 0;
   while (permuted < n && streams[permuted].parsed->lookup == Lookup::Permute) ++permuted;
-  static_assert(kTogether == 4 && kMinPermutedTogether == 3);
+  static_assert(kTogether == 4);
   size_t done = 0; // streams whose rounds together are over
   if (permuted == 4) {
     permuteTogether<4>(streams);

@@ -16,9 +16,9 @@
 // rank), a byte permute gives the rank's symbol, and word permutes its frequency and cumulative
 // frequency (docs/benchmarks.md, "rANS without gathers"). Three or four such frames decode in
 // one loop that way; fewer (whose chains of latencies would not overlap enough), and other
-// frames, by gathers, two in one loop. The wire format is
-// htscodecs' (docs/format/literals.md): frames written by its encoder decode here to the same
-// bytes, and anything else (other flags, no AVX-512) is left to htscodecs.
+// frames, by gathers, two in one loop. The wire format is htscodecs' (docs/format/literals.md):
+// frames written by its encoder decode here to the same bytes, and anything else (other flags,
+// no AVX-512) is left to htscodecs.
 #include "runtime/common/Bytes.h"
 
 #include <cstdint>
