@@ -21,7 +21,9 @@ constexpr size_t kTrailerSize = 8;
 /// The zstd level of the program section (Archive.h, kProgramZstdLevel), lower for large texts:
 /// the 36 MB of text of a checkpoint of 200,000 tensors took 52 s (most of its compression) at
 /// level 19, 6.5 s at 16 and 0.7 s at 9 (2.8 MB, not 1.8).
-int programZstdLevel(size_t textSize) { return textSize <= (size_t{8} << 20) ? kProgramZstdLevel : 9; }
+int programZstdLevel(size_t textSize) {
+  return textSize <= kProgramZstdLevelMaxText ? kProgramZstdLevel : kProgramZstdLargeLevel;
+}
 
 void putU16(Bytes &out, uint16_t v) {
   for (int i = 0; i < 2; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));

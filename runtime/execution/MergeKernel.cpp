@@ -5,6 +5,7 @@
 #include "runtime/common/MapConstants.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -42,6 +43,18 @@ bool collectFields(const Expr &e, std::vector<const Expr *> &out) {
     if (f.expr->kind != NodeKind::Lit && f.expr->kind != NodeKind::Const && !isPeriodicMapOfLit(*f.expr)) return false;
     else out.push_back(f.expr.get());
   return true;
+}
+
+/// The width of the words a merge of `fields` (collectFields) makes: the sum of theirs (a
+/// periodic map's is its literal's). streamTypeOf types the whole tree again, a vector per node,
+/// for every piece decoded: 0.5% of the instructions of decoding a checkpoint of small tensors.
+unsigned mergedWidth(const std::vector<const Expr *> &fields) {
+  unsigned width = 0;
+  for (const Expr *x : fields) {
+    if (isPeriodicMapOfLit(*x)) x = as<Map>(*x).body.get();
+    width += x->kind == NodeKind::Const ? as<Const>(*x).type.width : as<Lit>(*x).type.width;
+  }
+  return width;
 }
 
 /// The field's column constants applied to its words w (of words [position, position + n)).
@@ -236,7 +249,8 @@ Result<void> run(std::vector<Field> &fields, const Payload &payload, uint64_t fi
 bool fusedKernelApplies(const Expr &e) {
   std::vector<const Expr *> fields;
   if (!collectFields(e, fields)) return false;
-  return containerBytes(streamTypeOf(e).width) <= 4;
+  assert(mergedWidth(fields) == streamTypeOf(e).width);
+  return containerBytes(mergedWidth(fields)) <= 4;
 }
 
 Result<void> decodeFused(const Expr &e, const Payload &payload, uint64_t first, uint64_t count, ByteSink &sink) {
@@ -264,7 +278,7 @@ Result<void> decodeFused(const Expr &e, const Payload &payload, uint64_t first, 
     }
     fields.push_back(std::move(f));
   }
-  switch (containerBytes(streamTypeOf(e).width)) {
+  switch (containerBytes(mergedWidth(exprs))) {
   case 1: return run<uint8_t>(fields, payload, first, count, sink);
   case 2: return run<uint16_t>(fields, payload, first, count, sink);
   default: return run<uint32_t>(fields, payload, first, count, sink);

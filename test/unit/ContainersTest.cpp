@@ -6,6 +6,7 @@
 #include "runtime/containers/Xxh3Variants.h"
 
 #include <xxhash.h>
+#include <zstd.h>
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -343,6 +344,34 @@ TEST(Archive, DetectsDamage) {
   EXPECT_THAT(flip(archive.size() - 1, true), HasSubstr("archive checksum mismatch"));
   EXPECT_THAT(flip(kArchiveHeaderSize + 1000 + 2), HasSubstr("padding after the payload"));
   EXPECT_EQ(readFailure(Bytes(100, 0)), "a.brv is not a brevis archive (bad magic)");
+}
+
+TEST(Archive, ProgramTextIsPackedAtItsLevelUpToTheLimitAndFasterAbove) {
+  // Text like a program's: lines of names and channel constants, which zstd's levels pack
+  // differently.
+  std::mt19937 rng(7);
+  std::string text;
+  while (text.size() < 3 * kProgramZstdLevelMaxText) {
+    text += fmt::format("  t{} = map add [", text.size() % 977);
+    for (int k = 0; k < 24; ++k) text += fmt::format("{}, ", 100 + rng() % 40);
+    text += "] (lit huffman bf16)\n";
+  }
+  auto packedAt = [](std::string_view t, int level) {
+    Bytes out(ZSTD_compressBound(t.size()));
+    out.resize(ZSTD_compress(out.data(), out.size(), t.data(), t.size(), level));
+    return out;
+  };
+  for (size_t size : {kProgramZstdLevelMaxText / 4, kProgramZstdLevelMaxText, kProgramZstdLevelMaxText + 1,
+                      3 * kProgramZstdLevelMaxText}) {
+    const std::string_view t = std::string_view(text).substr(0, size);
+    const bool small = size <= kProgramZstdLevelMaxText;
+    const Bytes packed = packProgramText(t);
+    EXPECT_EQ(packed, packedAt(t, small ? kProgramZstdLevel : kProgramZstdLargeLevel)) << size;
+    EXPECT_NE(packed, packedAt(t, small ? kProgramZstdLargeLevel : kProgramZstdLevel)) << size;
+    std::string back(t.size(), '\0');
+    EXPECT_EQ(ZSTD_decompress(back.data(), back.size(), packed.data(), packed.size()), t.size());
+    EXPECT_EQ(back, t);
+  }
 }
 
 TEST(Archive, RejectsUnusableMemberPaths) {
