@@ -69,13 +69,13 @@ struct Archive {
 /// the end and the header is written in place last (the output must take positional writes).
 /// The zstd level of the program section up to kProgramZstdLevelMaxText of text; larger texts
 /// get kProgramZstdLargeLevel. zstd 19 ran at 1.7 MB/s on program text (a checkpoint of 146
-/// tensors with channel constants: 232 KB in 135 ms, a twelfth of its compression), 15 at 4.3
-/// MB/s for 2% more bytes, 9 at 45 MB/s for 25% more: on that text 15 took 49 ms, 9 took 5 ms
-/// for 5.8 KB more in an 88.5 MB archive; the 971 KB of text of 4,237 small tensors took 63 ms
-/// at 15 (a tenth of their compression at level 1), 14 ms at 9 for 3 KB more. Over the corpus,
-/// whose texts are mostly below the limit, 9 above it costs 363 bytes. The level depends on the
-/// text alone, not the compression level, so that unpacking and packing an archive gives it
-/// back byte for byte.
+/// tensors with channel constants), 15 at 3.4 MB/s, 9 at 33 MB/s: on that checkpoint's 222 KB
+/// of text 15 took 66 ms and 9 took 7 ms, for 4.9 KB more in an 88.5 MB archive; on the 723 KB
+/// of 4,237 small tensors at level 1, 47 ms (a tenth of their compression) against 12 ms, for
+/// 3.3 KB more. Over the corpus, whose texts are mostly below the limit, 9 above it costs 0.9 KB.
+/// The level depends on the text alone, not the compression level, so that unpacking and
+/// packing an archive gives it back byte for byte (with this rule: an archive packed by an
+/// earlier rule comes back with its program section packed by this one).
 inline constexpr int kProgramZstdLevel = 15;
 inline constexpr size_t kProgramZstdLevelMaxText = size_t{64} << 10;
 inline constexpr int kProgramZstdLargeLevel = 9;
