@@ -41,10 +41,11 @@ namespace {
 
 /// Encodes `words` as `enc` into a payload (after a 3-byte prefix, so offsets are non-zero)
 /// and decodes them back through validateLit and a LitCursor, in uneven reads.
-void expectRoundTrip(Encoding enc, const std::vector<uint64_t> &words, unsigned width, const std::string &what,
-                     int zstdLevel = kDefaultZstdLevel) {
-  Bytes bytes = {1, 2, 3};
-  ASSERT_TRUE(encodeLit(enc, words, width, bytes, zstdLevel)) << what;
+/// Decodes `bytes` (three bytes, then the literal) as a literal of `enc`, read in pieces, reset
+/// and skipped into, and expects `words`; skips land around the codecs' block boundaries and
+/// those of `blockWords`.
+void expectDecodes(Encoding enc, const std::vector<uint64_t> &words, unsigned width, const Bytes &bytes,
+                   const std::string &what, uint64_t blockWords = 0) {
   Payload payload = Payload::fromBytes(bytes);
   auto lit = Lit::make(StreamType{width, words.size()}, enc, ByteRange{3, bytes.size() - 3});
   ASSERT_TRUE(validateLit(*lit, payload)) << what;
@@ -69,8 +70,9 @@ void expectRoundTrip(Encoding enc, const std::vector<uint64_t> &words, unsigned 
   (*cursor)->reset();
   const uint64_t n = words.size();
   std::vector<uint64_t> targets = {0, 1, 7, n / 3, n / 2, n / 2 + 1};
-  for (uint64_t b : {kHuffmanBlockWords, kRansBlockWords, kZstdBlockWords, kContextBlockWords})
-    for (uint64_t k = 1; k * b <= n && k < 7; ++k) targets.insert(targets.end(), {k * b - 1, k * b, k * b + 3});
+  for (uint64_t b : {kHuffmanBlockWords, kRansBlockWords, kRans16BlockWords, kZstdBlockWords, kContextBlockWords,
+                     blockWords})
+    for (uint64_t k = 1; b && k * b <= n && k < 7; ++k) targets.insert(targets.end(), {k * b - 1, k * b, k * b + 3});
   targets.push_back(n > 2 ? n - 2 : 0);
   targets.push_back(n);
   std::sort(targets.begin(), targets.end());
@@ -85,6 +87,13 @@ void expectRoundTrip(Encoding enc, const std::vector<uint64_t> &words, unsigned 
     for (size_t i = 0; i < take; ++i) EXPECT_EQ(got[i], words[target + i]) << what << " at word " << target + i;
     at = target + take;
   }
+}
+
+void expectRoundTrip(Encoding enc, const std::vector<uint64_t> &words, unsigned width, const std::string &what,
+                     int zstdLevel = kDefaultZstdLevel) {
+  Bytes bytes = {1, 2, 3};
+  ASSERT_TRUE(encodeLit(enc, words, width, bytes, zstdLevel)) << what;
+  expectDecodes(enc, words, width, bytes, what);
 }
 
 } // namespace
@@ -919,6 +928,20 @@ TEST(Codec, Rans16DecodesBlocksTwoAtATime) {
       auto words = makeWords(rng, n, width, width == 9 ? Shape::Skewed : Shape::Uniform);
       words[n - 1] = 3; // the last block holds two distinct words at least
       expectRoundTrip(Encoding::Rans, words, width, fmt::format("rans u{} n {}", width, n));
+    }
+}
+
+TEST(Codec, Rans16DecodesBlocksOfAnySize) {
+  // The format takes any block size: archives written with blocks of 2^20 words (the encoder's
+  // size before kRans16BlockWords) and odd sizes decode alike, blocks in pairs and alone.
+  std::mt19937_64 rng(24);
+  for (uint64_t b : {uint64_t{1}, uint64_t{3}, uint64_t{4099}, kRans16BlockWords + 1, uint64_t{1} << 20})
+    for (uint64_t n : {b + 1, 2 * b, 3 * b + 2}) {
+      auto words = makeWords(rng, n, 12, Shape::Skewed);
+      words[0] = 0, words[n - 1] = 3; // two distinct words: the blocks are coded
+      Bytes bytes = {1, 2, 3};
+      ASSERT_TRUE(encodeRans16(words, 12, bytes, nullptr, b));
+      expectDecodes(Encoding::Rans, words, 12, bytes, fmt::format("rans u12 blocks of {} n {}", b, n), b);
     }
 }
 

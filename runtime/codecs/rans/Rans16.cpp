@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <numeric>
 
@@ -58,7 +59,9 @@ void putU32(Bytes &out, uint32_t v) {
 
 namespace {
 
-template <typename W> bool encodeRans16Of(std::span<const W> words, unsigned width, Bytes &out, const WordHistogram *counted) {
+template <typename W>
+bool encodeRans16Of(std::span<const W> words, unsigned width, Bytes &out, const WordHistogram *counted,
+                    uint64_t blockWords) {
   if (width > 16) return false; // a table indexed by the word: 9 to 16 bits (Rans16.h)
   std::optional<WordHistogram> made;
   if (!counted && (made = histogram(words, width, uint64_t{1} << 16))) counted = &*made;
@@ -75,7 +78,7 @@ template <typename W> bool encodeRans16Of(std::span<const W> words, unsigned wid
   std::vector<uint32_t> start(k, 0);
   for (size_t i = 1; i < k; ++i) start[i] = start[i - 1] + freq[i - 1];
   for (uint32_t f : freq) putVarint(out, f);
-  putVarint(out, kRans16BlockWords);
+  putVarint(out, blockWords);
 
   if (words.empty()) return true; // the table alone (the cost model's measure of it)
   // Per word of the alphabet, what a step needs without a division (x / f by a multiply-high
@@ -99,8 +102,8 @@ template <typename W> bool encodeRans16Of(std::span<const W> words, unsigned wid
   // are in decoding order. A step writes one unconditionally and keeps it where the state
   // renormalizes (a branch there went either way on skewed words); at most one a word.
   std::vector<uint16_t> renorm;
-  for (uint64_t begin = 0; begin < words.size(); begin += kRans16BlockWords) {
-    const uint64_t end = std::min<uint64_t>(words.size(), begin + kRans16BlockWords);
+  for (uint64_t begin = 0; begin < words.size(); begin += blockWords) {
+    const uint64_t end = std::min<uint64_t>(words.size(), begin + blockWords);
     renorm.resize(end - begin + 1);
     size_t pos = renorm.size();
     auto step = [&](uint32_t &x, uint64_t word) {
@@ -144,8 +147,9 @@ template <typename W> bool encodeRans16Of(std::span<const W> words, unsigned wid
 
 } // namespace
 
-bool encodeRans16(WordsView words, unsigned width, Bytes &out, const WordHistogram *counted) {
-  return words.visit([&](auto w) { return encodeRans16Of(w, width, out, counted); });
+bool encodeRans16(WordsView words, unsigned width, Bytes &out, const WordHistogram *counted, uint64_t blockWords) {
+  assert(blockWords >= 1);
+  return words.visit([&](auto w) { return encodeRans16Of(w, width, out, counted, blockWords); });
 }
 
 Result<std::unique_ptr<Rans16Decoder>> Rans16Decoder::create(ByteSpan bytes, unsigned width, uint64_t count,

@@ -37,7 +37,9 @@ inline constexpr uint64_t kRans16BlockWords = uint64_t{1} << 17;
 /// are more distinct words than that.
 /// `counted`, where given, is the words' histogram (histogram(words, width, 2^16)), or that of a
 /// stream they are part of (every word of `words` among its words): its table is then coded.
-bool encodeRans16(WordsView words, unsigned width, Bytes &out, const WordHistogram *counted = nullptr);
+/// `blockWords` (1 to 2^26): words per block, as archives written with other sizes have them.
+bool encodeRans16(WordsView words, unsigned width, Bytes &out, const WordHistogram *counted = nullptr,
+                  uint64_t blockWords = kRans16BlockWords);
 
 class Rans16Decoder {
 public:
