@@ -39,11 +39,9 @@ using namespace brevis;
 
 namespace {
 
-/// Encodes `words` as `enc` into a payload (after a 3-byte prefix, so offsets are non-zero)
-/// and decodes them back through validateLit and a LitCursor, in uneven reads.
-/// Decodes `bytes` (three bytes, then the literal) as a literal of `enc`, read in pieces, reset
-/// and skipped into, and expects `words`; skips land around the codecs' block boundaries and
-/// those of `blockWords`.
+/// Decodes `bytes` (three bytes, so offsets are non-zero, then the literal) as a literal of
+/// `enc` through validateLit and a LitCursor, in uneven reads, reset and skipped into, and
+/// expects `words`; skips land around the codecs' block boundaries and those of `blockWords`.
 void expectDecodes(Encoding enc, const std::vector<uint64_t> &words, unsigned width, const Bytes &bytes,
                    const std::string &what, uint64_t blockWords = 0) {
   Payload payload = Payload::fromBytes(bytes);
@@ -89,6 +87,8 @@ void expectDecodes(Encoding enc, const std::vector<uint64_t> &words, unsigned wi
   }
 }
 
+/// Encodes `words` as `enc` into a payload after a 3-byte prefix and decodes them back
+/// (expectDecodes).
 void expectRoundTrip(Encoding enc, const std::vector<uint64_t> &words, unsigned width, const std::string &what,
                      int zstdLevel = kDefaultZstdLevel) {
   Bytes bytes = {1, 2, 3};
