@@ -249,14 +249,16 @@ Result<void> run(std::vector<Field> &fields, const Payload &payload, uint64_t fi
 bool fusedKernelApplies(const Expr &e) {
   std::vector<const Expr *> fields;
   if (!collectFields(e, fields)) return false;
-  assert(mergedWidth(fields) == streamTypeOf(e).width);
-  return containerBytes(mergedWidth(fields)) <= 4;
+  const unsigned width = mergedWidth(fields);
+  assert(width == streamTypeOf(e).width);
+  return containerBytes(width) <= 4;
 }
 
 Result<void> decodeFused(const Expr &e, const Payload &payload, uint64_t first, uint64_t count, ByteSink &sink) {
   std::vector<const Expr *> exprs;
   collectFields(e, exprs);
   std::vector<Field> fields;
+  unsigned width = 0; // the merged words': the sum of the fields' (mergedWidth)
   for (const Expr *x : exprs) {
     Field f;
     if (isPeriodicMapOfLit(*x)) {
@@ -276,9 +278,10 @@ Result<void> decodeFused(const Expr &e, const Payload &payload, uint64_t first, 
         f.cursor = std::move(*cursor);
       }
     }
+    width += f.width;
     fields.push_back(std::move(f));
   }
-  switch (containerBytes(mergedWidth(exprs))) {
+  switch (containerBytes(width)) {
   case 1: return run<uint8_t>(fields, payload, first, count, sink);
   case 2: return run<uint16_t>(fields, payload, first, count, sink);
   default: return run<uint32_t>(fields, payload, first, count, sink);
