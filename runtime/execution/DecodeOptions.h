@@ -1,6 +1,8 @@
 #pragma once
 // How to decode, for every entry point: the library's archive reader and builder, brevisc's
 // commands and the benchmark all take this one struct.
+#include "lang/Result.h"
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -23,6 +25,12 @@ struct DecodeOptions {
   /// After decoding, the decoder's summary line (RegionDecoder::summary), where it has one; may
   /// be empty (-v sets it).
   std::function<void(const std::string &)> summary = {};
+  /// Work done beside the decoding (decompress: the whole archive's checksum), as one more task
+  /// of decodeJobs', handed out before the pieces: on two threads or more it runs while the
+  /// others decode, instead of after them on one. Its failure is returned only where decoding
+  /// succeeded, so that damage a region's decoding meets is reported by that region. May be
+  /// empty.
+  std::function<Result<void>()> alongside = {};
 };
 
 } // namespace brevis

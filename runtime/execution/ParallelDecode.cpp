@@ -237,8 +237,16 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
   }
 
   std::vector<uint64_t> hashes(pieces.size());
-  auto decoded = parallelForEach(tasks.size(), options.threads, [&](size_t t) -> Result<void> {
-    const Task &task = tasks[t];
+  // options.alongside is task 0, when given: the first handed out. Its result is kept apart
+  // (a failure there must not stop the pieces, whose own errors come first).
+  const size_t besideTasks = options.alongside ? 1 : 0;
+  Result<void> beside;
+  auto decoded = parallelForEach(besideTasks + tasks.size(), options.threads, [&](size_t t) -> Result<void> {
+    if (t < besideTasks) {
+      beside = options.alongside();
+      return {};
+    }
+    const Task &task = tasks[t - besideTasks];
     const DecodeJob &job = jobs[pieces[task.firstPiece].job];
     OutputBuffer buffer(*job.output, task.offset, task.size, options.progress);
     for (size_t i = task.firstPiece; i < task.firstPiece + task.pieces; ++i) {
@@ -285,7 +293,7 @@ Result<void> decodeJobs(std::span<const DecodeJob> jobs, RegionDecoder &decoder,
       job.pieceHashesOut->insert(job.pieceHashesOut->end(), hashes.begin() + static_cast<std::ptrdiff_t>(firstSlot[i]),
                                  hashes.begin() + static_cast<std::ptrdiff_t>(firstSlot[i] + count));
   }
-  return {};
+  return beside;
 }
 
 } // namespace brevis

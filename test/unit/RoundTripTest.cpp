@@ -147,6 +147,35 @@ TEST_P(RoundTrip, ArchiveRoundTripIsBitExactOnAnyThreadCount) {
   auto wrong = decodeJobs(std::span(&job, 1), interpreter, DecodeOptions{.threads = 2});
   ASSERT_FALSE(wrong);
   EXPECT_NE(wrong.error().message.find("do not match their checksum"), std::string::npos) << wrong.error().message;
+
+  // Work beside the decoding runs once, on any thread count; its failure is returned where the
+  // regions decode, and theirs first where they do not.
+  digests.back() ^= 1;
+  for (unsigned threads : {1u, 2u, 5u}) {
+    std::atomic<int> runs{0};
+    DecodeOptions options{.threads = threads};
+    options.alongside = [&]() -> Result<void> {
+      ++runs;
+      return Error{"beside"};
+    };
+    DecodeJob good{&module->checkpoint(), &back->members[0].payload, digests, &discard, "model.brv", {}};
+    auto besideFailed = decodeJobs(std::span(&good, 1), interpreter, options);
+    ASSERT_FALSE(besideFailed);
+    EXPECT_EQ(besideFailed.error().message, "beside") << threads << " threads";
+    EXPECT_EQ(runs.load(), 1) << threads << " threads";
+    digests.back() ^= 1;
+    auto regionFailed = decodeJobs(std::span(&good, 1), interpreter, options);
+    digests.back() ^= 1;
+    ASSERT_FALSE(regionFailed);
+    EXPECT_NE(regionFailed.error().message.find("do not match their checksum"), std::string::npos)
+        << regionFailed.error().message;
+    options.alongside = [&]() -> Result<void> {
+      ++runs;
+      return {};
+    };
+    EXPECT_TRUE(decodeJobs(std::span(&good, 1), interpreter, options));
+    EXPECT_EQ(runs.load(), 3) << threads << " threads";
+  }
 }
 
 TEST_P(RoundTrip, EveryStrategyIsBitExactOnAnyThreadCount) {

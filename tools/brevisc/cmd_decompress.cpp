@@ -156,12 +156,14 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
   // Standard output cannot be taken back: bytes written there stay, so a damaged archive must
   // be found before the first byte goes out. The whole archive's checksum (one pass at memory
   // speed) finds any damage there first; a file is written aside and renamed only once all is
-  // checked, so there the check comes after decoding, where damage inside a region is reported
-  // by the tensor it hits, and covers the rest (payload bytes no region reads, the trailer).
+  // checked, so there the check runs beside the decoding (on a thread of its own where there
+  // are two) and its failure counts after theirs: damage inside a region is reported by the
+  // tensor it hits; the checksum covers the rest (payload bytes no region reads, the trailer).
   const bool checkFirst = destination->toStdout && !o.skipArchiveChecksum;
   Result<void> done = checkFirst ? checkArchiveChecksum(file->bytes(), name) : Result<void>{};
+  if (!o.skipArchiveChecksum && !checkFirst)
+    options.alongside = [&] { return checkArchiveChecksum(file->bytes(), name); };
   if (done) done = runDecodeJobs(jobs, options, "decompress " + baseName(name), !v.quiet && !o.json && stderrIsTerminal());
-  if (done && !o.skipArchiveChecksum && !checkFirst) done = checkArchiveChecksum(file->bytes(), name);
   // A mapped archive that shrank reads as zeros past its new end: say so rather than "corrupt".
   if (auto intact = file->checkIntact(); !intact) done = intact.error();
   for (size_t i = 0; done && i < files.size(); ++i) done = files[i]->commit();

@@ -204,11 +204,11 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
     SequentialPositionalSink sequential(**out, 0);
     PositionalSink &sink = (*out)->isPositional() ? static_cast<PositionalSink &>(**out) : sequential;
     DecodeJob job{&archive->checkpoint(0), &archive->payload(0), archive->digests(0), &sink, o.input, {}};
+    // The whole archive's checksum too, beside the decoding, as decompress checks it: damage
+    // outside what the regions read is damage all the same. (--tensor reads one tensor's bytes,
+    // checked by their digests, and only those.)
+    options.alongside = [&] { return checkArchiveChecksum((*input)->bytes(), o.input); };
     auto done = decodeJobs(std::span(&job, 1), options);
-    // The whole archive's checksum too, as decompress checks it: damage outside what the
-    // regions read is damage all the same. (--tensor reads one tensor's bytes, checked by
-    // their digests, and only those.)
-    if (done) done = checkArchiveChecksum((*input)->bytes(), o.input);
     if (done) done = (*out)->commit();
     if (!done) return fail(done.error().message);
     if (v.verbose) std::cerr << fmt::format("{}: wrote {} ({})\n", o.input, output, humanBytes(archive->originalSize()));
