@@ -455,8 +455,12 @@ Result<void> OutputFile::preallocate(uint64_t bytes) {
   if (tempPath_.empty() || bytes == 0) return {};
   // fallocate, not posix_fallocate: where the file system cannot allocate, the latter writes
   // zeros over the whole file.
-  if (::fallocate(fileno(file_), 0, 0, static_cast<off_t>(bytes)) != 0 && (errno == ENOSPC || errno == EFBIG))
-    return Error{fmt::format("{} needs {} bytes, but its file system has no room for them", path_, bytes)};
+  if (::fallocate(fileno(file_), 0, 0, static_cast<off_t>(bytes)) != 0) {
+    if (errno == ENOSPC)
+      return Error{fmt::format("{} needs {} bytes, but its file system has no room for them", path_, bytes)};
+    if (errno == EFBIG) // the process's file size limit, or the file system's largest file
+      return Error{fmt::format("{} needs {} bytes, more than a file may hold here (see ulimit -f)", path_, bytes)};
+  }
   return {};
 }
 
@@ -506,6 +510,12 @@ Result<void> OutputFile::commit() {
   // decompressed to it, or the shell's next command, would write over this one's bytes.
   if (!ownsFile_ && positional_ && positionalEnd_ > 0)
     ok = ::lseek(fileno(file_), static_cast<off_t>(positionalEnd_.load()), SEEK_SET) >= 0 && ok;
+  // Standard output on a regular file that held more before (`1<> FILE`, not truncated as `>`
+  // does): the bytes past what was written are not part of the output, and an archive followed
+  // by them would not read.
+  if (struct stat st; ok && !ownsFile_ && positional_ && ::fstat(fileno(file_), &st) == 0 && S_ISREG(st.st_mode))
+    if (const off_t end = ::lseek(fileno(file_), 0, SEEK_CUR); end >= 0 && st.st_size > end)
+      ok = ::ftruncate(fileno(file_), end) == 0;
   if (ownsFile_) ok = std::fclose(file_) == 0 && ok;
   file_ = nullptr;
   if (!ok) return Error{fmt::format("cannot write {}: {}", path_, systemError())};
@@ -605,7 +615,14 @@ Result<OutputFile *> DirectoryOutput::createFile(const std::string &relative) {
     untrackDirectory(dir);
     errno = err;
     struct stat st;
-    if (errno == EEXIST && ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
+    if (errno == EEXIST && ::lstat(dir.c_str(), &st) == 0) {
+      if (S_ISDIR(st.st_mode)) continue;
+      // A link there would put the file outside the directory written into (as tar refuses).
+      if (S_ISLNK(st.st_mode))
+        return Error{fmt::format("cannot write {}: {} is a symbolic link, which is not followed inside the output "
+                                 "directory",
+                                 root + "/" + relative, dir)};
+    }
     return Error{fmt::format("cannot create directory {}: {}", dir, errno == EEXIST ? "a file has its name" : systemError())};
   }
   auto file = OutputFile::create(root + "/" + relative, overwrite_ && !fresh_);

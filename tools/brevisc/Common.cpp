@@ -92,7 +92,7 @@ DecodeOptions decodeOptions(bool jit, unsigned threads, bool verbose) {
   DecodeOptions options;
   options.jit = jit;
   options.threads = threads;
-  options.notice = printNotice;
+  options.notice = [](const std::string &notice) { printNotice("note: " + notice); };
   if (verbose) options.summary = printNotice;
   return options;
 }
@@ -403,11 +403,32 @@ bool sameFile(const std::string &a, const std::string &b) {
   return ::stat(a.c_str(), &x) == 0 && ::stat(b.c_str(), &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
+namespace {
+/// Whether open file descriptor `fd` is a regular file with `st`'s identity.
+bool descriptorIs(int fd, const struct stat &st) {
+  struct stat d;
+  return ::fstat(fd, &d) == 0 && S_ISREG(d.st_mode) && d.st_dev == st.st_dev && d.st_ino == st.st_ino;
+}
+} // namespace
+
+bool standardOutputIsInput(const std::string &input) {
+  struct stat in;
+  if (input == "-") return ::fstat(STDIN_FILENO, &in) == 0 && descriptorIs(STDOUT_FILENO, in);
+  return ::stat(input.c_str(), &in) == 0 && descriptorIs(STDOUT_FILENO, in);
+}
+
 std::optional<int> refuseOwnInput(const std::string &output, std::initializer_list<std::string> inputs) {
-  for (const std::string &input : inputs)
-    if (!input.empty() && input != "-" && output != "-" && sameFile(input, output))
+  for (const std::string &input : inputs) {
+    if (input.empty()) continue;
+    // `brevisc … -c IN 1<> IN` (or `>> IN`): the shell opened the input as standard output.
+    if (output == "-" && standardOutputIsInput(input))
+      return usageError(fmt::format("{}, which would be written over; choose another output with -o PATH",
+                                    input == "-" ? "standard output and standard input are one file"
+                                                 : fmt::format("standard output is {} itself", input)));
+    if (input != "-" && output != "-" && sameFile(input, output))
       return usageError(
           fmt::format("{} would replace its own input {}; choose another output with -o PATH", output, input));
+  }
   return std::nullopt;
 }
 

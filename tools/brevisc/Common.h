@@ -184,8 +184,11 @@ std::string directoryOf(const std::string &path);
 std::pair<std::string, bool> withoutTrailingSlashes(std::string path);
 /// Whether two paths name the same existing file.
 bool sameFile(const std::string &a, const std::string &b);
-/// Where `output` names the same existing file as one of `inputs`, the usage error that says so
-/// (no command writes over what it reads: with -f it would lose the input); else nullopt.
+/// Whether standard output is the regular file `input` names (`-`: standard input's file).
+bool standardOutputIsInput(const std::string &input);
+/// Where `output` names the same existing file as one of `inputs`, or is `-` and standard output
+/// is one of them, the usage error that says so (no command writes over what it reads: with -f
+/// it would lose the input); else nullopt.
 std::optional<int> refuseOwnInput(const std::string &output, std::initializer_list<std::string> inputs);
 /// Where `output` is a file (or directory) this process wrote for an earlier input, the error
 /// that says so: two inputs of one name compressed into one directory would otherwise leave

@@ -74,6 +74,8 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
   }
   if (!toStdout)
     if (auto refused = refuseOutputOfEarlierInput(output, given)) return *refused;
+  if (toStdout && !directory)
+    if (auto refused = refuseOwnInput("-", {given})) return *refused;
   // The name recorded for the source: what decompress writes by default.
   std::string sourceName = baseName(input);
   if (fromStdin) {
@@ -93,6 +95,9 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
       std::cerr << fmt::format("brevisc: note: {}: {} empty director{} not archived: {}{}\n", shownInput, empty.size(),
                                empty.size() == 1 ? "y is" : "ies are", empty.front(),
                                empty.size() > 1 ? fmt::format(" and {} more", empty.size() - 1) : "");
+    if (toStdout)
+      for (const std::string &file : files)
+        if (auto refused = refuseOwnInput("-", {input + "/" + file})) return *refused;
   } else {
     files.push_back(sourceName);
   }
@@ -213,6 +218,8 @@ void registerCompress(CLI::App &app, Context &ctx) {
                   "archive is written with seeks (its header last): - (standard output) works only when it is "
                   "redirected to a file, not a pipe");
   cmd->add_flag("-c,--stdout", o->toStdout, "write the archive to standard output (a file, not a pipe; see -o)");
+  cmd->add_flag("-k,--keep")->description(
+      "keep the input, as always: brevisc never removes it (accepted as zstd accepts it)");
   addThreadsOption(cmd, o->threads,
                   "threads for synthesis (tensors side by side, and a large tensor's fields) and verification; the "
                   "archive is the same for any number (default 0: all cores)");

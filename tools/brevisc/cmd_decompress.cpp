@@ -103,6 +103,8 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
   const std::string &output = destination->path;
   if (auto limited = checkOutputLimit(name, archive->originalSize(), *parseSize(o.maxOutput)); !limited)
     return fail(limited.error().message);
+  if (destination->toStdout)
+    if (auto refused = refuseOwnInput("-", {input})) return *refused;
   if (!destination->toStdout && input != "-" && sameFile(input, output))
     return usageError(fmt::format("{} would be written over its own archive; use -o PATH", output));
   if (a.directory && !destination->toStdout && input != "-")
@@ -243,6 +245,8 @@ void registerDecompress(CLI::App &app, Context &ctx) {
                 "--no-archive-check, bytes go out as they are decoded, wrong ones and those after them included, "
                 "and the exit status is 1)");
   addThreadsOption(cmd, o->threads, "decoding threads (default 0: all cores)");
+  cmd->add_flag("-k,--keep")->description(
+      "keep the input, as always: brevisc never removes it (accepted as zstd accepts it)");
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter (kept across runs in $BREVIS_JIT_CACHE, by default $XDG_CACHE_HOME/brevis/jit or ~/.cache/brevis/jit; off: not kept)");
   cmd->add_flag("-f,--force", o->force, "overwrite existing files (and write into a non-empty directory)");
   cmd->add_option("--max-output", o->maxOutput, kMaxOutputHelp)->check(validateSize);

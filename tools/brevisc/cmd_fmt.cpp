@@ -85,6 +85,8 @@ void annotate(Checkpoint &c) {
 
 int runFmt(const FmtOptions &o) {
   if (o.inPlace && o.input == "-") return usageError("-i rewrites a file; standard input has none (fmt - prints)");
+  if (!o.inPlace)
+    if (auto refused = refuseOwnInput("-", {o.input})) return *refused;
   auto text = readProgramText(o.input);
   if (!text) return fail(text.error().message);
   std::optional<Module> module;

@@ -6,6 +6,7 @@
 #include "synth/Driver.h"
 #include "synth/strategies/Search.h"
 
+#include <algorithm>
 #include <iostream>
 
 namespace brevis::cli {
@@ -23,9 +24,10 @@ struct PriorOptions {
 int runLearn(const PriorOptions &o, const Verbosity &v) {
   for (const std::string &input : o.inputs)
     if (auto refused = refuseOwnInput(o.output, {input})) return *refused;
+  if (std::count(o.inputs.begin(), o.inputs.end(), "-") > 1) return usageError("standard input (-) can be read once");
   ProductionPrior prior;
   for (const std::string &input : o.inputs) {
-    auto file = MappedFile::open(input);
+    auto file = openInput(input); // - is standard input, read whole
     if (!file) return fail(file.error().message);
     std::optional<std::string> notSafetensors;
     const std::vector<Region> regions = tileRegions((*file)->bytes(), notSafetensors);
@@ -58,7 +60,7 @@ void registerPrior(CLI::App &app, Context &ctx) {
   auto o = std::make_shared<PriorOptions>();
   auto *learn = cmd->add_subcommand(
       "learn", "Learn a prior from a sample of the tensors of checkpoints, for compress/synth --prior FILE");
-  learn->add_option("inputs", o->inputs, "safetensors checkpoints")->required();
+  learn->add_option("inputs", o->inputs, "safetensors checkpoints (- is standard input)")->required();
   learn->add_option("-o,--output", o->output, "prior file to write (JSON; - for standard output)")->required();
   learn->add_option("-l,--level", o->level, "1-9: the encoding policy the sample is searched with, as for compress")
       ->transform(wholeNumberIn(1, 9))

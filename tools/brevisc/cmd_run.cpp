@@ -277,7 +277,7 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
     }
   if (!payloadPath.empty() && sameFile(output, payloadPath))
     return usageError(fmt::format("{} is the program's payload; write the output elsewhere", output));
-  if (auto refused = refuseOwnInput(output, {o.input})) return *refused;
+  if (auto refused = refuseOwnInput(output, {o.input, payloadPath})) return *refused;
   auto out = openOutput(output, o.force);
   if (!out) return fail(out.error().message);
   if (auto room = (*out)->checkRoom(outputBytes); !room) return fail(room.error().message);

@@ -68,7 +68,10 @@ int main(int argc, char **argv) {
       },
       "print nothing on stderr but errors (no summaries, notes or progress), nor verify's summary line on stdout; "
       "reports on stdout (info, explain, fmt, JSON) stay");
-  app.add_flag("-v,--verbose", ctx.verbosity.verbose, "print more about what is done");
+  app.add_flag("-v,--verbose", ctx.verbosity.verbose,
+               "print more where a command has more to say: info lists every tensor; compress, pack and unpack "
+               "each file of a directory; check why it did not compare the declarations with the header; --jit its "
+               "compilations and cache");
   app.set_version_flag("-V,--version", fmt::format("brevisc 0.1.0 (language version {}, archive format version {})",
                                                    brevis::kLanguageVersion, brevis::kArchiveVersion));
   // Where the first argument names a command, only that command's options are built: building
