@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cctype>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -177,6 +178,15 @@ int main(int argc, char **argv) {
     constexpr std::string_view kTwice = ": At Most 1 required but received ";
     if (const size_t at = what.find(kTwice); e.get_name() == "ArgumentMismatch" && at != std::string::npos)
       what = fmt::format("{} is given {} times; give it once", what.substr(0, at), what.substr(at + kTwice.size()));
+    // CLI11's "The following argument was not expected: -x" (or "arguments were"), in our words.
+    for (std::string_view extra :
+         {"The following argument was not expected: ", "The following arguments were not expected: "})
+      if (what.starts_with(extra))
+        what = fmt::format("not an option or argument of this command: {} (brevisc COMMAND --help lists them)",
+                           what.substr(extra.size()));
+    if (!what.empty() && std::isupper(static_cast<unsigned char>(what[0])) && what.size() > 1 &&
+        std::islower(static_cast<unsigned char>(what[1])))
+      what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0]))); // a message's style: lower case
     std::cerr << "brevisc: error: " << what << "\n";
     return kExitUsage;
   } catch (const std::filesystem::filesystem_error &e) {
