@@ -28,7 +28,9 @@ struct DecodeOptions {
   /// Work done beside the decoding (decompress: the whole archive's checksum), as one more task
   /// of decodeJobs', handed out before the pieces: on two threads or more it runs while the
   /// others decode, instead of after them on one. Its failure is returned only where decoding
-  /// succeeded, so that damage a region's decoding meets is reported by that region. May be
+  /// succeeded, so that damage a region's decoding meets is reported by that region; where
+  /// decoding fails before the pieces (a literal that does not validate, a payload of the wrong
+  /// size) it does not run. Every decodeJobs call runs it, the library's entry points too. May be
   /// empty.
   std::function<Result<void>()> alongside = {};
 };

@@ -417,6 +417,11 @@ bool standardOutputIsInput(const std::string &input) {
   return ::stat(input.c_str(), &in) == 0 && descriptorIs(STDOUT_FILENO, in);
 }
 
+bool standardErrorIsStandardOutput() {
+  struct stat err;
+  return ::fstat(STDERR_FILENO, &err) == 0 && descriptorIs(STDOUT_FILENO, err);
+}
+
 std::optional<int> refuseOwnInput(const std::string &output, std::initializer_list<std::string> inputs) {
   for (const std::string &input : inputs) {
     if (input.empty()) continue;

@@ -186,6 +186,8 @@ std::pair<std::string, bool> withoutTrailingSlashes(std::string path);
 bool sameFile(const std::string &a, const std::string &b);
 /// Whether standard output is the regular file `input` names (`-`: standard input's file).
 bool standardOutputIsInput(const std::string &input);
+/// Whether standard error writes to standard output's regular file (`> out 2>&1`).
+bool standardErrorIsStandardOutput();
 /// Where `output` names the same existing file as one of `inputs`, or is `-` and standard output
 /// is one of them, the usage error that says so (no command writes over what it reads: with -f
 /// it would lose the input); else nullopt.

@@ -109,6 +109,7 @@ Checked checkFile(const std::string &input, const CheckOptions &o, const Verbosi
 
 int runCheck(const CheckOptions &o, const Verbosity &v) {
   if (o.json && o.types) return fail("--json and --types both print on standard output; choose one");
+  if (auto refused = refuseOwnInput("-", {o.input})) return *refused; // --types and --json print there
   std::error_code ec;
   std::vector<std::string> files{o.input};
   std::string dir;

@@ -103,8 +103,6 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
   const std::string &output = destination->path;
   if (auto limited = checkOutputLimit(name, archive->originalSize(), *parseSize(o.maxOutput)); !limited)
     return fail(limited.error().message);
-  if (destination->toStdout)
-    if (auto refused = refuseOwnInput("-", {input})) return *refused;
   if (!destination->toStdout && input != "-" && sameFile(input, output))
     return usageError(fmt::format("{} would be written over its own archive; use -o PATH", output));
   if (a.directory && !destination->toStdout && input != "-")
@@ -147,7 +145,9 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (auto room = outputs[i]->preallocate(a.members[i].sourceSize); !room) return fail(room.error().message);
     PositionalSink *sink = outputs[i];
-    if (!outputs[i]->isPositional()) {
+    // Standard error on standard output's file (`> out 2>&1`) writes at the offset they share,
+    // which positional writes leave at the start: its notes would land over the first bytes.
+    if (!outputs[i]->isPositional() || (destination->toStdout && standardErrorIsStandardOutput())) {
       options.threads = 1; // a pipe takes the bytes in order
       pipes.push_back(std::make_unique<SequentialPositionalSink>(*outputs[i], 0));
       sink = pipes.back().get();
@@ -217,6 +217,11 @@ int runDecompress(const DecompressOptions &o, const Verbosity &v) {
     return usageError("--json and the decompressed bytes cannot both go to standard output");
   if (o.toStdout && !o.output.empty() && o.output != "-")
     return usageError("-c writes to standard output; -o names another output: give one of them");
+  // Before the first archive's bytes go out: any of the inputs may be the file standard output
+  // writes (`decompress -c a.brv b.brv 1<> b.brv`).
+  if (std::any_of(o.inputs.begin(), o.inputs.end(), writesStandardOutput))
+    for (const std::string &input : o.inputs)
+      if (auto refused = refuseOwnInput("-", {input})) return *refused;
   int status = kExitOk;
   for (const std::string &input : o.inputs)
     if (int s = decompressOne(o, input, v); s != kExitOk) status = s;

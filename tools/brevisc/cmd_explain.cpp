@@ -64,6 +64,7 @@ void printText(const RegionReport &r, size_t candidates) {
 }
 
 int runExplain(const ExplainOptions &o, const Verbosity &v) {
+  if (auto refused = refuseOwnInput("-", {o.input})) return *refused; // the report goes there
   const std::string inputName = shownName(o.input);
   auto file = openInput(o.input); // a checkpoint or an archive, from a file or a pipe
   if (!file) return fail(file.error().message);

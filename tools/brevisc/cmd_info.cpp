@@ -68,6 +68,7 @@ std::string percent(uint64_t part, uint64_t whole) {
 }
 
 int runInfo(const InfoOptions &o, const Verbosity &v) {
+  if (auto refused = refuseOwnInput("-", {o.input})) return *refused; // the report goes there
   auto archive = loadArchive(o.input);
   if (!archive) return fail(archive.error().message);
   const Archive &a = archive->contents();

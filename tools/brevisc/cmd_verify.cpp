@@ -55,6 +55,7 @@ private:
 };
 
 int runVerify(const VerifyOptions &o, const Verbosity &v) {
+  if (auto refused = refuseOwnInput("-", {o.input, o.original})) return *refused; // its summary line goes there
   auto archive = loadArchive(o.input, ArchiveReadOptions{.verifyWholeFile = true});
   if (!archive) return fail(archive.error().message);
   const Archive &a = archive->contents();
