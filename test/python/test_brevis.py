@@ -146,6 +146,24 @@ def test_a_slice_of_a_large_tensor_decodes_only_the_pieces_holding_its_rows(tmp_
         assert part.dtype == torch.bfloat16 and tuple(part.shape) == (10, 2800)
         assert part.view(torch.int16).numpy().tobytes() == bits[2990:].tobytes()
         assert torch.equal(f.get_slice("large")[7, 5], torch.tensor(large[7, 5]))
+        assert f.get_slice("large")[7, 5].shape == torch.Size([])
+
+
+def test_one_element_of_a_slice_for_torch_stays_zero_dimensional(tmp_path):
+    # What the "pt" path hands torch.from_numpy, seen without torch: the array as converted.
+    path = str(tmp_path / "s.safetensors.brv")
+    brevis.save_file({"v": np.arange(8, dtype=np.float32), "m": np.ones((3, 4), np.float16)}, path)
+    with brevis.safe_open(path) as f:
+        f._framework, f._to_torch = "pt", lambda array, dtype, device: array
+        assert f.get_slice("v")[3].shape == ()
+        assert f.get_slice("m")[1, 2].shape == ()
+        assert f.get_slice("v")[3:5].shape == (2,) and f.get_slice("m")[1:, 2].shape == (2,)
+        assert f.get_slice("v")[::2].flags.c_contiguous
+
+
+def test_a_path_that_is_not_utf8_is_refused_plainly(tmp_path):
+    with pytest.raises(ValueError, match="not UTF-8"):
+        brevis.numpy.load_file(os.fsencode(str(tmp_path)) + b"/\xff\xfe.brv")
 
 
 def test_bf16_widens_exactly_to_float32(tmp_path):

@@ -42,6 +42,10 @@ def _path(path, what="path"):
         raise TypeError(f"{what} must be a str, bytes or os.PathLike, not {type(path).__name__}") from None
     if "\0" in path:
         raise ValueError(f"{what} contains a NUL character: {path!r}")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8, decoded by fsdecode as surrogates
+        raise ValueError(f"{what} is not UTF-8, which brevis needs of file names: {path!r}") from None
     return path
 
 
@@ -316,7 +320,8 @@ class safe_open:
     def _convert(self, array, t):
         """A part of tensor `t`, read as bits, as get_tensor gives it."""
         if self._framework == "pt":
-            return self._to_torch(_np.ascontiguousarray(array), t.dtype, self._device)
+            # (ascontiguousarray would make one element's 0-d array 1-d)
+            return self._to_torch(_np.require(_np.asarray(array), requirements="C"), t.dtype, self._device)
         if self._bf16 == "float32" and t.dtype == "BF16":
             widened = _widen_bf16(_np.asarray(array))
             return widened[()] if isinstance(array, _np.generic) else widened  # a scalar stays one
