@@ -410,8 +410,9 @@ def test_errors_are_exceptions_with_the_librarys_message(tmp_path):
         brevis.compress(source, str(tmp_path / "x.brv"), level=10)
     with pytest.raises(FileExistsError):
         brevis.compress(source, str(archive))
-    with pytest.raises(ValueError, match="framework"):
-        brevis.safe_open(str(archive), framework="jax")
+    for framework in ("jax", [], None):
+        with pytest.raises(ValueError, match="framework"):
+            brevis.safe_open(str(archive), framework=framework)
     # A directory where a file belongs, even with overwrite; a non-empty one a directory archive
     # would be written into, without it; a path with a NUL.
     (tmp_path / "somedir").mkdir()
@@ -431,6 +432,11 @@ def test_errors_are_exceptions_with_the_librarys_message(tmp_path):
         brevis.decompress(brevisc_archive, str(tmp_path / "full"))
     assert brevis.decompress(brevisc_archive, str(tmp_path / "full"), overwrite=True) == str(tmp_path / "full")
     assert (tmp_path / "full" / "m.safetensors").read_bytes() == open(source, "rb").read()
+    (tmp_path / "afile").write_bytes(b"keep")
+    for overwrite in (False, True):  # a directory archive needs a directory: the file stays
+        with pytest.raises(NotADirectoryError):
+            brevis.decompress(brevisc_archive, str(tmp_path / "afile"), overwrite=overwrite)
+    assert (tmp_path / "afile").read_bytes() == b"keep"
     with pytest.raises(ValueError, match="NUL"):
         brevis.numpy.load_file(str(tmp_path / "a\0b.brv"))
 

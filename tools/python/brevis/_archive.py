@@ -251,7 +251,7 @@ class safe_open:
     or "float32" (widened exactly). threads: decoding threads (0: every core)."""
 
     def __init__(self, filename, framework="np", device="cpu", bf16="bits", threads=0):
-        if framework not in _FRAMEWORKS:
+        if not isinstance(framework, str) or framework not in _FRAMEWORKS:
             raise ValueError(f"framework must be one of {sorted(_FRAMEWORKS)}, not {framework!r}")
         self._framework = _FRAMEWORKS[framework]
         if self._framework == "pt":
@@ -356,8 +356,11 @@ def decompress(src, dst=None, threads=0, overwrite=False):
     dst = _path(dst, "dst")
     if os.path.exists(dst) and os.path.samefile(src, dst):
         raise ValueError(f"{dst!r} is the archive itself; give another dst")
-    if os.path.isdir(dst) and not _brevis.Archive(src).is_directory:
+    is_directory = _brevis.Archive(src).is_directory
+    if os.path.isdir(dst) and not is_directory:
         raise IsADirectoryError(f"Is a directory: {dst!r}")
+    if is_directory and os.path.exists(dst) and not os.path.isdir(dst):
+        raise NotADirectoryError(f"{dst!r} exists and is not a directory; a directory archive needs one")
     if not os.path.isdir(dst):
         _output(dst, overwrite)
     elif not overwrite and any(os.scandir(dst)):
