@@ -74,8 +74,6 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
   }
   if (!toStdout)
     if (auto refused = refuseOutputOfEarlierInput(output, given)) return *refused;
-  if (toStdout && !directory)
-    if (auto refused = refuseOwnInput("-", {given})) return *refused;
   // The name recorded for the source: what decompress writes by default.
   std::string sourceName = baseName(input);
   if (fromStdin) {
@@ -95,12 +93,12 @@ int compressOne(const CompressOptions &o, const std::string &given, const Verbos
       std::cerr << fmt::format("brevisc: note: {}: {} empty director{} not archived: {}{}\n", shownInput, empty.size(),
                                empty.size() == 1 ? "y is" : "ies are", empty.front(),
                                empty.size() > 1 ? fmt::format(" and {} more", empty.size() - 1) : "");
-    if (toStdout)
-      for (const std::string &file : files)
-        if (auto refused = refuseOwnInput("-", {input + "/" + file})) return *refused;
   } else {
     files.push_back(sourceName);
   }
+  if (toStdout) // standard output may be the input, or a file of the directory (`1<> IN`)
+    for (const std::string &file : files)
+      if (auto refused = refuseOwnInput("-", {directory ? input + "/" + file : given})) return *refused;
   if (toStdout && ::isatty(STDOUT_FILENO))
     return fail("refusing to write an archive to a terminal; use -o FILE or redirect standard output");
   auto builder = [&]() -> Result<std::unique_ptr<ArchiveBuilder>> {

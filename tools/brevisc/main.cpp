@@ -184,7 +184,7 @@ int main(int argc, char **argv) {
       if (what.starts_with(extra))
         what = fmt::format("not an option or argument of this command: {} (brevisc COMMAND --help lists them)",
                            what.substr(extra.size()));
-    if (!what.empty() && std::isupper(static_cast<unsigned char>(what[0])) && what.size() > 1 &&
+    if (what.size() > 1 && std::isupper(static_cast<unsigned char>(what[0])) &&
         std::islower(static_cast<unsigned char>(what[1])))
       what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0]))); // a message's style: lower case
     std::cerr << "brevisc: error: " << what << "\n";
