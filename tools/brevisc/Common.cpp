@@ -422,6 +422,10 @@ bool standardErrorIsStandardOutput() {
   return ::fstat(STDERR_FILENO, &err) == 0 && descriptorIs(STDOUT_FILENO, err);
 }
 
+bool decodesInPlace(const OutputFile &out, bool toStandardOutput) {
+  return out.isPositional() && !(toStandardOutput && standardErrorIsStandardOutput());
+}
+
 std::optional<int> refuseOwnInput(const std::string &output, std::initializer_list<std::string> inputs) {
   for (const std::string &input : inputs) {
     if (input.empty()) continue;

@@ -188,6 +188,11 @@ bool sameFile(const std::string &a, const std::string &b);
 bool standardOutputIsInput(const std::string &input);
 /// Whether standard error writes to standard output's regular file (`> out 2>&1`).
 bool standardErrorIsStandardOutput();
+/// Whether decoding may write `out` at explicit offsets, from several threads: a file that takes
+/// them, unless it is standard output sharing its file with standard error (`> out 2>&1`), where
+/// positional writes leave the shared offset at the start and notes would land over the first
+/// bytes written.
+bool decodesInPlace(const OutputFile &out, bool toStandardOutput);
 /// Where `output` names the same existing file as one of `inputs`, or is `-` and standard output
 /// is one of them, the usage error that says so (no command writes over what it reads: with -f
 /// it would lose the input); else nullopt.

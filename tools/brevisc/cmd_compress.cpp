@@ -217,7 +217,8 @@ void registerCompress(CLI::App &app, Context &ctx) {
                   "redirected to a file, not a pipe");
   cmd->add_flag("-c,--stdout", o->toStdout, "write the archive to standard output (a file, not a pipe; see -o)");
   cmd->add_flag("-k,--keep")->description(
-      "keep the input, as always: brevisc never removes it (accepted as zstd accepts it)");
+      "keep the input, as always: brevisc never removes it (accepted as zstd accepts it)")
+      ->disable_flag_override();
   addThreadsOption(cmd, o->threads,
                   "threads for synthesis (tensors side by side, and a large tensor's fields) and verification; the "
                   "archive is the same for any number (default 0: all cores)");

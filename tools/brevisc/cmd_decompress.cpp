@@ -145,9 +145,7 @@ int decompressOne(const DecompressOptions &o, const std::string &input, const Ve
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (auto room = outputs[i]->preallocate(a.members[i].sourceSize); !room) return fail(room.error().message);
     PositionalSink *sink = outputs[i];
-    // Standard error on standard output's file (`> out 2>&1`) writes at the offset they share,
-    // which positional writes leave at the start: its notes would land over the first bytes.
-    if (!outputs[i]->isPositional() || (destination->toStdout && standardErrorIsStandardOutput())) {
+    if (!decodesInPlace(*outputs[i], destination->toStdout)) {
       options.threads = 1; // a pipe takes the bytes in order
       pipes.push_back(std::make_unique<SequentialPositionalSink>(*outputs[i], 0));
       sink = pipes.back().get();
@@ -251,7 +249,8 @@ void registerDecompress(CLI::App &app, Context &ctx) {
                 "and the exit status is 1)");
   addThreadsOption(cmd, o->threads, "decoding threads (default 0: all cores)");
   cmd->add_flag("-k,--keep")->description(
-      "keep the input, as always: brevisc never removes it (accepted as zstd accepts it)");
+      "keep the input, as always: brevisc never removes it (accepted as zstd accepts it)")
+      ->disable_flag_override();
   cmd->add_flag("--jit", o->jit, "decode with native code compiled by LLVM instead of the interpreter (kept across runs in $BREVIS_JIT_CACHE, by default $XDG_CACHE_HOME/brevis/jit or ~/.cache/brevis/jit; off: not kept)");
   cmd->add_flag("-f,--force", o->force, "overwrite existing files (and write into a non-empty directory)");
   cmd->add_option("--max-output", o->maxOutput, kMaxOutputHelp)->check(validateSize);

@@ -70,6 +70,11 @@ bool namesOneFile(const std::string &a, const std::string &b) {
   return !ec && !ed && x == y;
 }
 
+/// Whether `path` names standard output: `-`, or a link to it (/dev/stdout).
+bool toStandardOutput(const std::string &path) {
+  return path == "-" || standardStreamOf(path) == STDOUT_FILENO;
+}
+
 /// The output file, or standard output for `-` (never a terminal).
 Result<std::unique_ptr<OutputFile>> openOutput(const std::string &path, bool force) {
   if (path != "-") return OutputFile::create(path, force);
@@ -120,9 +125,10 @@ int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive, bool ver
   if (auto refused = refuseOwnInput(o.output, {o.input})) return *refused;
   auto out = openOutput(o.output, o.force);
   if (!out) return fail(out.error().message);
-  DecodeOptions options = o.decoding((*out)->isPositional() ? resolveThreads(o.threads) : 1, verbose);
+  const bool inPlace = decodesInPlace(**out, toStandardOutput(o.output));
+  DecodeOptions options = o.decoding(inPlace ? resolveThreads(o.threads) : 1, verbose);
   SequentialPositionalSink sequential(**out, 0);
-  PositionalSink &sink = (*out)->isPositional() ? static_cast<PositionalSink &>(**out) : sequential;
+  PositionalSink &sink = inPlace ? static_cast<PositionalSink &>(**out) : sequential;
   auto done = archive.readTensor(*tensor, sink, options);
   if (done) done = (*out)->commit();
   return done ? kExitOk : fail(done.error().message);
@@ -200,9 +206,10 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
     if (!out) return fail(out.error().message);
     if (auto room = (*out)->checkRoom(archive->originalSize()); !room) return fail(room.error().message);
     if (auto room = (*out)->preallocate(archive->checkpoint(0).source.size); !room) return fail(room.error().message);
-    DecodeOptions options = o.decoding((*out)->isPositional() ? resolveThreads(o.threads) : 1, v.verbose);
+    const bool inPlace = decodesInPlace(**out, toStandardOutput(output));
+    DecodeOptions options = o.decoding(inPlace ? resolveThreads(o.threads) : 1, v.verbose);
     SequentialPositionalSink sequential(**out, 0);
-    PositionalSink &sink = (*out)->isPositional() ? static_cast<PositionalSink &>(**out) : sequential;
+    PositionalSink &sink = inPlace ? static_cast<PositionalSink &>(**out) : sequential;
     DecodeJob job{&archive->checkpoint(0), &archive->payload(0), archive->digests(0), &sink, o.input, {}};
     // The whole archive's checksum too, beside the decoding, as decompress checks it: damage
     // outside what the regions read is damage all the same. (--tensor reads one tensor's bytes,
@@ -311,9 +318,6 @@ int runRun(const RunOptions &o, const Verbosity &v) {
   if (!o.jit) return usageError("--emit-llvm needs --jit");
   std::error_code ec;
   if (std::filesystem::is_directory(o.input, ec)) return usageError("--emit-llvm takes one program, not a directory");
-  auto toStandardOutput = [](const std::string &path) {
-    return path == "-" || standardStreamOf(path) == STDOUT_FILENO;
-  };
   if (toStandardOutput(o.emitLlvm)) {
     if (toStandardOutput(o.output)) return usageError("--emit-llvm and -o cannot both go to standard output");
     RunOptions direct = o;

@@ -2,6 +2,7 @@
 #include "tools/brevisc/Commands.h"
 
 #include "lang/Ast.h"
+#include "lang/Printer.h"
 #include "runtime/containers/Archive.h"
 #include "runtime/containers/FileIO.h"
 
@@ -178,6 +179,16 @@ int main(int argc, char **argv) {
     constexpr std::string_view kTwice = ": At Most 1 required but received ";
     if (const size_t at = what.find(kTwice); e.get_name() == "ArgumentMismatch" && at != std::string::npos)
       what = fmt::format("{} is given {} times; give it once", what.substr(0, at), what.substr(at + kTwice.size()));
+    // CLI11's "keep was given a disallowed flag override", for a value given to a bare flag.
+    constexpr std::string_view kOverride = " was given a disallowed flag override";
+    if (what.ends_with(kOverride))
+      what = fmt::format("--{} takes no value", what.substr(0, what.size() - kOverride.size()));
+    // CLI11's "Could not convert: --force = maybe", for a bare flag's value it cannot read.
+    constexpr std::string_view kConvert = "Could not convert: ";
+    if (what.starts_with(kConvert))
+      if (const size_t eq = what.find(" = "); eq != std::string::npos)
+        what = fmt::format("{} takes no value (or true or false), not {}",
+                           what.substr(kConvert.size(), eq - kConvert.size()), brevis::quoteString(what.substr(eq + 3)));
     // CLI11's "The following argument was not expected: -x" (or "arguments were"), in our words.
     for (std::string_view extra :
          {"The following argument was not expected: ", "The following arguments were not expected: "})
