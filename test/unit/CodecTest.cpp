@@ -1351,6 +1351,44 @@ TEST(RansX32, OurFramesDecodeThroughBothDecodersNoLargerThanHtscodecs) {
   EXPECT_LE(ours, theirs * 1.001);
 }
 
+TEST(RansX32, VectorEncoderWritesTheFramesOfTheStepByStepOne) {
+  std::mt19937_64 rng(43);
+  std::vector<std::vector<double>> shapes = byteShapes();
+  // Alphabets at the vector loop's edges: 32 and 33 symbols (one or two halves of its tables),
+  // 64 (the most it takes) and 65 (left to the step by step loop); symbols above 127 (the
+  // rank table's second half); one symbol of frequency 1 among common ones (its step has the
+  // reciprocal of 1).
+  for (const unsigned k : {32u, 33u, 64u, 65u}) {
+    std::vector<double> w(256, 0.0);
+    for (unsigned s = 0; s < k; ++s) w[(s * 7 + 100) % 256] = 1.0 + s % 5;
+    shapes.push_back(w);
+  }
+  std::vector<double> high(256, 0.0);
+  for (int s = 200; s < 256; ++s) high[s] = std::pow(0.8, std::abs(s - 230));
+  shapes.push_back(high);
+  // Lengths with 0, 1 and 31 symbols after the last whole round, each table size.
+  const size_t lengths[] = {kRansX32MinBytes, 1024, 1025, 2047, 4096 + 31, 4096 + 32, 65536, 65537, 300001};
+  size_t compared = 0;
+  for (size_t shape = 0; shape < shapes.size(); ++shape)
+    for (const size_t n : lengths) {
+      std::vector<uint8_t> in = drawBytes(rng, n, shapes[shape]);
+      if (shape == 2) in[n / 2] = 0; // a symbol seen once
+      uint64_t counts[256] = {};
+      for (uint8_t b : in) ++counts[b];
+      Bytes vector{0x11}, stepwise{0x11};
+      encodeRansX32Frame(in, counts, vector);
+      encodeRansX32Frame(in, counts, stepwise, /*vectorized=*/false);
+      const std::string where = "shape " + std::to_string(shape) + ", length " + std::to_string(n);
+      ASSERT_TRUE(vector == stepwise) << where;
+      const Bytes frame(stepwise.begin() + 1, stepwise.end());
+      auto decoded = htscodecsDecode(frame, static_cast<uint32_t>(n));
+      ASSERT_TRUE(decoded) << where;
+      EXPECT_TRUE(*decoded == Bytes(in.begin(), in.end())) << where;
+      ++compared;
+    }
+  EXPECT_EQ(compared, shapes.size() * std::size(lengths));
+}
+
 namespace {
 
 /// A context literal's payload from its parts: block size, mode byte (the rate and flags), the
