@@ -1243,6 +1243,62 @@ TEST(RansX32, DecodesByPermutesEveryTableTheyHoldAndGathersTheRest) {
   }
 }
 
+TEST(RansX32, FramesOfFewWordsDecodeByVectorRoundsAsHtscodecsDecodesThem) {
+  if (!ransX32DecoderAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  // Nearly one symbol: tens of thousands of symbols in fewer than 64 bytes of words, which the
+  // vector rounds take from a copy followed by zeros (tailRounds); alone and beside a frame of
+  // many words, by gathers and by permutes.
+  std::mt19937_64 rng(47);
+  std::vector<double> nearlyOne(256, 0.0);
+  nearlyOne[120] = 1, nearlyOne[119] = 1e-4, nearlyOne[200] = 2e-5;
+  std::vector<double> exponent(256, 0.0);
+  for (int e = 100; e < 130; ++e) exponent[e] = std::pow(0.6, std::abs(e - 121));
+  const std::vector<uint8_t> otherIn = drawBytes(rng, 30000, exponent);
+  const Bytes other = htscodecsFrame(otherIn);
+  size_t decoded = 0, refused = 0, short_ = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    const size_t n = 4096 + rng() % 60000;
+    const std::vector<uint8_t> in = drawBytes(rng, n, nearlyOne);
+    uint64_t counts[256] = {};
+    for (uint8_t b : in) ++counts[b];
+    Bytes frame;
+    if (trial % 2) frame = htscodecsFrame(in);
+    else encodeRansX32Frame(in, counts, frame);
+    ASSERT_EQ(frame[0], RANS_ORDER_X32);
+    // Whole, or with one bit flipped among its states and words (its last 160 bytes): states
+    // that then ask for more words than there are must be refused, not read past the frame.
+    const bool damaged = trial % 3 != 0;
+    short_ += frame.size() < 4 * 32 + 64 + 40;
+    if (damaged) {
+      const size_t at = frame.size() - 1 - rng() % std::min<size_t>(160, frame.size() - 1);
+      frame[at] ^= static_cast<uint8_t>(1u << rng() % 8);
+    }
+    std::vector<uint8_t> out(n, 0xEE), otherOut(otherIn.size(), 0xEE);
+    std::vector<RansX32Frame> jobs = {{frame, out.data(), static_cast<uint32_t>(n)}};
+    if (trial % 4 >= 2) jobs.push_back({other, otherOut.data(), static_cast<uint32_t>(otherIn.size())});
+    decodeRansX32Frames(jobs);
+    if (jobs.size() > 1) {
+      ASSERT_EQ(jobs[1].status, RansX32Frame::Status::Done) << "trial " << trial;
+      EXPECT_TRUE(otherOut == otherIn) << "trial " << trial;
+    }
+    ASSERT_NE(jobs[0].status, RansX32Frame::Status::NotHandled) << "trial " << trial;
+    if (!damaged) {
+      ASSERT_EQ(jobs[0].status, RansX32Frame::Status::Done) << "trial " << trial;
+      EXPECT_TRUE(out == in) << "trial " << trial;
+      ++decoded;
+    } else if (jobs[0].status == RansX32Frame::Status::Corrupt) {
+      ++refused;
+    } else { // what the damage left decodes: as htscodecs decodes it
+      auto theirs = htscodecsDecode(frame, static_cast<uint32_t>(n));
+      ASSERT_TRUE(theirs) << "trial " << trial;
+      EXPECT_TRUE(Bytes(out.begin(), out.end()) == *theirs) << "trial " << trial;
+    }
+  }
+  EXPECT_EQ(short_, 120u); // every frame has fewer than 64 bytes of words
+  EXPECT_EQ(decoded, 40u);
+  EXPECT_GT(refused, 20u);
+}
+
 TEST(RansX32, DamagedFramesFailOrDecodeAsHtscodecsDoes) {
   if (!ransX32DecoderAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
   std::mt19937_64 rng(37);
