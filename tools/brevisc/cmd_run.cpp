@@ -114,15 +114,20 @@ int runProgramTensor(const RunOptions &o, const Module &module, const Payload &p
   return kExitOk;
 }
 
-/// Decodes one tensor of an archive: the index locates it, only its payload bytes are read, and
-/// its digest is checked.
-int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive, bool verbose) {
+/// Decodes one tensor of an archive (`file`'s bytes): the index locates it, only its payload
+/// bytes are read, and its digest is checked.
+int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive, ByteSpan file, bool verbose) {
   if (o.output.empty()) return usageError("--tensor needs an output file: use -o FILE");
   auto tensor = archive.findTensor(*o.tensor, o.file);
   if (!tensor && archive.isDirectory() && !o.file && tensor.error().message.find(" in both ") != std::string::npos)
     return fail(tensor.error().message + "; --file names the one to read");
   if (!tensor) return fail(tensor.error().message);
   if (auto refused = refuseOwnInput(o.output, {o.input})) return *refused;
+  // Standard output cannot be taken back, and the tensor's digest is checked only once its
+  // bytes are out: there the whole archive's checksum goes first, so that a damaged archive
+  // writes nothing (a file that fails its digest is not kept).
+  if (toStandardOutput(o.output))
+    if (auto checked = checkArchiveChecksum(file, o.input); !checked) return fail(checked.error().message);
   auto out = openOutput(o.output, o.force);
   if (!out) return fail(out.error().message);
   const bool inPlace = decodesInPlace(**out, toStandardOutput(o.output));
@@ -191,7 +196,7 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
     if (!archive) return fail(archive.error().message);
     if (auto limited = checkOutputLimit(o.input, archive->originalSize(), *parseSize(o.maxOutput)); !limited)
       return fail(limited.error().message);
-    if (o.tensor) return runArchiveTensor(o, *archive, v.verbose);
+    if (o.tensor) return runArchiveTensor(o, *archive, (*input)->bytes(), v.verbose);
     if (archive->contents().directory)
       return usageError(fmt::format("{} holds a directory; use brevisc decompress, or run --tensor NAME", o.input));
     std::string output = o.output;
@@ -211,10 +216,16 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
     SequentialPositionalSink sequential(**out, 0);
     PositionalSink &sink = inPlace ? static_cast<PositionalSink &>(**out) : sequential;
     DecodeJob job{&archive->checkpoint(0), &archive->payload(0), archive->digests(0), &sink, o.input, {}};
-    // The whole archive's checksum too, beside the decoding, as decompress checks it: damage
-    // outside what the regions read is damage all the same. (--tensor reads one tensor's bytes,
-    // checked by their digests, and only those.)
-    options.alongside = [&] { return checkArchiveChecksum((*input)->bytes(), o.input); };
+    // The whole archive's checksum too, as decompress checks it: damage outside what the regions
+    // read is damage all the same. (--tensor reads one tensor's bytes, checked by their digests,
+    // and only those.) Standard output cannot be taken back, so there it goes first: a damaged
+    // archive writes nothing; a file is kept only once everything is checked, so there it runs
+    // beside the decoding.
+    if (toStandardOutput(output)) {
+      if (auto checked = checkArchiveChecksum((*input)->bytes(), o.input); !checked) return fail(checked.error().message);
+    } else {
+      options.alongside = [&] { return checkArchiveChecksum((*input)->bytes(), o.input); };
+    }
     auto done = decodeJobs(std::span(&job, 1), options);
     if (done) done = (*out)->commit();
     if (!done) return fail(done.error().message);
