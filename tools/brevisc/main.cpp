@@ -195,6 +195,16 @@ int main(int argc, char **argv) {
       if (what.starts_with(extra))
         what = fmt::format("not an option or argument of this command: {} (brevisc COMMAND --help lists them)",
                            what.substr(extra.size()));
+    // `-k=maybe`: CLI11 takes `k` as a flag and reports what is left, "-=maybe", which names no
+    // option; the argument as given does.
+    for (int i = 1; i < argc; ++i) {
+      const std::string_view arg = argv[i];
+      if (arg.size() > 2 && arg[0] == '-' && arg[1] != '-' && arg.find('=') != std::string_view::npos &&
+          what.find(fmt::format(": -{} ", arg.substr(arg.find('=')))) != std::string::npos) {
+        what = fmt::format("{}: a short option takes no value after '=' (give a value as -T 2)", arg);
+        break;
+      }
+    }
     if (what.size() > 1 && std::isupper(static_cast<unsigned char>(what[0])) &&
         std::islower(static_cast<unsigned char>(what[1])))
       what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0]))); // a message's style: lower case
