@@ -185,10 +185,11 @@ int main(int argc, char **argv) {
       what = fmt::format("--{} takes no value", what.substr(0, what.size() - kOverride.size()));
     // CLI11's "Could not convert: --force = maybe", for a bare flag's value it cannot read.
     constexpr std::string_view kConvert = "Could not convert: ";
-    if (what.starts_with(kConvert))
-      if (const size_t eq = what.find(" = "); eq != std::string::npos)
-        what = fmt::format("{} takes no value (or true or false), not {}",
-                           what.substr(kConvert.size(), eq - kConvert.size()), brevis::quoteString(what.substr(eq + 3)));
+    if (const size_t eq = what.find(" = "); what.starts_with(kConvert) && eq != std::string::npos) {
+      const std::string option = what.substr(kConvert.size(), eq - kConvert.size());
+      const std::string value = brevis::quoteString(what.substr(eq + 3));
+      what = fmt::format("{} takes no value (or true or false), not {}", option, value);
+    }
     // CLI11's "The following argument was not expected: -x" (or "arguments were"), in our words.
     for (std::string_view extra :
          {"The following argument was not expected: ", "The following arguments were not expected: "})
