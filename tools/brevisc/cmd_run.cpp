@@ -126,11 +126,12 @@ int runArchiveTensor(const RunOptions &o, const ArchiveReader &archive, ByteSpan
   // Standard output cannot be taken back, and the tensor's digest is checked only once its
   // bytes are out: there the whole archive's checksum goes first, so that a damaged archive
   // writes nothing (a file that fails its digest is not kept).
-  if (toStandardOutput(o.output))
+  const bool toStdout = toStandardOutput(o.output);
+  if (toStdout)
     if (auto checked = checkArchiveChecksum(file, o.input); !checked) return fail(checked.error().message);
   auto out = openOutput(o.output, o.force);
   if (!out) return fail(out.error().message);
-  const bool inPlace = decodesInPlace(**out, toStandardOutput(o.output));
+  const bool inPlace = decodesInPlace(**out, toStdout);
   DecodeOptions options = o.decoding(inPlace ? resolveThreads(o.threads) : 1, verbose);
   SequentialPositionalSink sequential(**out, 0);
   PositionalSink &sink = inPlace ? static_cast<PositionalSink &>(**out) : sequential;
@@ -211,7 +212,8 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
     if (!out) return fail(out.error().message);
     if (auto room = (*out)->checkRoom(archive->originalSize()); !room) return fail(room.error().message);
     if (auto room = (*out)->preallocate(archive->checkpoint(0).source.size); !room) return fail(room.error().message);
-    const bool inPlace = decodesInPlace(**out, toStandardOutput(output));
+    const bool toStdout = toStandardOutput(output);
+    const bool inPlace = decodesInPlace(**out, toStdout);
     DecodeOptions options = o.decoding(inPlace ? resolveThreads(o.threads) : 1, v.verbose);
     SequentialPositionalSink sequential(**out, 0);
     PositionalSink &sink = inPlace ? static_cast<PositionalSink &>(**out) : sequential;
@@ -221,7 +223,7 @@ int runProgram(const RunOptions &o, const Verbosity &v) {
     // and only those.) Standard output cannot be taken back, so there it goes first: a damaged
     // archive writes nothing; a file is kept only once everything is checked, so there it runs
     // beside the decoding.
-    if (toStandardOutput(output)) {
+    if (toStdout) {
       if (auto checked = checkArchiveChecksum((*input)->bytes(), o.input); !checked) return fail(checked.error().message);
     } else {
       options.alongside = [&] { return checkArchiveChecksum((*input)->bytes(), o.input); };

@@ -200,8 +200,9 @@ int main(int argc, char **argv) {
     // option; the argument as given does.
     for (int i = 1; i < argc; ++i) {
       const std::string_view arg = argv[i];
-      if (arg.size() > 2 && arg[0] == '-' && arg[1] != '-' && arg.find('=') != std::string_view::npos &&
-          what.find(fmt::format(": -{} ", arg.substr(arg.find('=')))) != std::string::npos) {
+      const size_t eq = arg.find('=');
+      if (arg.size() > 2 && arg[0] == '-' && arg[1] != '-' && eq != std::string_view::npos &&
+          what.find(fmt::format(": -{} ", arg.substr(eq))) != std::string::npos) {
         what = fmt::format("{}: a short option takes no value after '=' (give a value as -T 2)", arg);
         break;
       }
